@@ -1,0 +1,5 @@
+"""``python -m contextd`` runs the CLI."""
+
+from contextd.cli import main
+
+main()

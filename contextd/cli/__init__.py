@@ -1,0 +1,88 @@
+"""The ``contextd`` command line.
+
+One click group with global options; each command family lives in its own module and is
+added by :func:`_add_commands`. Results go to stdout (``--json`` for machines), diagnostics
+and progress to stderr. Expected failures (:class:`contextd.errors.ContextdError`) print one
+line and exit 1 (usage errors 2); set ``CONTEXTD_RAISE_ERRORS=1`` to see tracebacks.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+
+import click
+
+from contextd import __version__
+from contextd.cli.common import CliState
+from contextd.errors import ContextdError
+
+# Command modules; each defines ``commands``: a list of click commands.
+COMMAND_MODULES = (
+    "contextd.cli.boundary_cmds",
+    "contextd.cli.chunks_cmd",
+    "contextd.cli.embedders_cmd",
+    "contextd.cli.index_cmds",
+    "contextd.cli.query_cmds",
+    "contextd.cli.serve_cmd",
+    "contextd.cli.plugins_cmd",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="contextd")
+@click.option("--root", type=click.Path(file_okay=False), envvar="CONTEXTD_ROOT",
+              help="Project root (default: detected from the working directory).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              envvar="CONTEXTD_CONFIG", help="context.toml to use (default: <root>/context.toml).")
+@click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
+@click.option("-v", "--verbose", count=True, help="More diagnostics on stderr (-vv for debug).")
+@click.pass_context
+def cli(ctx: click.Context, root: str | None, config_path: str | None, as_json: bool,
+        verbose: int) -> None:
+    """contextd: the few hundred lines of a project an agent needs, ranked and cut to a budget.
+
+    \b
+    Examples:
+      contextd query "where are JWT tokens validated"
+      contextd --json query "retry backoff" --k 5
+      contextd list-indexable --limit 20
+      contextd serve            # MCP server over stdio
+    """
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, stream=sys.stderr, format="contextd: %(message)s")
+    ctx.obj = CliState(root=root, config_path=config_path, as_json=as_json, verbose=verbose)
+
+
+def _add_commands() -> None:
+    for module_name in COMMAND_MODULES:
+        module = importlib.import_module(module_name)
+        for command in module.commands:
+            cli.add_command(command)
+
+
+_add_commands()
+
+
+def main() -> None:
+    """Entry point of the console script: one error boundary for the whole CLI."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("contextd: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except ContextdError as exc:
+        if os.environ.get("CONTEXTD_RAISE_ERRORS"):
+            raise
+        click.echo(f"contextd: error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("contextd: interrupted", err=True)
+        sys.exit(130)

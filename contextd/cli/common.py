@@ -1,0 +1,40 @@
+"""State and output helpers shared by every CLI command module."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import click
+
+from contextd.project import Project
+from contextd.records import to_dict
+
+
+@dataclass
+class CliState:
+    """Global options, and the project resolved from them on first use."""
+
+    root: str | None
+    config_path: str | None
+    as_json: bool
+    verbose: int
+    _project: Project | None = field(default=None, repr=False)
+
+    def project(self) -> Project:
+        if self._project is None:
+            self._project = Project.open(self.root, self.config_path)
+        return self._project
+
+
+pass_state = click.make_pass_decorator(CliState)
+
+
+def emit(state: CliState, result: Any, human: Callable[[Any], None]) -> None:
+    """Print a result: JSON when ``--json`` was given, else through ``human``."""
+    if state.as_json:
+        sys.stdout.write(json.dumps(to_dict(result), indent=2, ensure_ascii=False) + "\n")
+    else:
+        human(result)

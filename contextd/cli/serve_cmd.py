@@ -1,0 +1,3 @@
+"""Placeholder until this command family lands."""
+
+commands: list = []

@@ -1,0 +1,440 @@
+"""context.toml: typed, immutable configuration with the defaults of spec 004 §4.1.
+
+The file is optional: no file means every default, so contextd works with zero configuration
+in any directory. Sections may be written at the top level (``[watcher]``) or under a
+``[context]`` table (``[context.watcher]``, as in the spec's examples). String values may use
+``${VAR}`` or ``${VAR:-default}``. Loading reports *every* problem at once, each naming the
+file and the dotted key (see :class:`contextd.errors.ConfigError`); checks that need the file
+system (watch paths, globs) live in :mod:`contextd.config_checks`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomli
+
+from contextd.errors import ConfigError, ConfigIssue
+
+CONFIG_FILENAME = "context.toml"
+
+
+def _opt(default: Any, *, help: str, min: float | None = None, max: float | None = None,
+         choices: tuple[str, ...] | None = None) -> Any:
+    """A config field with its documentation and constraints attached (used by validation
+    and by ``contextd init`` to write a documented file)."""
+    meta = {"help": help, "min": min, "max": max, "choices": choices}
+    if isinstance(default, (list, dict, tuple)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+DEFAULT_IGNORE_PATTERNS = (
+    ".git", "node_modules", "target", "build", "dist", ".venv", "venv", "__pycache__",
+    "*.class", "*.pyc", ".idea", ".vscode", ".contextd", ".mypy_cache", ".pytest_cache",
+    ".tox", ".ruff_cache", "*.egg-info",
+)
+
+DEFAULT_ALLOWED_EXTENSIONS = (
+    ".py", ".pyi", ".kt", ".kts", ".java", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs",
+    ".go", ".rs", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs", ".rb", ".php",
+    ".swift", ".scala", ".lua", ".md", ".markdown", ".rst", ".txt", ".adoc", ".yaml", ".yml",
+    ".toml", ".json", ".xml", ".properties", ".ini", ".cfg", ".sql", ".csv", ".sh", ".bash",
+    ".zsh", ".ps1", ".html", ".css", ".scss", ".vue", ".svelte", ".proto", ".graphql", ".tf",
+)
+
+DEFAULT_BLOCKED_EXTENSIONS = (
+    ".exe", ".bin", ".dll", ".so", ".dylib", ".o", ".a", ".jpg", ".jpeg", ".png", ".gif",
+    ".bmp", ".ico", ".webp", ".pdf", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".tar",
+    ".jar", ".war", ".class", ".pyc", ".whl", ".mp3", ".mp4", ".mov", ".woff", ".woff2",
+    ".ttf", ".otf", ".duckdb", ".db", ".sqlite", ".lock",
+)
+
+DEFAULT_SECRET_PATTERNS = (
+    r"""password\s*=\s*["'].*["']""",
+    r"""api[_-]?key\s*=\s*["'].*["']""",
+    r"""token\s*=\s*["'].*["']""",
+)
+
+
+@dataclass(frozen=True)
+class CoreConfig:
+    enabled: bool = _opt(True, help="Master switch: false makes every query return no context.")
+    mode: str = _opt("embedded", choices=("embedded", "standalone", "hybrid"),
+                     help="embedded: in-process; standalone: talk to a running engine; "
+                          "hybrid: embedded, falling back to standalone.")
+    fallback_enabled: bool = _opt(True, help="On failure return an empty context and log a "
+                                             "warning instead of raising.")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    host: str = _opt("127.0.0.1", help="Host of a standalone engine (HTTP transport).")
+    port: int = _opt(9090, min=1, max=65535, help="Port of a standalone engine.")
+    timeout_ms: int = _opt(5000, min=1, help="Request timeout in milliseconds.")
+    retry_attempts: int = _opt(3, min=0, max=20, help="Retries on a failed request.")
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    db_path: str = _opt(".contextd/context.duckdb",
+                        help="DuckDB file, relative to the project root or absolute.")
+    backup_enabled: bool = _opt(False, help="Copy the database periodically.")
+    backup_interval_hours: int = _opt(24, min=1, help="Hours between backups.")
+
+
+@dataclass(frozen=True)
+class WatcherConfig:
+    enabled: bool = _opt(True, help="Watch the project and re-index files as they change.")
+    debounce_ms: int = _opt(500, min=0, max=60000,
+                            help="Wait this long after the last event before indexing a burst.")
+    watch_paths: list[str] = _opt(["auto"], help='Directories to index, relative to the root or '
+                                  'absolute; ["auto"] detects the project root.')
+    ignore_patterns: list[str] = _opt(list(DEFAULT_IGNORE_PATTERNS),
+                                      help="gitignore-style patterns never indexed.")
+    use_gitignore: bool = _opt(True, help="Also apply every .gitignore in the tree.")
+    use_contextignore: bool = _opt(True, help="Also apply every .contextignore in the tree.")
+
+
+@dataclass(frozen=True)
+class IndexingConfig:
+    allowed_extensions: list[str] = _opt(list(DEFAULT_ALLOWED_EXTENSIONS),
+                                         help="Only these extensions are indexed; [] allows "
+                                              "every text file not blocked.")
+    blocked_extensions: list[str] = _opt(list(DEFAULT_BLOCKED_EXTENSIONS),
+                                         help="Extensions never indexed.")
+    max_file_size_mb: float = _opt(5.0, min=0.0, help="Files larger than this are skipped.")
+    warn_file_size_mb: float = _opt(2.0, min=0.0, help="Files larger than this are logged.")
+    size_exceptions: list[str] = _opt([], help="Paths (globs) indexed despite the size limit.")
+    follow_symlinks: bool = _opt(False, help="Follow symbolic links (never out of the "
+                                             "boundary).")
+    max_symlink_depth: int = _opt(3, min=0, max=40, help="Most links followed in one path.")
+    binary_detection: str = _opt("all", choices=("extension", "content", "all"),
+                                 help="How binary files are recognised.")
+    binary_threshold: int = _opt(30, min=1, max=100,
+                                 help="Percent of non-text bytes in the first 8 KB that "
+                                      "marks a file binary.")
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    model: str = _opt("sentence-transformers/all-MiniLM-L6-v2",
+                      help="Embedding model; must be installed as a package, never downloaded.")
+    dimension: int = _opt(384, min=1, help="Vector dimension of the model.")
+    batch_size: int = _opt(64, min=1, max=4096, help="Chunks per embedding batch.")
+    normalize: bool = _opt(True, help="L2-normalise vectors.")
+    cache_enabled: bool = _opt(True, help="Reuse vectors of identical chunk text.")
+    backend: str = _opt("onnx", choices=("onnx", "torch"),
+                        help="onnx: ONNX Runtime (fast, no torch on the query path); torch: "
+                             "sentence-transformers reference.")
+    quantize: str = _opt("int8", choices=("int8", "none"),
+                         help="int8: dynamic per-channel quantisation (ONNX only).")
+    max_seq_length: int = _opt(256, min=8, max=8192, help="Tokens the model reads per chunk.")
+    threads: int = _opt(0, min=0, max=256, help="Inference threads; 0 = one per core.")
+
+
+@dataclass(frozen=True)
+class LanguageChunking:
+    max_tokens: int = _opt(256, min=16, max=8192,
+                           help="Largest chunk; never above the model's window.")
+    overlap_percent: int = _opt(15, min=0, max=50, help="Overlap when a long body is split.")
+    split_by_headings: bool = _opt(True, help="Markdown: one chunk per heading.")
+    preserve_code_blocks: bool = _opt(True, help="Markdown: code fences as own chunks.")
+    split_by_function: bool = _opt(True, help="Code: one chunk per function.")
+    split_by_class: bool = _opt(True, help="Code: split large classes into methods.")
+    split_by_export: bool = _opt(True, help="TypeScript: one chunk per export.")
+    preserve_docstrings: bool = _opt(True, help="Keep docstrings/KDoc/JSDoc with the code.")
+
+
+@dataclass(frozen=True)
+class QueryConfig:
+    default_k: int = _opt(12, min=1, max=200, help="Results returned by default.")
+    mmr_lambda: float = _opt(0.5, min=0.0, max=1.0,
+                             help="MMR: 1.0 pure relevance, 0.0 pure diversity.")
+    min_score_threshold: float = _opt(0.0, min=0.0, max=1.0,
+                                      help="Drop results scoring below this (0..1).")
+    rerank_enabled: bool = _opt(True, help="Apply MMR re-ranking.")
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    default_max_tokens: int = _opt(1500, min=1, help="Token budget of one context.")
+    reserve_for_prompt: int = _opt(500, min=0, help="Tokens held back for the prompt.")
+    warn_threshold_percent: int = _opt(80, min=1, max=100,
+                                       help="Warn when a budget exceeds this share.")
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    enabled: bool = _opt(True, help="Query this provider.")
+    weight: float = _opt(1.0, min=0.0, max=100.0, help="Relative weight in fusion.")
+    timeout_ms: int = _opt(2000, min=1, help="A slower answer is dropped.")
+    index_ast: bool = _opt(True, help="symbol: build the symbol index.")
+    max_commits: int = _opt(100, min=1, help="git_history: commits examined.")
+    combines: list[str] = _opt([], help="hybrid: providers fused.")
+    fusion_strategy: str = _opt("rrf", choices=("rrf", "weighted_average", "cascade"),
+                                help="hybrid: how results are fused.")
+    rrf_k: int = _opt(60, min=1, help="hybrid: the k of reciprocal rank fusion.")
+    options: dict[str, Any] = _opt({}, help="Provider-specific settings of third parties.")
+
+
+def _default_providers() -> dict[str, ProviderConfig]:
+    return {
+        "semantic": ProviderConfig(weight=0.6),
+        "symbol": ProviderConfig(weight=0.3),
+        "full_text": ProviderConfig(weight=0.3),
+        "git_history": ProviderConfig(weight=0.2),
+        "hybrid": ProviderConfig(combines=["semantic", "symbol", "full_text", "git_history"]),
+    }
+
+
+def _default_chunking() -> dict[str, LanguageChunking]:
+    return {"markdown": LanguageChunking(), "python": LanguageChunking()}
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    enabled: bool = _opt(True, help="Record usage metrics in the index.")
+    track_latency: bool = _opt(True, help="Record query latency.")
+    track_token_usage: bool = _opt(True, help="Record tokens returned.")
+    track_cache_hits: bool = _opt(True, help="Record embedding-cache hits.")
+    export_interval_minutes: int = _opt(5, min=1, help="Minutes between metric exports.")
+
+
+@dataclass(frozen=True)
+class BootstrapConfig:
+    enabled: bool = _opt(True, help="Index the project when the index is empty.")
+    parallel_workers: int = _opt(0, min=0, max=256, help="Chunking workers; 0 = cores - 1 "
+                                                         "(at least 1).")
+    batch_size: int = _opt(128, min=1, help="Chunks per embedding batch during bootstrap.")
+    priority_extensions: list[str] = _opt([".py", ".ts", ".kt", ".java", ".go", ".rs", ".md"],
+                                          help="Extensions indexed first.")
+    max_initial_files: int = _opt(0, min=0, help="Index at most this many files (0 = all).")
+    fail_fast: bool = _opt(False, help="Stop at the first file that fails.")
+    show_progress: bool = _opt(True, help="Show progress while indexing.")
+    progress_interval_seconds: int = _opt(30, min=1, help="Seconds between progress lines "
+                                                          "when not on a terminal.")
+
+
+@dataclass(frozen=True)
+class SecurityConfig:
+    scrub_secrets: bool = _opt(True, help="Redact secrets before anything is stored.")
+    secret_patterns: list[str] = _opt(list(DEFAULT_SECRET_PATTERNS),
+                                      help="Extra regexes whose matches are redacted.")
+    encrypt_db: bool = _opt(False, help="Reserved: encryption at rest is not implemented.")
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    """The whole configuration; ``source`` is the file it came from (None: defaults)."""
+
+    core: CoreConfig = field(default_factory=CoreConfig)
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    watcher: WatcherConfig = field(default_factory=WatcherConfig)
+    indexing: IndexingConfig = field(default_factory=IndexingConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    chunking: dict[str, LanguageChunking] = field(default_factory=_default_chunking)
+    query: QueryConfig = field(default_factory=QueryConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    providers: dict[str, ProviderConfig] = field(default_factory=_default_providers)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
+    security: SecurityConfig = field(default_factory=SecurityConfig)
+    source: str | None = field(default=None, metadata={"internal": True})
+
+    def chunking_for(self, language: str) -> LanguageChunking:
+        """Chunking settings of a language, falling back to the defaults."""
+        return self.chunking.get(language) or LanguageChunking()
+
+    def provider(self, provider_id: str) -> ProviderConfig:
+        """Settings of a provider; an unconfigured (e.g. third-party) provider gets defaults."""
+        return self.providers.get(provider_id) or ProviderConfig()
+
+
+SECTIONS = {f.name: f for f in dataclasses.fields(ContextConfig) if not f.metadata.get("internal")}
+
+_ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def find_config(root: Path) -> Path | None:
+    """The context.toml of a project root, if there is one."""
+    candidate = root / CONFIG_FILENAME
+    return candidate if candidate.is_file() else None
+
+
+def load_config(path: Path | None) -> ContextConfig:
+    """Load and validate a config file; ``None`` gives all defaults.
+
+    Raises :class:`ConfigError` listing every problem (file and dotted key for each).
+    """
+    if path is None:
+        return ContextConfig()
+    fname = str(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = tomli.load(fh)
+    except FileNotFoundError:
+        raise ConfigError([ConfigIssue(fname, "<file>", "file not found")]) from None
+    except OSError as exc:
+        raise ConfigError([ConfigIssue(fname, "<file>", f"cannot read: {exc.strerror}")]) from None
+    except tomli.TOMLDecodeError as exc:
+        raise ConfigError([ConfigIssue(fname, "<file>", f"not valid TOML: {exc}")]) from None
+    return config_from_dict(raw, fname)
+
+
+def config_from_dict(raw: dict[str, Any], fname: str = "<dict>") -> ContextConfig:
+    """Build a ContextConfig from parsed TOML, collecting every issue before raising."""
+    if set(raw) == {"context"} and isinstance(raw["context"], dict):
+        raw = raw["context"]
+        prefix = "context."
+    else:
+        prefix = ""
+    issues: list[ConfigIssue] = []
+    raw = _substitute_env(raw, fname, prefix.rstrip("."), issues)
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        dotted = prefix + key
+        if key not in SECTIONS:
+            issues.append(ConfigIssue(fname, dotted, _unknown(key, SECTIONS)))
+            continue
+        if not isinstance(value, dict):
+            issues.append(ConfigIssue(fname, dotted, f"must be a table ([{dotted}]), "
+                                                     f"got {_type_name(value)}"))
+            continue
+        sec_field = SECTIONS[key]
+        if key == "chunking":
+            values[key] = {**_default_chunking(),
+                           **_build_map(LanguageChunking, value, dotted, fname, issues)}
+        elif key == "providers":
+            merged = _default_providers()
+            for pid, sub in _build_map(ProviderConfig, value, dotted, fname, issues,
+                                       base=merged).items():
+                merged[pid] = sub
+            values[key] = merged
+        else:
+            values[key] = _build(sec_field.default_factory, value, dotted, fname, issues)
+    if issues:
+        raise ConfigError(issues)
+    return ContextConfig(source=None if fname == "<dict>" else fname, **values)
+
+
+def _build_map(cls, table: dict, dotted: str, fname: str, issues: list[ConfigIssue],
+               base: dict | None = None) -> dict[str, Any]:
+    out = {}
+    for name, sub in table.items():
+        if not isinstance(sub, dict):
+            issues.append(ConfigIssue(fname, f"{dotted}.{name}",
+                                      f"must be a table, got {_type_name(sub)}"))
+            continue
+        start = (base or {}).get(name)
+        out[name] = _build(cls, sub, f"{dotted}.{name}", fname, issues, start)
+    return out
+
+
+def _build(cls, table: dict, dotted: str, fname: str, issues: list[ConfigIssue],
+           start: Any = None) -> Any:
+    """Overlay a TOML table on a dataclass's defaults, checking names, types and ranges."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for key, value in table.items():
+        key_path = f"{dotted}.{key}"
+        if key not in fields:
+            issues.append(ConfigIssue(fname, key_path, _unknown(key, fields)))
+            continue
+        problem = _check_value(value, hints[key], fields[key].metadata)
+        if problem:
+            issues.append(ConfigIssue(fname, key_path, problem))
+            continue
+        kwargs[key] = value
+    base = start if start is not None else cls()
+    return dataclasses.replace(base, **kwargs)
+
+
+def _check_value(value: Any, hint: Any, meta: typing.Mapping[str, Any]) -> str | None:
+    """Return a message if ``value`` does not fit the field, else None."""
+    origin = typing.get_origin(hint)
+    if hint is bool:
+        if not isinstance(value, bool):
+            return f"expected true or false, got {_type_name(value)} {value!r}"
+    elif hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"expected an integer, got {_type_name(value)} {value!r}"
+    elif hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"expected a number, got {_type_name(value)} {value!r}"
+    elif hint is str:
+        if not isinstance(value, str):
+            return f"expected a string, got {_type_name(value)} {value!r}"
+    elif origin is list:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return f"expected a list of strings, got {value!r}"
+    elif origin is dict:
+        if not isinstance(value, dict):
+            return f"expected a table, got {_type_name(value)}"
+    lo, hi = meta.get("min"), meta.get("max")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if lo is not None and value < lo or hi is not None and value > hi:
+            return f"{value!r} is out of range; allowed {_range_text(lo, hi)}"
+    choices = meta.get("choices")
+    if choices and value not in choices:
+        return f"{value!r} is not one of: {', '.join(choices)}"
+    return None
+
+
+def _range_text(lo: float | None, hi: float | None) -> str:
+    if lo is not None and hi is not None:
+        return f"{lo} to {hi}"
+    return f">= {lo}" if lo is not None else f"<= {hi}"
+
+
+def _unknown(key: str, known: typing.Iterable[str]) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else f"; known keys: {', '.join(sorted(known))}"
+    return f"unknown key '{key}'{hint}"
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "list",
+            dict: "table"}.get(type(value), type(value).__name__)
+
+
+def _substitute_env(value: Any, fname: str, dotted: str, issues: list[ConfigIssue]) -> Any:
+    """Replace ${VAR} and ${VAR:-default} in every string; an unset VAR without default is
+    an issue naming the key."""
+    if isinstance(value, dict):
+        return {k: _substitute_env(v, fname, f"{dotted}.{k}" if dotted else k, issues)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute_env(v, fname, dotted, issues) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def replace(match: re.Match) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in os.environ:
+            return os.environ[name]
+        if default is not None:
+            return default
+        issues.append(ConfigIssue(fname, dotted, f"environment variable ${{{name}}} is not set"))
+        return match.group(0)
+
+    return _ENV_RE.sub(replace, value)
+
+
+def iter_documented_fields(cls) -> typing.Iterator[tuple[str, Any, str]]:
+    """(name, default, help) of every field of a section class, for writing a documented file."""
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("internal"):
+            continue
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        yield f.name, default, f.metadata.get("help", "")
+

@@ -1,0 +1,1 @@
+"""Built-in contextualizers (placeholder until its issue lands)."""

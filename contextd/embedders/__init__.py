@@ -1,0 +1,1 @@
+"""Built-in embedders (placeholder until its issue lands)."""

@@ -1,0 +1,61 @@
+"""The error hierarchy of contextd.
+
+Every class here is *user-facing*: its message is shown as one line on stderr by the CLI's
+error boundary (``contextd.cli``) or as a tool error by the MCP server, so messages must say
+what went wrong and what to do about it. Anything else that escapes is a bug and is re-raised
+with its traceback when ``CONTEXTD_RAISE_ERRORS=1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class ContextdError(Exception):
+    """Base of all expected failures; the message is shown to the user as is."""
+
+    exit_code = 1
+
+
+class UsageError(ContextdError):
+    """The command line or a tool call was malformed (exit code 2, like click's usage errors)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """One problem found in a configuration file, named by file and dotted key."""
+
+    file: str
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.key}: {self.message}"
+
+
+class ConfigError(ContextdError):
+    """The configuration is invalid; carries every issue found, not only the first."""
+
+    def __init__(self, issues: list[ConfigIssue]):
+        self.issues = list(issues)
+        lines = [f"invalid configuration ({len(self.issues)} problem(s)):"]
+        lines += [f"  {issue}" for issue in self.issues]
+        super().__init__("\n".join(lines))
+
+
+class BoundaryError(ContextdError):
+    """The project boundary cannot be established (dangerous root, no watch path exists...)."""
+
+
+class StoreError(ContextdError):
+    """The index database cannot be opened or used (newer schema, corruption, disk full)."""
+
+
+class ModelUnavailableError(ContextdError):
+    """The embedding model cannot be loaded from installed packages (nothing is downloaded)."""
+
+
+class JobConflictError(ContextdError):
+    """A job (rebuild) was refused because another one is already running."""

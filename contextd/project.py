@@ -1,0 +1,51 @@
+"""Which directory is the project, which config applies, where its index lives.
+
+A Project is resolved once per command/process and passed down; nothing else guesses roots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from contextd.config import ContextConfig, find_config, load_config
+
+# Package-manager markers of spec 004 §8.0 item 2, after the git root.
+PROJECT_MARKERS = ("package.json", "pom.xml", "build.gradle", "build.gradle.kts", "Cargo.toml",
+                   "pyproject.toml", "setup.py", "go.mod")
+
+
+def detect_project_root(start: Path) -> Path:
+    """The git root above ``start``, else the nearest directory with a package marker, else
+    ``start`` itself (spec 004 §8.0 item 2)."""
+    start = start.resolve()
+    chain = [start, *start.parents]
+    for directory in chain:
+        if (directory / ".git").exists():
+            return directory
+    for directory in chain:
+        if any((directory / marker).exists() for marker in PROJECT_MARKERS):
+            return directory
+    return start
+
+
+@dataclass(frozen=True)
+class Project:
+    """A resolved project: its root, its configuration and its database path."""
+
+    root: Path
+    config: ContextConfig
+
+    @property
+    def db_path(self) -> Path:
+        path = Path(self.config.storage.db_path).expanduser()
+        return path if path.is_absolute() else self.root / path
+
+    @classmethod
+    def open(cls, root: str | Path | None = None, config_path: str | Path | None = None
+             ) -> "Project":
+        """Resolve the root (explicit, else detected from the working directory) and load its
+        config (explicit file, else ``<root>/context.toml``, else defaults)."""
+        resolved = Path(root).resolve() if root else detect_project_root(Path.cwd())
+        cfg_file = Path(config_path) if config_path else find_config(resolved)
+        return cls(root=resolved, config=load_config(cfg_file))

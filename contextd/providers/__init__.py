@@ -1,0 +1,1 @@
+"""Built-in providers (placeholder until its issue lands)."""

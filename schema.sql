@@ -1,0 +1,1 @@
+contextd/schema.sql
