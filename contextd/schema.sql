@@ -1,0 +1,157 @@
+-- contextd index schema: the single description of a fresh database at SCHEMA_VERSION 2.
+-- Older databases reach the same shape through contextd/migrations/NNN_*.sql, applied in
+-- order on open (tests/test_store.py checks that both roads give identical tables).
+-- Vectors are keyed by (model identity, BLAKE3 of the embedded text): the embeddings table
+-- doubles as the embedding cache, and a chunk is "embedded" when its embed_hash has a row
+-- for the current model.
+
+CREATE SEQUENCE IF NOT EXISTS file_id_seq START 1;
+CREATE SEQUENCE IF NOT EXISTS error_id_seq START 1;
+CREATE SEQUENCE IF NOT EXISTS metric_id_seq START 1;
+
+-- One row per indexed file; generation = the write that last touched it.
+CREATE TABLE IF NOT EXISTS file_state (
+    file_id BIGINT NOT NULL,
+    path TEXT NOT NULL,                 -- POSIX, relative to the project root
+    size_bytes BIGINT NOT NULL,
+    mtime_ns BIGINT NOT NULL,
+    content_hash TEXT NOT NULL,         -- BLAKE3 of the original bytes (before scrubbing)
+    language TEXT,
+    chunk_count INTEGER NOT NULL,
+    indexed_at TIMESTAMP NOT NULL DEFAULT now(),
+    generation BIGINT NOT NULL DEFAULT 0,
+    secrets_redacted INTEGER NOT NULL DEFAULT 0,
+    warnings TEXT[]
+);
+
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk_id TEXT NOT NULL,
+    file_id BIGINT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    label TEXT,
+    language TEXT,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    start_byte INTEGER NOT NULL,
+    end_byte INTEGER NOT NULL,
+    tokens_est INTEGER NOT NULL,
+    text TEXT NOT NULL,                 -- what users see (secrets redacted)
+    embed_hash TEXT NOT NULL,           -- BLAKE3 of index_text
+    index_text TEXT,                    -- what is embedded and BM25-indexed (prefix + text)
+    parent TEXT,
+    contextualized BOOLEAN NOT NULL DEFAULT false
+);
+
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,                -- embedder identity: model/backend/quantisation
+    text_hash TEXT NOT NULL,
+    vector FLOAT[] NOT NULL,
+    created_at TIMESTAMP NOT NULL DEFAULT now(),
+    PRIMARY KEY (model, text_hash)
+);
+
+-- References from a chunk to a name (calls, imports, base classes).
+CREATE TABLE IF NOT EXISTS links (
+    src_chunk_id TEXT NOT NULL,
+    file_id BIGINT NOT NULL,
+    target TEXT NOT NULL,
+    link_type TEXT NOT NULL
+);
+
+-- Definitions found by the chunkers.
+CREATE TABLE IF NOT EXISTS symbols (
+    chunk_id TEXT NOT NULL,
+    file_id BIGINT NOT NULL,
+    name TEXT NOT NULL,                 -- qualified, e.g. Class.method
+    name_lower TEXT NOT NULL,
+    short_lower TEXT NOT NULL,          -- last dotted component, lower-cased
+    kind TEXT NOT NULL,
+    line INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS removed_files (
+    file_id BIGINT NOT NULL,
+    path TEXT NOT NULL,
+    generation BIGINT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS usage_metrics (
+    metric_id BIGINT NOT NULL DEFAULT nextval('metric_id_seq'),
+    recorded_at TIMESTAMP NOT NULL DEFAULT now(),
+    task_id TEXT,
+    query TEXT,
+    providers_used TEXT[],
+    snippets_count INTEGER,
+    context_tokens INTEGER,
+    query_latency_ms DOUBLE,
+    cache_hits INTEGER
+);
+
+CREATE TABLE IF NOT EXISTS bootstrap_progress (
+    file_path TEXT NOT NULL,
+    status TEXT NOT NULL,               -- pending | processing | completed | failed
+    started_at TIMESTAMP,
+    completed_at TIMESTAMP,
+    error_message TEXT,
+    job_id TEXT
+);
+
+CREATE TABLE IF NOT EXISTS bootstrap_errors (
+    error_id BIGINT NOT NULL DEFAULT nextval('error_id_seq'),
+    file_path TEXT NOT NULL,
+    error_type TEXT NOT NULL,
+    error_message TEXT NOT NULL,
+    stack_trace TEXT,
+    occurred_at TIMESTAMP NOT NULL DEFAULT now(),
+    retry_count INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT NOT NULL,
+    job_type TEXT NOT NULL,             -- rebuild_full | rebuild_partial | refresh | bootstrap
+    status TEXT NOT NULL,               -- queued | in_progress | completed | failed | cancelled
+    scope TEXT,
+    files_total INTEGER,
+    files_processed INTEGER NOT NULL DEFAULT 0,
+    started_at TIMESTAMP NOT NULL DEFAULT now(),
+    completed_at TIMESTAMP,
+    error_message TEXT,
+    metrics JSON,
+    created_by TEXT,
+    chunks_processed INTEGER NOT NULL DEFAULT 0,
+    current_file TEXT,
+    updated_at TIMESTAMP,
+    cancel_requested BOOLEAN NOT NULL DEFAULT false,
+    params JSON
+);
+
+CREATE TABLE IF NOT EXISTS project_config (
+    config_id INTEGER NOT NULL,
+    watch_paths TEXT[] NOT NULL,
+    ignore_patterns TEXT[] NOT NULL,
+    allowed_extensions TEXT[],
+    blocked_extensions TEXT[],
+    max_file_size_mb REAL,
+    follow_symlinks BOOLEAN,
+    created_at TIMESTAMP NOT NULL DEFAULT now(),
+    updated_at TIMESTAMP NOT NULL DEFAULT now()
+);
+
+-- LLM contextualizer prefixes, so a re-index costs nothing for unchanged chunks.
+CREATE TABLE IF NOT EXISTS prefix_cache (
+    model TEXT NOT NULL,
+    chunk_hash TEXT NOT NULL,
+    doc_hash TEXT NOT NULL,
+    prefix TEXT NOT NULL,
+    created_at TIMESTAMP NOT NULL DEFAULT now(),
+    PRIMARY KEY (model, chunk_hash, doc_hash)
+);
+
+CREATE TABLE IF NOT EXISTS index_meta (
+    key TEXT NOT NULL,
+    value TEXT NOT NULL
+);
+
+CREATE INDEX IF NOT EXISTS idx_jobs_status ON jobs(status);
+CREATE INDEX IF NOT EXISTS idx_jobs_created ON jobs(started_at);
