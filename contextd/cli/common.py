@@ -38,3 +38,11 @@ def emit(state: CliState, result: Any, human: Callable[[Any], None]) -> None:
         sys.stdout.write(json.dumps(to_dict(result), indent=2, ensure_ascii=False) + "\n")
     else:
         human(result)
+
+
+def open_engine(state: CliState):
+    """The engine a command talks to. Today: an in-process Engine on the project's store.
+    (The owner/client logic of shared access replaces the body, not the callers.)"""
+    from contextd.engine import Engine
+
+    return Engine(state.project())
