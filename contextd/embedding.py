@@ -1,0 +1,51 @@
+"""The one way to get an embedder: :func:`get_embedder`.
+
+Backends come from plugins (``register_embedders``); the configured ``[embedding] backend``
+picks one. Embedders are cached per configuration for the life of the process, so the model
+is loaded once however many providers, indexers or threads ask for it.
+
+An embedder has ``identity`` (e.g. ``all-MiniLM-L6-v2/onnx-int8/256``: model, backend,
+quantisation, window; vectors of different identities are never mixed), ``dimension``,
+``embed(texts)`` → float32 ``(len(texts), dimension)`` L2-normalised, and
+``embed_query(text)`` → float32 ``(dimension,)``. The built-ins also offer ``prepared``,
+``prepare(force=False)`` and ``model_path``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from contextd.config import EmbeddingConfig
+from contextd.errors import ConfigError, ConfigIssue
+
+_lock = threading.Lock()
+_embedders: dict[EmbeddingConfig, Any] = {}
+
+
+def embedder_factories() -> dict[str, tuple[Callable[[EmbeddingConfig], Any], str]]:
+    """Registered backends: name → (factory, name of the plugin that registered it)."""
+    from contextd.plugins import collect
+
+    found = collect("register_embedders", key=lambda args: args[0])
+    return {name: (reg.value[1], reg.plugin) for name, reg in found.items()}
+
+
+def get_embedder(config: EmbeddingConfig) -> Any:
+    """The embedder for ``config`` (created on first call, then shared; thread-safe).
+
+    Raises ConfigError naming the registered backends when ``config.backend`` is unknown, and
+    ModelUnavailableError when the model is not installed.
+    """
+    with _lock:
+        embedder = _embedders.get(config)
+        if embedder is None:
+            factories = embedder_factories()
+            if config.backend not in factories:
+                choices = ", ".join(sorted(factories))
+                raise ConfigError([ConfigIssue(
+                    "<config>", "embedding.backend",
+                    f"unknown embedding backend {config.backend!r}; choose from: {choices}")])
+            embedder = factories[config.backend][0](config)
+            _embedders[config] = embedder
+        return embedder
