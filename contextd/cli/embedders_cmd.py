@@ -1,3 +1,110 @@
-"""Placeholder until this command family lands."""
+"""``contextd embedders``: which embedding backends exist, and preparing one ahead of time.
 
-commands: list = []
+``prepare`` exists so the one-off ONNX export (which needs torch and takes seconds) can run at
+install or CI time instead of inside the first query.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import click
+
+from contextd.cli.common import CliState, emit, pass_state
+from contextd.errors import ContextdError
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    """One registered backend as the current configuration would build it."""
+
+    backend: str
+    plugin: str
+    configured: bool
+    identity: str | None
+    prepared: bool | None
+    path: str | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class PrepareResult:
+    """What ``prepare`` did: ``seconds`` is 0-ish when the cache already held the model."""
+
+    identity: str
+    path: str | None
+    was_prepared: bool
+    seconds: float
+
+
+def _describe(name: str, factory, plugin: str, config) -> EmbedderInfo:
+    try:
+        embedder = factory(dataclasses.replace(config, backend=name))
+    except ContextdError as exc:
+        return EmbedderInfo(name, plugin, name == config.backend, None, None, None, str(exc))
+    path = getattr(embedder, "model_path", None)
+    return EmbedderInfo(name, plugin, name == config.backend, embedder.identity,
+                        getattr(embedder, "prepared", None), str(path) if path else None, None)
+
+
+@click.group("embedders")
+def embedders_group() -> None:
+    """Embedding backends: list them, prepare (export/quantise) one ahead of first use."""
+
+
+@embedders_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (same as the global --json).")
+@pass_state
+def list_command(state: CliState, as_json: bool) -> None:
+    """List registered backends with the identity, readiness and model file each would use
+    under the project's [embedding] settings."""
+    from contextd.embedding import embedder_factories
+
+    config = state.project().config.embedding
+    rows = [_describe(name, factory, plugin, config)
+            for name, (factory, plugin) in sorted(embedder_factories().items())]
+
+    def human(items: list[EmbedderInfo]) -> None:
+        for row in items:
+            mark = "*" if row.configured else " "
+            if row.error:
+                click.echo(f"{mark} {row.backend:<8} unavailable: {row.error}")
+                continue
+            ready = "prepared" if row.prepared else "not prepared"
+            click.echo(f"{mark} {row.backend:<8} {row.identity}  [{ready}]  {row.path}")
+
+    emit(dataclasses.replace(state, as_json=state.as_json or as_json), rows, human)
+
+
+@embedders_group.command("prepare")
+@click.option("--backend", help="Backend to prepare (default: [embedding] backend).")
+@click.option("--quantize", type=click.Choice(["int8", "none"]),
+              help="Quantisation to prepare (default: [embedding] quantize).")
+@click.option("--force", is_flag=True, help="Export again even if the cache holds the model.")
+@pass_state
+def prepare_command(state: CliState, backend: str | None, quantize: str | None,
+                    force: bool) -> None:
+    """Export (and quantise) the configured model into the user cache now, and say how long
+    it took; later processes load it without torch."""
+    from contextd.embedding import get_embedder
+
+    config = state.project().config.embedding
+    overrides = {k: v for k, v in (("backend", backend), ("quantize", quantize)) if v}
+    embedder = get_embedder(dataclasses.replace(config, **overrides))
+    was_prepared = bool(getattr(embedder, "prepared", False)) and not force
+    started = time.perf_counter()
+    prepare = getattr(embedder, "prepare", None)
+    path = prepare(force=force) if prepare else None
+    result = PrepareResult(embedder.identity, str(path) if path else None, was_prepared,
+                           round(time.perf_counter() - started, 3))
+
+    def human(r: PrepareResult) -> None:
+        verb = "already prepared" if r.was_prepared else "prepared"
+        click.echo(f"{r.identity}: {verb} in {r.seconds:.2f} s: {r.path}")
+
+    emit(state, result, human)
+
+
+commands = [embedders_group]
