@@ -30,9 +30,12 @@ class ConfigIssue:
     file: str
     key: str
     message: str
+    # "error" makes the configuration unusable; "warning" is reported but accepted.
+    severity: str = "error"
 
     def __str__(self) -> str:
-        return f"{self.file}: {self.key}: {self.message}"
+        label = "warning: " if self.severity == "warning" else ""
+        return f"{self.file}: {self.key}: {label}{self.message}"
 
 
 class ConfigError(ContextdError):
