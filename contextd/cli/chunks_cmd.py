@@ -1,3 +1,58 @@
-"""Placeholder until this command family lands."""
+"""``contextd chunks PATH``: how a file is chunked (kinds, labels, lines, token estimates)."""
 
-commands: list = []
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from contextd.chunking import ChunkedFile, chunk_file
+from contextd.cli.common import CliState, emit, pass_state
+from contextd.errors import UsageError
+from contextd.records import Chunk
+
+
+@dataclass(frozen=True)
+class ChunksResult:
+    """What ``contextd chunks --json`` prints."""
+
+    path: str
+    language: str
+    warnings: tuple[str, ...]
+    chunks: list[Chunk]
+
+
+def _human(result: ChunksResult) -> None:
+    for warning in result.warnings:
+        click.echo(f"contextd: warning: {warning}", err=True)
+    click.echo(f"{result.path}: {result.language}, {len(result.chunks)} chunks")
+    for chunk in result.chunks:
+        lines = f"{chunk.start_line}-{chunk.end_line}"
+        click.echo(f"{lines:>11}  {chunk.kind.value:<16} {chunk.tokens:>4} tok  {chunk.label}")
+
+
+@click.command("chunks")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the chunks as JSON.")
+@pass_state
+def chunks_command(state: CliState, path: str, as_json: bool) -> None:
+    """Show how PATH is chunked: one line per chunk with its lines, kind, tokens and label.
+
+    \b
+    Examples:
+      contextd chunks src/app.py
+      contextd chunks README.md --json
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    chunked: ChunkedFile = chunk_file(path, data, state.project().config)
+    result = ChunksResult(path, chunked.language, chunked.warnings, chunked.chunks)
+    if as_json:
+        state.as_json = True
+    emit(state, result, _human)
+
+
+commands = [chunks_command]

@@ -1,0 +1,227 @@
+"""Machinery shared by every built-in chunker: line/byte bookkeeping, cutting an oversize span
+under the token cap, and assembling definition units plus the code between them into chunks.
+
+Chunkers describe *units* (a function, a heading section, a YAML key) as byte spans; the helpers
+here guarantee the two invariants every chunker promises: each non-blank line lands in a chunk
+(gaps between units become chunks of their own) and no chunk's estimated tokens pass the cap
+(oversize units are cut at preferred line boundaries, then line windows, then character windows).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Callable
+
+from contextd.records import Chunk, ChunkKind, SymbolDef
+from contextd.tokens import estimate_tokens
+
+_ALNUM_RE = re.compile(r"[^\W_]")
+_BREAK_RE = re.compile(r"[\s,;)}\]]")
+
+
+class Source:
+    """One decoded file: its text, UTF-8 bytes and line table, and a chunk factory.
+
+    Offsets are byte offsets into ``data`` (tree-sitter's unit); lines are 1-based.
+    """
+
+    __slots__ = ("text", "path", "language", "data", "line_starts")
+
+    def __init__(self, text: str, path: str, language: str):
+        self.text = text
+        self.path = path
+        self.language = language
+        self.data = text.encode("utf-8")
+        lengths = (len(line) + 1 for line in self.data.split(b"\n"))
+        self.line_starts = list(accumulate(lengths, initial=0))[:-1]
+
+    @property
+    def line_count(self) -> int:
+        return len(self.line_starts)
+
+    def line_of(self, offset: int) -> int:
+        """1-based line holding the byte at ``offset``."""
+        return bisect_right(self.line_starts, offset)
+
+    def line_start(self, line: int) -> int:
+        return self.line_starts[line - 1]
+
+    def line_end(self, line: int) -> int:
+        """Byte offset of the end of ``line``, its newline excluded."""
+        return self.line_starts[line] - 1 if line < len(self.line_starts) else len(self.data)
+
+    def slice(self, start: int, end: int) -> str:
+        return self.data[start:end].decode("utf-8")
+
+    def chunk(self, start: int, end: int, kind: ChunkKind, label: str, *,
+              defines: tuple[SymbolDef, ...] = (), references: tuple[str, ...] = (),
+              context: str = "", parent: str = "", text: str | None = None) -> Chunk:
+        """Build a chunk of the bytes ``[start, end)``; lines and tokens are derived."""
+        if text is None:
+            text = self.slice(start, end)
+        return Chunk(text=text, kind=kind, label=label, language=self.language,
+                     start_line=self.line_of(start), end_line=self.line_of(max(start, end - 1)),
+                     start_byte=start, end_byte=end, tokens=estimate_tokens(text),
+                     defines=defines, references=references, context=context, parent=parent)
+
+
+def has_words(text: str) -> bool:
+    """True when ``text`` holds a letter or digit (a gap of braces alone is not worth a chunk)."""
+    return _ALNUM_RE.search(text) is not None
+
+
+def trim_span(src: Source, start: int, end: int) -> tuple[int, int]:
+    """Shrink a span to its first and last non-blank lines (whole lines, indentation kept)."""
+    text = src.slice(start, end)
+    lead = len(text) - len(text.lstrip())
+    tail = len(text.rstrip())
+    if tail <= lead:
+        return start, start
+    first = src.line_of(start + len(text[:lead].encode("utf-8")))
+    new_start = max(start, src.line_start(first))
+    new_end = start + len(text[:tail].encode("utf-8"))
+    return new_start, new_end
+
+
+def split_span(src: Source, start: int, end: int, cap: int, boundaries: dict[int, int] | None = None,
+               overlap_tokens: int = 0) -> list[tuple[int, int]]:
+    """Cut ``[start, end)`` into spans of at most ``cap`` estimated tokens.
+
+    Cuts fall on line boundaries, preferring a line in ``boundaries`` (line -> depth, lower is
+    better: statement starts, paragraph starts) in the back half of a window; a single line over
+    the cap is cut into character windows. Consecutive spans share up to ``overlap_tokens`` of
+    lines so a reader of one piece sees how the previous ended.
+    """
+    first, last = src.line_of(start), src.line_of(max(start, end - 1))
+    if first == last:
+        return _char_windows(src, start, end, cap)
+    bounds = boundaries or {}
+    spans: list[tuple[int, int]] = []
+    line_start, line_end = src.line_start, src.line_end
+    costs = {n: estimate_tokens(src.slice(max(start, line_start(n)), min(end, line_end(n))))
+             for n in range(first, last + 1)}
+    i = first
+    while i <= last:
+        total, j = 0, i
+        while j <= last and total + costs[j] <= cap:
+            total += costs[j]
+            j += 1
+        if j == i:  # one line alone is over the cap
+            spans.extend(_char_windows(src, max(start, line_start(i)), min(end, line_end(i)), cap))
+            i += 1
+            continue
+        cut = j if j > last else _best_cut(i, j, bounds)
+        spans.append((max(start, line_start(i)), min(end, line_end(cut - 1))))
+        if cut > last:
+            break
+        i = _overlap_start(i, cut, costs, overlap_tokens)
+    trimmed = (trim_span(src, s, e) for s, e in spans)
+    return [(s, e) for s, e in trimmed if e > s]
+
+
+def _best_cut(i: int, j: int, bounds: dict[int, int]) -> int:
+    """The line that starts the next piece, for a piece spanning lines ``i .. j-1``."""
+    half = i + max(1, (j - i) // 2)
+    candidates = [(bounds[n], -n) for n in range(half, j) if n in bounds]
+    if not candidates:
+        candidates = [(bounds[n], -n) for n in range(i + 1, j) if n in bounds]
+    return -min(candidates)[1] if candidates else j
+
+
+def _overlap_start(i: int, cut: int, costs: dict[int, int], overlap_tokens: int) -> int:
+    """Start of the next piece: ``cut`` moved back over at most ``overlap_tokens`` of lines,
+    always after ``i`` so the cutting advances."""
+    start, spent = cut, 0
+    while start - 1 > i and spent + costs[start - 1] <= overlap_tokens:
+        start -= 1
+        spent += costs[start]
+    return start
+
+
+def _char_windows(src: Source, start: int, end: int, cap: int) -> list[tuple[int, int]]:
+    """Cut one long line (minified code, a huge literal) into windows under the cap, preferring
+    to end a window after whitespace or a closing bracket."""
+    text = src.slice(start, end)
+    spans: list[tuple[int, int]] = []
+    pos, offset = 0, start
+    while pos < len(text):
+        rest = text[pos:]
+        tokens = estimate_tokens(rest)
+        size = len(rest) if tokens <= cap else max(1, int(len(rest) * cap / tokens * 0.9))
+        while size > 1 and estimate_tokens(rest[:size]) > cap:
+            size = int(size * 0.8)
+        if size < len(rest):
+            breaks = [m.end() for m in _BREAK_RE.finditer(rest, size * 4 // 5, size)]
+            size = breaks[-1] if breaks else size
+        piece_bytes = len(rest[:size].encode("utf-8"))
+        spans.append((offset, offset + piece_bytes))
+        offset += piece_bytes
+        pos += size
+    return spans
+
+
+@dataclass
+class Unit:
+    """A span a chunker wants as one chunk (or, when over the cap, as several pieces)."""
+
+    start: int
+    end: int
+    kind: ChunkKind
+    label: str
+    defines: tuple[SymbolDef, ...] = ()
+    context: str = ""
+    parent: str = ""
+    # Computed only when the unit is over the cap: line -> depth of preferred cuts.
+    boundaries: Callable[[], dict[int, int]] | None = None
+    # Context given to the second and later pieces of a split unit (e.g. a signature).
+    piece_context: str = ""
+    references: tuple[str, ...] = ()
+
+
+def emit_unit(src: Source, unit: Unit, cap: int, overlap_tokens: int = 0) -> list[Chunk]:
+    """Chunks of one unit: itself when under the cap, else its pieces (all with its label)."""
+    text = src.slice(unit.start, unit.end)
+    if estimate_tokens(text) <= cap:
+        return [src.chunk(unit.start, unit.end, unit.kind, unit.label, defines=unit.defines,
+                          references=unit.references, context=unit.context, parent=unit.parent,
+                          text=text)]
+    bounds = unit.boundaries() if unit.boundaries is not None else None
+    pieces = split_span(src, unit.start, unit.end, cap, bounds, overlap_tokens)
+    chunks = []
+    for n, (start, end) in enumerate(pieces):
+        first, last = src.line_of(start), src.line_of(max(start, end - 1))
+        defines = tuple(d for d in unit.defines if first <= d.line <= last)
+        context = unit.context if n == 0 else (unit.piece_context or unit.context)
+        chunks.append(src.chunk(start, end, unit.kind, unit.label, defines=defines,
+                                references=unit.references, context=context,
+                                parent=unit.parent))
+    return chunks
+
+
+def fill_gaps(src: Source, units: list[Unit], start: int, end: int, gap_unit) -> list[Unit]:
+    """Units covering ``[start, end)``: ``units`` (sorted, disjoint) plus one unit per stretch
+    of non-blank text between them, made by ``gap_unit(start, end)``. A stretch without a
+    letter or digit (closing braces) is absorbed by its neighbour instead of becoming a chunk.
+    """
+    out: list[Unit] = []
+    pos = start
+    for unit in [*units, None]:
+        gap_end = unit.start if unit is not None else end
+        if gap_end > pos:
+            g_start, g_end = trim_span(src, pos, gap_end)
+            if g_end > g_start:
+                if has_words(src.slice(g_start, g_end)):
+                    out.append(gap_unit(g_start, g_end))
+                elif out:
+                    out[-1].end = g_end
+                elif unit is not None:
+                    unit.start = g_start
+                else:
+                    out.append(gap_unit(g_start, g_end))
+        if unit is not None:
+            out.append(unit)
+            pos = unit.end
+    return out

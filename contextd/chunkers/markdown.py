@@ -1,0 +1,91 @@
+"""Markdown (spec 004 §10.1): one chunk per ATX heading section, labelled with the heading
+path ("Install > From source"); long sections cut at paragraphs; code fences as CODE_BLOCK
+chunks labelled with their language, the heading path as their parent and context.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from contextd.chunkers.core import Source, Unit, emit_unit, trim_span
+from contextd.config import LanguageChunking
+from contextd.records import Chunk, ChunkKind
+
+_HEADING_RE = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*([^\s`{]*)")
+
+
+def paragraph_starts(lines: list[str], first: int, last: int) -> dict[int, int]:
+    """Lines (1-based) that open a paragraph within ``first..last``: preferred cuts."""
+    return {n: 0 for n in range(first + 1, last + 1)
+            if not lines[n - 2].strip() and lines[n - 1].strip()}
+
+
+class MarkdownChunker:
+    name = "markdown"
+    language = "markdown"
+    extensions = (".md", ".markdown", ".mdx", ".mkd")
+    filenames = ()
+
+    def chunk(self, text: str, path: str, settings: LanguageChunking) -> list[Chunk]:
+        """Chunks of a Markdown document (see the module docstring)."""
+        src = Source(text, path, self.language)
+        lines = text.split("\n")
+        units = self._units(src, lines, settings, PurePosixPath(path).stem)
+        return [c for unit in units for c in emit_unit(src, unit, settings.max_tokens)]
+
+    def _units(self, src: Source, lines: list[str], settings: LanguageChunking,
+               title: str) -> list[Unit]:
+        units: list[Unit] = []
+        path: list[tuple[int, str]] = []
+        section_start, n = 1, 0
+
+        def close(end_line: int) -> None:
+            if end_line >= section_start:
+                label = " > ".join(t for _, t in path) or title
+                self._add(src, units, lines, section_start, end_line,
+                          ChunkKind.MARKDOWN_SECTION, label, " > ".join(t for _, t in path[:-1]))
+
+        while n < len(lines):
+            line = lines[n]
+            fence = _FENCE_RE.match(line)
+            if fence:
+                end = _fence_end(lines, n, fence.group(1))
+                if settings.preserve_code_blocks:
+                    close(n)
+                    heading = " > ".join(t for _, t in path)
+                    self._add(src, units, lines, n + 1, end + 1, ChunkKind.CODE_BLOCK,
+                              f"{fence.group(2) or 'text'} code", heading)
+                    section_start = end + 2
+                n = end + 1
+                continue
+            heading = _HEADING_RE.match(line) if line.lstrip().startswith("#") else None
+            if heading and settings.split_by_headings:
+                close(n)
+                level = len(heading.group(1))
+                while path and path[-1][0] >= level:
+                    path.pop()
+                path.append((level, (heading.group(2) or "").strip() or "#" * level))
+                section_start = n + 1
+            n += 1
+        close(len(lines))
+        return units
+
+    @staticmethod
+    def _add(src: Source, units: list[Unit], lines: list[str], first: int, last: int,
+             kind: ChunkKind, label: str, parent: str) -> None:
+        start, end = trim_span(src, src.line_start(first), src.line_end(min(last, len(lines))))
+        if end > start:
+            bounds = paragraph_starts(lines, first, last)
+            units.append(Unit(start, end, kind, label, (), parent, parent,
+                              lambda: bounds, label))
+
+
+def _fence_end(lines: list[str], open_line: int, marker: str) -> int:
+    """Index of the line closing the fence opened at ``open_line`` (the last line if none)."""
+    for n in range(open_line + 1, len(lines)):
+        stripped = lines[n].strip()
+        if stripped.startswith(marker[0] * len(marker)) and not stripped.strip(marker[0]):
+            return n
+    return len(lines) - 1

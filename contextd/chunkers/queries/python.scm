@@ -1,0 +1,10 @@
+; Names a Python chunk uses: calls, imports, base classes.
+(call function: (identifier) @ref)
+(call function: (attribute attribute: (identifier) @ref))
+(import_statement name: (dotted_name) @ref)
+(import_statement name: (aliased_import name: (dotted_name) @ref))
+(import_from_statement module_name: (dotted_name) @ref)
+(import_from_statement name: (dotted_name) @ref)
+(import_from_statement name: (aliased_import name: (dotted_name) @ref))
+(class_definition superclasses: (argument_list (identifier) @ref))
+(class_definition superclasses: (argument_list (attribute) @ref))
