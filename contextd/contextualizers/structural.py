@@ -1,0 +1,293 @@
+"""The structural contextualizer: a short prefix built from what the file already says.
+
+A chunk cut out of its file loses where it lives: a method no longer says which class it
+belongs to, a Markdown paragraph which section, a YAML block which key. The prefix puts that
+back, from the document itself and no model: the repository-relative path, the enclosing class
+and its docstring's first line, the Markdown heading path or the YAML key path, and the module
+docstring's first sentence. Parts are added in that order of usefulness while they fit the
+token budget, so the prefix is trimmed and the chunk never is.
+
+The analysis works from the document text and the chunk's line range, so it does not depend on
+how a chunker fills ``Chunk.parent``/``Chunk.context``; those are used when present.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from dataclasses import dataclass, field
+
+from contextd.records import Chunk
+from contextd.tokens import estimate_tokens
+
+# Tokens the embedding model adds around every input ([CLS], [SEP]).
+MODEL_SPECIAL_TOKENS = 2
+# A summary line cut shorter than this many words says too little to be worth its tokens.
+MIN_TRIMMED_WORDS = 3
+
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s")
+_UNDERLINE_RE = re.compile(r"[=~\-^*#+`']{3,}")
+_MD_HEADING_RE = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_MD_FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_YAML_KEY_RE = re.compile(r"""(\s*)(?:-\s+)?(["']?)([^\s#:"'][^:#]*?)\2\s*:(?:\s|$)""")
+_CLASS_RE = re.compile(
+    r"^\s*(?:export\s+)?(?:default\s+)?(?:abstract\s+)?(?:public\s+|private\s+|internal\s+)?"
+    r"(?:data\s+|sealed\s+|open\s+)?(?:class|interface|struct|trait|enum|object)\s+([A-Za-z_$][\w$]*)",
+    re.M)
+_BLOCK_COMMENT_RE = re.compile(r"/\*+(.*?)\*/", re.S)
+_LINE_COMMENT_PREFIXES = ("///", "//!", "//", "#")
+
+MARKDOWN_LANGUAGES = frozenset({"markdown"})
+YAML_LANGUAGES = frozenset({"yaml"})
+PYTHON_LANGUAGES = frozenset({"python"})
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a docstring or comment, whitespace folded. Title paragraphs (an
+    RST heading such as ``requests.sessions`` over ``~~~~``) are skipped for the first
+    paragraph that reads as prose."""
+    paragraphs = [" ".join(line for line in para.split() if not _UNDERLINE_RE.fullmatch(line))
+                  for para in text.strip().split("\n\n")]
+    paragraphs = [p for p in paragraphs if p]
+    prose = next((p for p in paragraphs if len(p.split()) >= MIN_TRIMMED_WORDS),
+                 paragraphs[0] if paragraphs else "")
+    return _SENTENCE_END_RE.split(prose, 1)[0]
+
+
+def _comment_text(block: str) -> str:
+    """The words of a comment block, its markers (``/**``, ``*``, ``//``, ``#``) removed."""
+    lines = []
+    for line in block.splitlines():
+        stripped = line.strip().lstrip("*").strip()
+        for marker in _LINE_COMMENT_PREFIXES:
+            if stripped.startswith(marker):
+                stripped = stripped[len(marker):].strip()
+                break
+        if stripped.startswith("@"):  # JSDoc/KDoc tags: not a summary
+            break
+        lines.append(stripped)
+    return "\n".join(lines)
+
+
+def _leading_comment(lines: list[str], start: int) -> str:
+    """The comment block starting at line index ``start`` (blank lines skipped), as text."""
+    i = start
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    if i >= len(lines):
+        return ""
+    if lines[i].lstrip().startswith("/*"):
+        match = _BLOCK_COMMENT_RE.match("\n".join(lines[i:]).lstrip())
+        return _comment_text(match.group(1)) if match else ""
+    block = []
+    while i < len(lines) and lines[i].lstrip().startswith(_LINE_COMMENT_PREFIXES):
+        if not lines[i].lstrip().startswith("#!"):
+            block.append(lines[i])
+        i += 1
+    return _comment_text("\n".join(block))
+
+
+def _comment_before(lines: list[str], index: int) -> str:
+    """The comment block ending just above line index ``index`` (decorators skipped)."""
+    end = index
+    while end > 0 and lines[end - 1].lstrip().startswith("@"):
+        end -= 1
+    if end == 0 or not lines[end - 1].strip():
+        return ""
+    if lines[end - 1].rstrip().endswith("*/"):
+        begin = end - 1
+        while begin > 0 and "/*" not in lines[begin]:
+            begin -= 1
+        return _leading_comment(lines, begin)
+    begin = end
+    while begin > 0 and lines[begin - 1].lstrip().startswith(_LINE_COMMENT_PREFIXES):
+        begin -= 1
+    return _leading_comment(lines[:end], begin) if begin < end else ""
+
+
+@dataclass(frozen=True)
+class ClassInfo:
+    """A class-like definition: its name, 1-based line range and docstring summary."""
+
+    name: str
+    start_line: int
+    end_line: int
+    summary: str
+
+
+@dataclass
+class DocumentOutline:
+    """What the structural prefix needs to know about one document, computed once."""
+
+    summary: str = ""
+    classes: list[ClassInfo] = field(default_factory=list)
+    headings: list[tuple[int, int, str]] = field(default_factory=list)  # (line, level, title)
+    lines: list[str] = field(default_factory=list)
+
+    def enclosing_class(self, chunk: Chunk) -> ClassInfo | None:
+        """The innermost class containing the chunk that is not the chunk itself."""
+        inside = [c for c in self.classes
+                  if c.start_line < chunk.start_line <= c.end_line
+                  or (c.start_line == chunk.start_line and chunk.end_line < c.end_line
+                      and chunk.parent == c.name)]
+        return max(inside, key=lambda c: c.start_line, default=None)
+
+    def heading_path(self, line: int) -> str:
+        """The Markdown headings in force at ``line`` ("Install > From source")."""
+        stack: list[tuple[int, str]] = []
+        cut = bisect.bisect_right([h[0] for h in self.headings], line)
+        for _, level, title in self.headings[:cut]:
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+        return " > ".join(title for _, title in stack)
+
+    def key_path(self, line: int) -> str:
+        """The YAML keys enclosing ``line`` by indentation ("services > web")."""
+        path: list[str] = []
+        own = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        indent_limit = len(own) - len(own.lstrip()) if own.strip() else None
+        for text in reversed(self.lines[:line - 1]):
+            match = _YAML_KEY_RE.match(text)
+            if not match or not text.strip() or text.lstrip().startswith("#"):
+                continue
+            indent = len(match.group(1))
+            if indent_limit is None or indent < indent_limit:
+                path.append(match.group(3).strip())
+                indent_limit = indent
+            if indent_limit == 0:
+                break
+        return " > ".join(reversed(path))
+
+
+def outline_python(document: str) -> DocumentOutline:
+    """Module docstring and classes (with docstrings) of a Python file via ``ast``; a file
+    that does not parse falls back to the generic outline."""
+    try:
+        tree = ast.parse(document)
+    except (SyntaxError, ValueError):
+        return outline_generic(document)
+    classes = [ClassInfo(node.name, node.lineno, node.end_lineno or node.lineno,
+                         first_sentence(ast.get_docstring(node) or ""))
+               for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    return DocumentOutline(first_sentence(ast.get_docstring(tree) or ""), classes)
+
+
+def outline_generic(document: str) -> DocumentOutline:
+    """Leading comment block as the summary; classes found by keyword with the doc comment
+    above them, their extent taken up to the next top-level class (a cheap, language-blind
+    approximation; chunk.parent confirms it where the chunker knows better)."""
+    lines = document.splitlines()
+    line_starts = [0]
+    for text in lines:
+        line_starts.append(line_starts[-1] + len(text) + 1)
+    found = []
+    for match in _CLASS_RE.finditer(document):
+        index = bisect.bisect_right(line_starts, match.start()) - 1
+        found.append((index, match.group(1), len(match.group(0)) - len(match.group(0).lstrip())))
+    classes = []
+    for n, (index, name, indent) in enumerate(found):
+        later = [i for i, _, other in found[n + 1:] if other <= indent]
+        end = later[0] if later else len(lines)
+        classes.append(ClassInfo(name, index + 1, end, first_sentence(_comment_before(lines,
+                                                                                      index))))
+    return DocumentOutline(first_sentence(_leading_comment(lines, 0)), classes)
+
+
+def outline_markdown(document: str) -> DocumentOutline:
+    """ATX headings outside code fences; the first heading is the document's summary."""
+    headings = []
+    fence = ""
+    for n, text in enumerate(document.splitlines(), start=1):
+        fence_match = _MD_FENCE_RE.match(text)
+        if fence_match:
+            marker = fence_match.group(1)
+            if not fence:
+                fence = marker
+            elif marker.startswith(fence):
+                fence = ""
+            continue
+        match = None if fence else _MD_HEADING_RE.match(text)
+        if match:
+            headings.append((n, len(match.group(1)), match.group(2).strip()))
+    return DocumentOutline(headings=headings)
+
+
+def outline(document: str, language: str) -> DocumentOutline:
+    """The outline of a document for its language."""
+    if language in PYTHON_LANGUAGES:
+        return outline_python(document)
+    if language in MARKDOWN_LANGUAGES:
+        return outline_markdown(document)
+    if language in YAML_LANGUAGES:
+        return DocumentOutline(lines=document.splitlines())
+    return outline_generic(document)
+
+
+def prefix_lines(chunk: Chunk, path: str, doc: DocumentOutline) -> list[str]:
+    """The candidate prefix lines of a chunk, most useful first."""
+    lines = [f"File: {path}"]
+    if chunk.language in MARKDOWN_LANGUAGES:
+        section = doc.heading_path(chunk.start_line) or chunk.parent
+        if section:
+            lines.append(f"Section: {section}")
+    elif chunk.language in YAML_LANGUAGES:
+        keys = doc.key_path(chunk.start_line) or chunk.parent
+        if keys:
+            lines.append(f"Keys: {keys}")
+    else:
+        owner = doc.enclosing_class(chunk)
+        if owner is not None:
+            lines.append(f"Class: {owner.name}" + (f" - {owner.summary}" if owner.summary else ""))
+        elif chunk.parent:
+            lines.append(f"In: {chunk.parent}")
+    if doc.summary:
+        lines.append(f"Module: {doc.summary}")
+    return lines
+
+
+def fit_lines(lines: list[str], budget: int) -> str:
+    """Join ``lines`` while they fit ``budget`` estimated tokens; a line that does not fit is
+    cut by words (when enough of it survives) and ends the prefix."""
+    kept: list[str] = []
+    spent = 0
+    for line in lines:
+        cost = estimate_tokens(line + "\n")
+        if spent + cost <= budget:
+            kept.append(line)
+            spent += cost
+            continue
+        words = line.split()
+        while len(words) > MIN_TRIMMED_WORDS and spent + estimate_tokens(
+                " ".join(words) + " ...\n") > budget:
+            words.pop()
+        if len(words) > MIN_TRIMMED_WORDS:
+            kept.append(" ".join(words) + " ...")
+        break
+    return "\n".join(kept)
+
+
+class StructuralContextualizer:
+    """Prefixes built from the file's own structure (the default; no LLM, deterministic)."""
+
+    name = "structural"
+
+    def __init__(self, config):
+        self.max_prefix_tokens = config.contextualizer.max_prefix_tokens
+        self.window = config.embedding.max_seq_length - MODEL_SPECIAL_TOKENS
+
+    def prefixes(self, document: str, path: str, chunks: list[Chunk]) -> list[str]:
+        """One prefix per chunk, each within ``max_prefix_tokens`` and within what the model
+        window leaves beside the chunk."""
+        if not chunks:
+            return []
+        outlines: dict[str, DocumentOutline] = {}
+        out = []
+        for chunk in chunks:
+            doc = outlines.get(chunk.language)
+            if doc is None:
+                doc = outlines[chunk.language] = outline(document, chunk.language)
+            budget = min(self.max_prefix_tokens, self.window - chunk.tokens)
+            out.append(fit_lines(prefix_lines(chunk, path, doc), budget) if budget > 0 else "")
+        return out
