@@ -242,6 +242,14 @@ class _WalkState:
 _Reject = tuple[RejectReason, str]
 
 
+@dataclass(frozen=True)
+class _Hop:
+    """A followed link: its real target and the links followed to reach it."""
+
+    real: str
+    depth: int
+
+
 class Boundary:
     """The boundary of one project. Raises :class:`BoundaryError` when the configuration has
     file-system errors (:func:`contextd.config_checks.check_project`): a dangerous root, a
@@ -407,11 +415,11 @@ class Boundary:
         link = f"{frame.abs_dir}/{name}"
         rel = f"{frame.rel_dir}/{name}" if frame.rel_dir else name
         target = self._link_target(link, rel, frame.real_dir, frame.depth, layers)
-        if isinstance(target, tuple):
+        if not isinstance(target, _Hop):
             if collect:
                 yield Rejection(rel, *target)
             return
-        real, depth = target
+        real, depth = target.real, target.depth
         if os.path.isdir(real):
             rejected = self._dir_rejection(rel, layers)
             if rejected:
@@ -463,9 +471,9 @@ class Boundary:
                 return self._missing(rel, layers)
             if stat_mod.S_ISLNK(st.st_mode):
                 target = self._link_target(child_abs, child_rel, cur_real, depth, layers)
-                if isinstance(target, tuple):
+                if not isinstance(target, _Hop):
                     return target
-                cur_real, depth = target
+                cur_real, depth = target.real, target.depth
                 st = os.stat(cur_real)
             else:
                 cur_real = f"{cur_real}/{name}"
@@ -500,7 +508,7 @@ class Boundary:
                 or (RejectReason.SYMLINK_NOT_FOLLOWED, f"-> {os.readlink(path)}"))
 
     def _link_target(self, link: str, rel: str, parent_real: str, depth: int,
-                     layers: tuple[_Layer, ...]) -> _Reject | tuple[str, int]:
+                     layers: tuple[_Layer, ...]) -> _Reject | _Hop:
         """Where a link leads (real path, links followed so far), or why it is not followed."""
         if not self._follow:
             return self._link_rejection(link, rel, layers)
@@ -520,7 +528,7 @@ class Boundary:
             return RejectReason.UNREADABLE, f"broken link -> {os.readlink(link)}"
         if parent_real == real or parent_real.startswith(real + "/"):
             return RejectReason.SYMLINK_LOOP, f"points to its own ancestor {real}"
-        return real, depth + hops
+        return _Hop(real, depth + hops)
 
     def _dir_rejection(self, rel: str, layers: tuple[_Layer, ...]) -> _Reject | None:
         if rel in self._internal:
