@@ -117,6 +117,12 @@ class IndexStore(abc.ABC):
         """Remove files and all their rows in one transaction; returns how many existed."""
 
     @abc.abstractmethod
+    def update_file_stats(self, rows: Sequence[tuple[str, int, int]]) -> None:
+        """Record a new (path, size_bytes, mtime_ns) for files whose content hash did not
+        change (a touch, a checkout that restored the same bytes), so the size+mtime fast path
+        recognises them next time. Changes no content and bumps no generation."""
+
+    @abc.abstractmethod
     def file_states(self, prefix: str | None = None) -> dict[str, FileState]:
         """Fingerprints of indexed files by path (optionally under a path prefix)."""
 

@@ -246,6 +246,13 @@ class DuckDBStore(IndexStore):
                                 [(fid, path, gen) for fid, path in rows])
         return len(rows)
 
+    def update_file_stats(self, rows: Sequence[tuple[str, int, int]]) -> None:
+        if not rows:
+            return
+        with self._transaction() as cur:
+            cur.executemany("UPDATE file_state SET size_bytes = ?, mtime_ns = ? WHERE path = ?",
+                            [(size, mtime, path) for path, size, mtime in rows])
+
     def file_states(self, prefix: str | None = None) -> dict[str, FileState]:
         sql = "SELECT file_id, path, size_bytes, mtime_ns, content_hash FROM file_state"
         params: list[Any] = []

@@ -1,0 +1,108 @@
+"""The embedding stage: vectors follow the lexical index instead of holding it back.
+
+Chunks are written (and queryable by text and symbol) as soon as a file is chunked; this stage
+runs in its own thread beside the chunking workers and embeds whatever stored chunks lack a
+vector for the current model (``store.missing_embeddings``). Because the embeddings table is
+keyed by (model identity, BLAKE3 of the index text), a text embedded once is never embedded
+again under the same model: unchanged chunks of an edited file, a rebuild, or duplicated code
+cost nothing; a different model or backend has another identity and re-embeds everything.
+
+ONNX Runtime releases the GIL while it computes, so this thread and the chunking pool keep
+both cores busy.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable
+
+from contextd.store.base import IndexStore
+
+log = logging.getLogger(__name__)
+
+# Texts fetched per round: several batches, so sorting by length leaves little padding.
+WINDOW_BATCHES = 16
+
+
+def embed_missing(store: IndexStore, embedder: Any, batch_size: int,
+                  cancel: threading.Event | None = None, lock: threading.Lock | None = None,
+                  on_batch: Callable[[int], None] | None = None) -> int:
+    """Embed stored chunks lacking a vector until none is left (or ``cancel`` is set);
+    returns how many texts were embedded. Each round fetches a window of texts, sorts it by
+    length and embeds it in batches of ``batch_size``, storing each batch at once (an
+    interruption loses one batch at most). ``lock`` keeps two callers from embedding the
+    same texts."""
+    lock = lock or threading.Lock()
+    done = 0
+    while not (cancel and cancel.is_set()):
+        with lock:
+            rows = store.missing_embeddings(embedder.identity, batch_size * WINDOW_BATCHES)
+            if not rows:
+                return done
+            rows.sort(key=lambda row: len(row[1]))
+            for start in range(0, len(rows), batch_size):
+                if cancel and cancel.is_set():
+                    return done
+                batch = rows[start:start + batch_size]
+                vectors = embedder.embed([text for _, text in batch])
+                store.put_embeddings(embedder.identity, [h for h, _ in batch], vectors)
+                done += len(batch)
+                if on_batch:
+                    on_batch(len(batch))
+    return done
+
+
+class EmbeddingStage:
+    """A thread running :func:`embed_missing` while files are being written.
+
+    ``wake()`` after each write; ``finish()`` when no more chunks will come: the stage then
+    drains what is left and stops. A model that cannot load (or fails) stops the stage with
+    ``error`` set; the lexical index is unaffected and ``embed_pending`` can retry later.
+    """
+
+    def __init__(self, store: IndexStore, embedder_source: Callable[[], Any], batch_size: int,
+                 lock: threading.Lock, cancel: threading.Event | None = None):
+        self.store = store
+        self.embedder_source = embedder_source
+        self.batch_size = batch_size
+        self.lock = lock
+        self.cancel = cancel or threading.Event()
+        self.embedded = 0
+        self.error: str | None = None
+        self._wake = threading.Event()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="contextd-embed", daemon=True)
+
+    def start(self) -> "EmbeddingStage":
+        self._thread.start()
+        return self
+
+    def wake(self) -> None:
+        """New chunks were written."""
+        self._wake.set()
+
+    def finish(self) -> int:
+        """No more chunks will come: embed the rest, stop, and return the count."""
+        self._done.set()
+        self._wake.set()
+        self._thread.join()
+        return self.embedded
+
+    def _count(self, n: int) -> None:
+        self.embedded += n
+
+    def _run(self) -> None:
+        try:
+            embedder = self.embedder_source()
+            while not self.cancel.is_set():
+                last_round = self._done.is_set()
+                self._wake.clear()
+                embed_missing(self.store, embedder, self.batch_size, self.cancel, self.lock,
+                              self._count)
+                if last_round:
+                    return
+                self._wake.wait(0.5)
+        except Exception as exc:  # the model is optional for the lexical index
+            self.error = f"{type(exc).__name__}: {exc}"
+            log.warning("embedding stopped: %s", self.error)

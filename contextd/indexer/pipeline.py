@@ -1,0 +1,167 @@
+"""The pipeline of one run: workers produce per-file outcomes, one writer stores them in
+batches, each batch one atomic transaction.
+
+Workers are processes: chunking is CPU-bound Python (tree-sitter parses with the GIL released,
+but the definition walk and the chunk assembly hold it), so threads do not add throughput while
+processes do (figures in benchmarks/bench_indexer.py --workers). A small run (a watcher batch,
+a refresh of a few files) is processed inline: starting a pool costs more than it saves.
+Processes start by ``forkserver``, never ``fork``: the parent may run ONNX Runtime and DuckDB
+threads that a fork would copy mid-flight.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import threading
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Callable, Iterator, Sequence
+
+from contextd.config import ContextConfig
+from contextd.errors import ContextdError
+from contextd.indexer.plan import FileTask
+from contextd.indexer.report import IndexReport
+from contextd.indexer.worker import (FAILED, INDEXED, SAME, VANISHED, Outcome, init_worker,
+                                     process_batch, process_file)
+from contextd.progress import Progress
+from contextd.store.base import FileRecord, IndexStore
+
+POOL_MIN_FILES = 64          # below this, inline processing is faster than starting a pool
+TASK_BATCH_BYTES = 512 * 1024  # files sent to a worker at once (amortises pickling)
+TASK_BATCH_FILES = 64
+WRITE_BATCH_FILES = 256      # files per write transaction ...
+WRITE_BATCH_CHUNKS = 4000    # ... or chunks ...
+WRITE_BATCH_SECONDS = 0.25   # ... or time: early files must become queryable early
+MAX_REPORTED_ERRORS = 20
+
+
+def _task_batches(tasks: Sequence[FileTask]) -> Iterator[list[FileTask]]:
+    batch: list[FileTask] = []
+    size = 0
+    for task in tasks:
+        batch.append(task)
+        size += task.size
+        if len(batch) >= TASK_BATCH_FILES or size >= TASK_BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def outcomes(tasks: Sequence[FileTask], config: ContextConfig, workers: int,
+             cancel: threading.Event) -> Iterator[Outcome]:
+    """Process ``tasks`` (in a pool of ``workers`` processes when there are enough) and
+    yield outcomes in task order; stops submitting when ``cancel`` is set."""
+    if workers < 1 or len(tasks) < POOL_MIN_FILES:
+        for task in tasks:
+            if cancel.is_set():
+                return
+            yield process_file(task, config)
+        return
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker,
+                             initargs=(config,)) as pool:
+        pending: collections.deque[Future] = collections.deque()
+        batches = _task_batches(tasks)
+        try:
+            for batch in batches:
+                pending.append(pool.submit(process_batch, batch))
+                if len(pending) >= workers * 3:
+                    break
+            while pending and not cancel.is_set():
+                results = pending.popleft().result()
+                nxt = next(batches, None)
+                if nxt is not None:
+                    pending.append(pool.submit(process_batch, nxt))
+                yield from results
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class Writer:
+    """Accumulates outcomes and stores them in atomic batches; keeps the report's counts
+    and the bootstrap progress rows current."""
+
+    def __init__(self, store: IndexStore, report: IndexReport, progress: Progress,
+                 track_progress: bool, fail_fast: bool, on_written: Callable[[], None]):
+        self.store = store
+        self.report = report
+        self.progress = progress
+        self.track_progress = track_progress
+        self.fail_fast = fail_fast
+        self.on_written = on_written
+        self.files_done = 0
+        self._records: list[FileRecord] = []
+        self._same: list[FileTask] = []
+        self._vanished: list[str] = []
+        self._failed: list[Outcome] = []
+        self._chunks = 0
+        self._last_flush = time.monotonic()
+        self._current: str | None = None
+        self._texts: set[int] = set()
+
+    @property
+    def distinct_texts(self) -> int:
+        """Distinct index texts written (the embedding cache's unit of work)."""
+        return len(self._texts)
+
+    def add(self, outcome: Outcome) -> None:
+        self._current = outcome.task.path
+        if outcome.status == INDEXED:
+            assert outcome.record is not None
+            self._records.append(outcome.record)
+            self._chunks += len(outcome.record.chunks)
+            self._texts.update(hash(c.index_text) for c in outcome.record.chunks)
+            self.report.lines_indexed += outcome.lines
+            self.report.bytes_indexed += outcome.task.size
+            self.report.secrets_redacted += outcome.record.secrets_redacted
+        elif outcome.status == SAME:
+            self._same.append(outcome.task)
+        elif outcome.status == VANISHED:
+            self._vanished.append(outcome.task.path)
+        elif outcome.status == FAILED:
+            self._failed.append(outcome)
+        pending = len(self._records) + len(self._same) + len(self._vanished) + len(self._failed)
+        if (outcome.status == FAILED and self.fail_fast) or pending >= WRITE_BATCH_FILES \
+                or self._chunks >= WRITE_BATCH_CHUNKS \
+                or time.monotonic() - self._last_flush >= WRITE_BATCH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Store everything accumulated: one transaction for the files' rows."""
+        store, report = self.store, self.report
+        if self._records:
+            store.write_files(self._records)
+            store.clear_errors([r.path for r in self._records])
+            report.files_indexed += len(self._records)
+            report.chunks_written += self._chunks
+        if self._same:
+            store.update_file_stats([(t.path, t.size, t.mtime_ns) for t in self._same])
+            report.files_unchanged += len(self._same)
+        if self._vanished:
+            report.files_removed += store.delete_files(self._vanished)
+        for outcome in self._failed:
+            self._record_failure(outcome)
+        done = [r.path for r in self._records] + [t.path for t in self._same] + self._vanished
+        if self.track_progress:
+            store.progress_mark(done, "completed")
+        self.files_done += len(done) + len(self._failed)
+        failed, self._failed = self._failed, []
+        self._records, self._same, self._vanished, self._chunks = [], [], [], 0
+        self._last_flush = time.monotonic()
+        self.progress.update(self.files_done, report.chunks_written, self._current)
+        self.on_written()
+        if failed and self.fail_fast:
+            first = failed[0]
+            raise ContextdError(f"indexing stopped at {first.task.path}: {first.message} "
+                                "(bootstrap.fail_fast is on)")
+
+    def _record_failure(self, outcome: Outcome) -> None:
+        path = outcome.task.path
+        self.store.record_error(path, outcome.error_type, outcome.message, outcome.trace)
+        if self.track_progress:
+            self.store.progress_mark([path], "failed", outcome.message)
+        self.report.files_failed += 1
+        if len(self.report.errors) < MAX_REPORTED_ERRORS:
+            self.report.errors.append(f"{path}: {outcome.message}")

@@ -1,0 +1,47 @@
+"""The record an indexing run returns (CLI ``--json``, MCP tools, benchmarks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class IndexReport:
+    """What one run of the indexer did.
+
+    ``mode`` is ``bootstrap`` (empty index), ``resume`` (an interrupted bootstrap continued),
+    ``incremental`` (catch-up of an existing index) or ``refresh``. ``embeddings_reused`` counts
+    distinct chunk texts written whose vector was already cached (written minus embedded).
+    ``embedding_error`` is set when vectors could not be computed (the lexical index is
+    complete regardless); ``errors`` holds the first few failures as ``path: message``.
+    """
+
+    mode: str = "refresh"
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_removed: int = 0
+    files_failed: int = 0
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+    embeddings_reused: int = 0
+    lines_indexed: int = 0
+    bytes_indexed: int = 0
+    secrets_redacted: int = 0
+    seconds: float = 0.0
+    cancelled: bool = False
+    embedding_error: str | None = None
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> str:
+        """One line for people."""
+        text = (f"{self.mode}: {self.files_indexed:,} files indexed, "
+                f"{self.files_unchanged:,} unchanged, {self.files_removed:,} removed, "
+                f"{self.files_failed:,} failed; {self.chunks_written:,} chunks, "
+                f"{self.chunks_embedded:,} embedded in {self.seconds:.1f} s")
+        if self.cancelled:
+            text += " (cancelled)"
+        if self.embedding_error:
+            text += f"; embeddings unavailable: {self.embedding_error}"
+        return text

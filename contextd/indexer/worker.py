@@ -1,0 +1,104 @@
+"""Per-file work: read, hash, decode, scrub, chunk, contextualize (index texts).
+
+Pure functions of (file, configuration) with no store access, so they run the same in a
+worker process (bootstrap) or inline (a watcher batch of a few files). Secrets are scrubbed
+from the decoded text *before* chunking, so nothing derived from the file (chunk text, labels,
+symbols, references, index text) can hold one; the content hash is that of the original bytes.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from typing import Sequence
+
+import blake3
+
+from contextd.chunking import chunk_file
+from contextd.config import ContextConfig
+from contextd.contextualize import index_texts
+from contextd.indexer.plan import FileTask
+from contextd.scrub import Scrubber, get_scrubber
+from contextd.store.base import FileRecord, IndexedChunk
+
+INDEXED, SAME, FAILED, VANISHED = "indexed", "same", "failed", "vanished"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The result for one file: ``INDEXED`` with a record, ``SAME`` (content unchanged, only
+    size/mtime to refresh), ``FAILED`` with an error, or ``VANISHED`` (deleted meanwhile)."""
+
+    task: FileTask
+    status: str
+    record: FileRecord | None = None
+    lines: int = 0
+    error_type: str = ""
+    message: str = ""
+    trace: str | None = None
+
+
+def scrubber_for(config: ContextConfig) -> Scrubber:
+    """The scrubber of a configuration (compiled once per process)."""
+    security = config.security
+    return get_scrubber(security.scrub_secrets, tuple(security.secret_patterns))
+
+
+def process_file(task: FileTask, config: ContextConfig) -> Outcome:
+    """Index one file; never raises for a problem of the file itself."""
+    try:
+        with open(task.abs_path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return Outcome(task, VANISHED)
+    except OSError as exc:
+        return Outcome(task, FAILED, error_type="read_error", message=str(exc))
+    digest = blake3.blake3(data).hexdigest()
+    if digest == task.known_hash:
+        return Outcome(task, SAME)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Outcome(task, FAILED, error_type="decode_error",
+                       message=f"not valid UTF-8: {exc.reason} at byte {exc.start}")
+    scrubber = scrubber_for(config)
+    scrubbed = scrubber.scrub(text, task.path)
+    if scrubbed.redactions:
+        text = scrubbed.text
+        data = text.encode("utf-8")
+    try:
+        chunked = chunk_file(task.path, data, config)
+        # The contextualizer stage: what gets embedded and BM25-indexed for each chunk.
+        texts = index_texts(text, task.path, chunked.chunks, config)
+    except Exception as exc:  # a chunker bug must cost one file, not the run
+        return Outcome(task, FAILED, error_type="parse_error",
+                       message=scrubber.scrub(f"{type(exc).__name__}: {exc}").text,
+                       trace=scrubber.scrub(traceback.format_exc()).text)
+    chunks = [IndexedChunk(c, t, contextualized=flag)
+              for c, (t, flag) in zip(chunked.chunks, texts)]
+    record = FileRecord(path=task.path, size_bytes=task.size, mtime_ns=task.mtime_ns,
+                        content_hash=digest, language=chunked.language, chunks=chunks,
+                        warnings=tuple(chunked.warnings),
+                        secrets_redacted=scrubbed.redactions)
+    return Outcome(task, INDEXED, record, lines=count_lines(data))
+
+
+def count_lines(data: bytes) -> int:
+    """Lines of a file, the last one counted even without a final newline."""
+    return data.count(b"\n") + (bool(data) and not data.endswith(b"\n"))
+
+
+# ----- process-pool entry points (the configuration is sent once per worker) ----------
+_worker_config: ContextConfig | None = None
+
+
+def init_worker(config: ContextConfig) -> None:
+    """Pool initializer: keep the configuration for every batch this process handles."""
+    global _worker_config
+    _worker_config = config
+
+
+def process_batch(tasks: Sequence[FileTask]) -> list[Outcome]:
+    """Index several files in a pool worker (batches amortise the inter-process traffic)."""
+    assert _worker_config is not None, "init_worker was not called"
+    return [process_file(task, _worker_config) for task in tasks]

@@ -1,0 +1,189 @@
+"""Progress sinks: where the indexer and the job runner report how far they are.
+
+The indexer reports absolute figures (files done, chunks written, current file) through one
+small interface, and the caller decides where they go: a rich bar on a terminal, a plain line
+every ``bootstrap.progress_interval_seconds`` on stderr otherwise (logs, CI), the jobs table
+(so ``get_rebuild_status`` and ``get_context_stats`` show the same numbers), or nowhere.
+Sinks never write to stdout: stdout carries results only (and is the protocol of an MCP
+stdio server).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import TextIO
+
+from contextd.store.base import IndexStore
+
+
+class Progress:
+    """The interface, doing nothing (the null sink). Methods are called from one thread at a
+    time; figures are absolute, not increments, so a missed call loses nothing."""
+
+    def start(self, total_files: int, label: str = "indexing") -> None:
+        """A run over ``total_files`` files begins."""
+
+    def update(self, files_done: int, chunks_done: int, current_file: str | None = None
+               ) -> None:
+        """Figures so far."""
+
+    def finish(self, message: str = "") -> None:
+        """The run ended (completed, failed or cancelled); ``message`` says how."""
+
+
+NullProgress = Progress
+
+
+class _Figures:
+    """Shared arithmetic of the visible sinks: rate and ETA from the figures so far."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.files = 0
+        self.chunks = 0
+        self.current: str | None = None
+        self.label = "indexing"
+        self.started = time.monotonic()
+
+    def begin(self, total: int, label: str) -> None:
+        self.total, self.label, self.started = total, label, time.monotonic()
+        self.files = self.chunks = 0
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-6)
+        rate = self.files / elapsed
+        text = f"{self.label}: {self.files:,} / {self.total:,} files, {self.chunks:,} chunks"
+        if self.total:
+            text += f" ({100 * self.files // self.total}%)"
+        text += f", {rate:,.0f} files/s"
+        if rate > 0 and self.total > self.files:
+            text += f", ETA {(self.total - self.files) / rate:,.0f} s"
+        return text
+
+
+class LineProgress(Progress):
+    """Plain lines on a stream (stderr), at most one per ``interval`` seconds, plus the first
+    and the last: for logs and non-interactive runs."""
+
+    def __init__(self, interval: float = 30.0, stream: TextIO | None = None):
+        self.interval = interval
+        self.stream = stream or sys.stderr
+        self._fig = _Figures()
+        self._last = 0.0
+
+    def start(self, total_files: int, label: str = "indexing") -> None:
+        self._fig.begin(total_files, label)
+        self._last = time.monotonic()
+        self._write(f"{label}: {total_files:,} files to process")
+
+    def update(self, files_done: int, chunks_done: int, current_file: str | None = None
+               ) -> None:
+        self._fig.files, self._fig.chunks = files_done, chunks_done
+        now = time.monotonic()
+        if now - self._last >= self.interval:
+            self._last = now
+            self._write(self._fig.line())
+
+    def finish(self, message: str = "") -> None:
+        self._write(message or self._fig.line())
+
+    def _write(self, text: str) -> None:
+        self.stream.write(f"contextd: {text}\n")
+        self.stream.flush()
+
+
+class RichProgress(Progress):
+    """A live bar on a terminal: files, chunks, rate and ETA."""
+
+    def __init__(self, stream: TextIO | None = None):
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[chunks]:,} chunks"),
+                        TextColumn("{task.fields[rate]:,.0f} files/s"), TimeElapsedColumn(),
+                        TimeRemainingColumn(),
+                        console=Console(file=stream or sys.stderr), transient=False)
+        self._task = None
+        self._started = time.monotonic()
+
+    def start(self, total_files: int, label: str = "indexing") -> None:
+        self._started = time.monotonic()
+        self._bar.start()
+        self._task = self._bar.add_task(label, total=total_files, chunks=0, rate=0.0)
+
+    def update(self, files_done: int, chunks_done: int, current_file: str | None = None
+               ) -> None:
+        if self._task is not None:
+            rate = files_done / max(time.monotonic() - self._started, 1e-6)
+            self._bar.update(self._task, completed=files_done, chunks=chunks_done, rate=rate)
+
+    def finish(self, message: str = "") -> None:
+        self._bar.stop()
+        if message:
+            self._bar.console.print(f"contextd: {message}")
+
+
+class JobProgress(Progress):
+    """Writes the figures to a row of the jobs table, at most every ``interval`` seconds (a
+    write per file would make the jobs table the bottleneck)."""
+
+    def __init__(self, store: IndexStore, job_id: str, interval: float = 0.5):
+        self.store = store
+        self.job_id = job_id
+        self.interval = interval
+        self._last = 0.0
+
+    def start(self, total_files: int, label: str = "indexing") -> None:
+        self.store.update_job(self.job_id, files_total=total_files, files_processed=0,
+                              chunks_processed=0)
+
+    def update(self, files_done: int, chunks_done: int, current_file: str | None = None
+               ) -> None:
+        now = time.monotonic()
+        if now - self._last >= self.interval:
+            self._last = now
+            self.store.update_job(self.job_id, files_processed=files_done,
+                                  chunks_processed=chunks_done, current_file=current_file)
+
+    def finish(self, message: str = "") -> None:
+        self._last = 0.0
+
+
+class TeeProgress(Progress):
+    """Sends the same figures to several sinks (e.g. the terminal and the jobs table)."""
+
+    def __init__(self, *sinks: Progress):
+        self.sinks = [s for s in sinks if s is not None]
+        self._lock = threading.Lock()
+
+    def start(self, total_files: int, label: str = "indexing") -> None:
+        with self._lock:
+            for sink in self.sinks:
+                sink.start(total_files, label)
+
+    def update(self, files_done: int, chunks_done: int, current_file: str | None = None
+               ) -> None:
+        with self._lock:
+            for sink in self.sinks:
+                sink.update(files_done, chunks_done, current_file)
+
+    def finish(self, message: str = "") -> None:
+        with self._lock:
+            for sink in self.sinks:
+                sink.finish(message)
+
+
+def terminal_progress(show: bool = True, interval: float = 30.0,
+                      stream: TextIO | None = None) -> Progress:
+    """The sink for a command run by a person: a rich bar when ``stream`` (stderr) is a
+    terminal, periodic lines when it is not, nothing when ``show`` is off."""
+    stream = stream or sys.stderr
+    if not show:
+        return NullProgress()
+    if stream.isatty():
+        return RichProgress(stream)
+    return LineProgress(interval, stream)
