@@ -1,0 +1,50 @@
+"""The wheel installs providers/, chunkers/ and schema.sql under the contextd namespace only.
+
+In the repository the top-level ``providers``, ``chunkers`` and ``schema.sql`` are symlinks into
+contextd/ (the design card's layout); a wheel must never ship them as top-level names, or
+``import providers`` would collide with anything else installed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# Never copied: environments, caches, and build outputs whose stale files would end up in the
+# wheel (setuptools does not clean build/).
+_SKIP = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", ".cache",
+                               "__pycache__", ".pytest_cache", ".contextd")
+
+
+def test_top_level_entries_are_links_into_the_package() -> None:
+    for name in ("providers", "chunkers", "schema.sql"):
+        link = REPO / name
+        assert link.is_symlink(), name
+        assert link.resolve() == (REPO / "contextd" / name).resolve()
+
+
+def test_wheel_ships_everything_under_contextd(tmp_path: Path) -> None:
+    # Built from a clean copy (links kept as links), so the checkout is not written to.
+    source = tmp_path / "src"
+    shutil.copytree(REPO, source, symlinks=True, ignore=_SKIP)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path / "wheels"), str(source)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    wheels = list((tmp_path / "wheels").glob("contextd-*.whl"))
+    assert len(wheels) == 1
+    names = zipfile.ZipFile(wheels[0]).namelist()
+    assert "contextd/schema.sql" in names
+    assert "contextd/providers/__init__.py" in names
+    assert "contextd/chunkers/__init__.py" in names
+    top_level = {name.split("/", 1)[0] for name in names}
+    assert not top_level & {"providers", "chunkers", "schema.sql", "tests", "benchmarks"}
+    assert {t for t in top_level if not t.endswith(".dist-info")} == {"contextd"}
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    text = zipfile.ZipFile(wheels[0]).read(entry_points).decode()
+    assert "contextd = contextd.cli:main" in text
