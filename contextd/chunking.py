@@ -121,13 +121,17 @@ def chunk_file(path: str, data: bytes, config: ContextConfig) -> ChunkedFile:
         warnings += (f"chunker {chunker.name} failed ({type(exc).__name__}: {exc}); "
                      f"fell back to line windows",)
         chunks = []
-    src = Source(text, path, language)
-    chunks = _enforce(src, chunks, settings.max_tokens)
+    chunks = _enforce(text, path, language, chunks, settings.max_tokens)
     return ChunkedFile(language, chunks, warnings)
 
 
-def _enforce(src: Source, chunks: list[Chunk], cap: int) -> list[Chunk]:
+def _enforce(text: str, path: str, language: str, chunks: list[Chunk], cap: int
+             ) -> list[Chunk]:
     """Cut chunks over the cap and add chunks for non-blank lines no chunk covers."""
+    covered = sorted((c.start_line, c.end_line) for c in chunks)
+    if all(c.tokens <= cap for c in chunks) and not _has_gap(text, covered):
+        return chunks
+    src = Source(text, path, language)
     out: list[Chunk] = []
     for chunk in chunks:
         if chunk.tokens <= cap:
@@ -149,6 +153,22 @@ def _enforce(src: Source, chunks: list[Chunk], cap: int) -> list[Chunk]:
     if missing:
         out.sort(key=lambda c: (c.start_byte, c.end_byte))
     return out
+
+
+def _has_gap(text: str, covered: list[tuple[int, int]]) -> bool:
+    """Cheap pre-check for ``_uncovered``: does any line outside the ranges hold text?"""
+    upto = 0
+    lines = None
+    for first, last in [*covered, (None, None)]:
+        if first is None:
+            lines = lines or text.split("\n")
+            first = len(lines) + 1
+        if first > upto + 1:
+            lines = lines or text.split("\n")
+            if any(line.strip() for line in lines[upto:first - 1]):
+                return True
+        upto = max(upto, last or 0)
+    return False
 
 
 def _uncovered(src: Source, covered: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -26,10 +26,10 @@ _WIDE_RE = re.compile(r"[\u2e80-\uffff]")
 _DIGITS = "0123456789"
 
 # Fitted weights (least squares), each multiplied by the 1.2 safety factor.
-_PUNCT_WEIGHT = 1.37
-_WORD_WEIGHT = 0.36
-_WORD_CHAR_WEIGHT = 0.216
-_DIGIT_WEIGHT = 0.564
+PUNCT_WEIGHT = 1.37
+WORD_WEIGHT = 0.36
+WORD_CHAR_WEIGHT = 0.216
+DIGIT_WEIGHT = 0.564
 
 
 def estimate_tokens(text: str) -> int:
@@ -46,8 +46,8 @@ def estimate_tokens(text: str) -> int:
     blank = text.count(" ") + text.count("\n") + text.count("\t") + text.count("\r")
     punct = len(text) - blank - word_chars
     digits = sum(map(text.count, _DIGITS))
-    estimate = (_PUNCT_WEIGHT * punct + _WORD_WEIGHT * len(words)
-                + _WORD_CHAR_WEIGHT * word_chars + _DIGIT_WEIGHT * digits)
+    estimate = (PUNCT_WEIGHT * punct + WORD_WEIGHT * len(words)
+                + WORD_CHAR_WEIGHT * word_chars + DIGIT_WEIGHT * digits)
     if not text.isascii():
         estimate += len(_WIDE_RE.findall(text))
     return int(estimate) + 1

@@ -23,7 +23,6 @@ from tree_sitter_language_pack import get_language, get_parser
 from contextd.chunkers.core import Source, Unit, emit_unit, fill_gaps, split_span
 from contextd.config import LanguageChunking
 from contextd.records import Chunk, ChunkKind, SymbolDef
-from contextd.tokens import estimate_tokens
 
 # Node types that carry a definition's name when it has no ``name`` field.
 NAME_TYPES = frozenset({"identifier", "type_identifier", "simple_identifier", "field_identifier",
@@ -262,7 +261,7 @@ class _Walker:
         signature = signature_of(inner, body)
         if d.container and body is not None:
             if (self.settings.split_by_class
-                    and estimate_tokens(self.src.slice(start, end)) > self.cap):
+                    and self.src.tokens(start, end) > self.cap):
                 return self._split_container(start, end, d, label, body, signature, parent,
                                              context, defines)
             defines += self._member_defines(body, label)

@@ -12,14 +12,19 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Callable
 
+import numpy as np
+
 from contextd.records import Chunk, ChunkKind, SymbolDef
-from contextd.tokens import estimate_tokens
+from contextd.tokens import (DIGIT_WEIGHT, PUNCT_WEIGHT, WORD_CHAR_WEIGHT, WORD_WEIGHT,
+                             estimate_tokens)
+
+# Extra weight of a non-ASCII byte in the byte-level estimate: a CJK character (3 bytes) then
+# costs more than estimate_tokens gives it, so cuts made on byte costs stay under the cap.
+HIGH_BYTE_WEIGHT = 0.6
 
 _ALNUM_RE = re.compile(r"[^\W_]")
-_BREAK_RE = re.compile(r"[\s,;)}\]]")
 
 
 class Source:
@@ -28,15 +33,46 @@ class Source:
     Offsets are byte offsets into ``data`` (tree-sitter's unit); lines are 1-based.
     """
 
-    __slots__ = ("text", "path", "language", "data", "line_starts")
+    __slots__ = ("text", "path", "language", "data", "line_starts", "ascii", "_prefix")
 
     def __init__(self, text: str, path: str, language: str):
         self.text = text
         self.path = path
         self.language = language
         self.data = text.encode("utf-8")
-        lengths = (len(line) + 1 for line in self.data.split(b"\n"))
-        self.line_starts = list(accumulate(lengths, initial=0))[:-1]
+        newlines = np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) == 10)
+        # One entry per element of text.split("\n"): a final newline opens an empty line.
+        self.line_starts: list[int] = [0, *(newlines + 1).tolist()]
+        self.ascii = text.isascii()
+        self._prefix: np.ndarray | None = None
+
+    def tokens(self, start: int, end: int, text: str | None = None) -> int:
+        """``estimate_tokens`` of bytes ``[start, end)``: O(1) from the byte table for ASCII
+        files (the same formula), by the estimator itself otherwise."""
+        if self.ascii:
+            return self.cost(start, end)
+        return estimate_tokens(self.slice(start, end) if text is None else text)
+
+    def cost(self, start: int, end: int) -> int:
+        """Token estimate of bytes ``[start, end)`` in O(1), never below ``estimate_tokens``
+        of the same text (up to a word cut in two): what cutting decisions are made on."""
+        prefix = self.cost_prefix()
+        return int(prefix[end] - prefix[start]) + 1
+
+    def cost_prefix(self) -> np.ndarray:
+        """Running sum of per-byte token weights, computed once per file on first need."""
+        if self._prefix is None:
+            b = np.frombuffer(self.data, dtype=np.uint8)
+            space = (b == 32) | (b == 10) | (b == 9) | (b == 13)
+            digit = (b >= 48) & (b <= 57)
+            high = b >= 128
+            word = digit | ((b | 32) >= 97) & ((b | 32) <= 122) | high
+            starts = word.copy()
+            starts[1:] &= ~word[:-1]
+            weights = (PUNCT_WEIGHT * (~space & ~word) + WORD_CHAR_WEIGHT * word
+                       + DIGIT_WEIGHT * digit + WORD_WEIGHT * starts + HIGH_BYTE_WEIGHT * high)
+            self._prefix = np.concatenate(([0.0], np.cumsum(weights)))
+        return self._prefix
 
     @property
     def line_count(self) -> int:
@@ -64,7 +100,7 @@ class Source:
             text = self.slice(start, end)
         return Chunk(text=text, kind=kind, label=label, language=self.language,
                      start_line=self.line_of(start), end_line=self.line_of(max(start, end - 1)),
-                     start_byte=start, end_byte=end, tokens=estimate_tokens(text),
+                     start_byte=start, end_byte=end, tokens=self.tokens(start, end, text),
                      defines=defines, references=references, context=context, parent=parent)
 
 
@@ -101,8 +137,7 @@ def split_span(src: Source, start: int, end: int, cap: int, boundaries: dict[int
     bounds = boundaries or {}
     spans: list[tuple[int, int]] = []
     line_start, line_end = src.line_start, src.line_end
-    costs = {n: estimate_tokens(src.slice(max(start, line_start(n)), min(end, line_end(n))))
-             for n in range(first, last + 1)}
+    costs = _line_costs(src, start, end, first, last)
     i = first
     while i <= last:
         total, j = 0, i
@@ -120,6 +155,18 @@ def split_span(src: Source, start: int, end: int, cap: int, boundaries: dict[int
         i = _overlap_start(i, cut, costs, overlap_tokens)
     trimmed = (trim_span(src, s, e) for s, e in spans)
     return [(s, e) for s, e in trimmed if e > s]
+
+
+def _line_costs(src: Source, start: int, end: int, first: int, last: int) -> dict[int, int]:
+    """Byte-table token cost of each line ``first..last`` clipped to ``[start, end)``."""
+    prefix = src.cost_prefix()
+    starts = np.maximum(start, np.asarray(src.line_starts[first - 1:last], dtype=np.int64))
+    nexts = src.line_starts[first:last + 1]
+    ends = np.asarray(nexts + [len(src.data) + 1] * (last - first + 1 - len(nexts)),
+                      dtype=np.int64) - 1
+    ends = np.minimum(end, ends)
+    costs = (prefix[ends] - prefix[starts]).astype(np.int64) + 1
+    return dict(zip(range(first, last + 1), costs.tolist()))
 
 
 def _best_cut(i: int, j: int, bounds: dict[int, int]) -> int:
@@ -144,22 +191,22 @@ def _overlap_start(i: int, cut: int, costs: dict[int, int], overlap_tokens: int)
 def _char_windows(src: Source, start: int, end: int, cap: int) -> list[tuple[int, int]]:
     """Cut one long line (minified code, a huge literal) into windows under the cap, preferring
     to end a window after whitespace or a closing bracket."""
-    text = src.slice(start, end)
+    prefix = src.cost_prefix()
+    data = src.data
     spans: list[tuple[int, int]] = []
-    pos, offset = 0, start
-    while pos < len(text):
-        rest = text[pos:]
-        tokens = estimate_tokens(rest)
-        size = len(rest) if tokens <= cap else max(1, int(len(rest) * cap / tokens * 0.9))
-        while size > 1 and estimate_tokens(rest[:size]) > cap:
-            size = int(size * 0.8)
-        if size < len(rest):
-            breaks = [m.end() for m in _BREAK_RE.finditer(rest, size * 4 // 5, size)]
-            size = breaks[-1] if breaks else size
-        piece_bytes = len(rest[:size].encode("utf-8"))
-        spans.append((offset, offset + piece_bytes))
-        offset += piece_bytes
-        pos += size
+    pos = start
+    while pos < end:
+        stop = int(np.searchsorted(prefix, prefix[pos] + cap - 1, side="right")) - 1
+        stop = min(end, max(stop, pos + 1))
+        while stop < end and stop > pos + 1 and data[stop] & 0xC0 == 0x80:
+            stop -= 1  # never cut inside a UTF-8 sequence
+        if stop < end:
+            window = data[pos:stop]
+            brk = max(window.rfind(b) for b in (b" ", b",", b";", b")", b"}", b"]"))
+            if brk > (stop - pos) * 4 // 5:
+                stop = pos + brk + 1
+        spans.append((pos, stop))
+        pos = stop
     return spans
 
 
@@ -184,7 +231,7 @@ class Unit:
 def emit_unit(src: Source, unit: Unit, cap: int, overlap_tokens: int = 0) -> list[Chunk]:
     """Chunks of one unit: itself when under the cap, else its pieces (all with its label)."""
     text = src.slice(unit.start, unit.end)
-    if estimate_tokens(text) <= cap:
+    if src.tokens(unit.start, unit.end, text) <= cap:
         return [src.chunk(unit.start, unit.end, unit.kind, unit.label, defines=unit.defines,
                           references=unit.references, context=unit.context, parent=unit.parent,
                           text=text)]

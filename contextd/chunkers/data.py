@@ -18,7 +18,6 @@ from contextd.chunkers.core import Source, Unit, emit_unit, fill_gaps, trim_span
 from contextd.chunkers.markdown import paragraph_starts
 from contextd.config import LanguageChunking
 from contextd.records import Chunk, ChunkKind
-from contextd.tokens import estimate_tokens
 
 _YAML_KEY_RE = re.compile(r"( *)(?:- )?(\"[^\"]*\"|'[^']*'|[^\s#'\"\-{\[][^:#]*?)[ \t]*:(?:[ \t]|$)")
 _TOML_TABLE_RE = re.compile(r"[ \t]*\[\[?[ \t]*([^\]]+?)[ \t]*\]\]?[ \t]*(?:#.*)?$")
@@ -76,7 +75,7 @@ class _KeyedChunker:
             has_children = any(k.depth == depth + 1 and key.line < k.line <= end_line
                                for k in keys)
             if (has_children and depth + 1 < MAX_KEY_DEPTH
-                    and estimate_tokens(src.slice(start, end)) > cap):
+                    and src.tokens(start, end) > cap):
                 inner = self.keyed_units(src, lines, keys, key.line + 1, end_line, depth + 1,
                                          key.key, cap)
                 units.extend(fill_gaps(src, inner, start, end, lambda s, e, k=key.key: Unit(
@@ -195,7 +194,7 @@ class JsonChunker:
             value = pair.child_by_field_name("value")
             start, end = pair.start_byte, pair.end_byte
             if (value is not None and value.type == "object" and depth + 1 < MAX_KEY_DEPTH
-                    and estimate_tokens(src.slice(start, end)) > cap):
+                    and src.tokens(start, end) > cap):
                 inner = self._pairs(src, value, label, depth + 1, cap)
                 units.extend(fill_gaps(src, inner, start, end, lambda s, e, k=label: Unit(
                     s, e, ChunkKind.CONFIG_BLOCK, k, parent=parent)))
