@@ -52,11 +52,12 @@ class ModelFiles:
 
     @property
     def pooling_mode(self) -> str:
-        """The pooling the model was trained with (sentence-transformers' 1_Pooling config)."""
+        """The pooling the model was trained with (sentence-transformers' 1_Pooling config;
+        "mean", its default, when the directory has none), e.g. "mean" or "cls+max"."""
         pooling = self.read_json("1_Pooling/config.json")
         modes = [key.removeprefix("pooling_mode_").removesuffix("_tokens")
                  for key, on in pooling.items() if key.startswith("pooling_mode_") and on]
-        return modes[0] if len(modes) == 1 else "mean"
+        return "+".join(modes) or "mean"
 
     @property
     def max_positions(self) -> int:
