@@ -262,6 +262,7 @@ class Boundary:
             raise BoundaryError(f"{errors[0]}{more}; run 'contextd validate-config'")
         self.project = project
         self._root = str(project.root)
+        self._root_slash = self._root.rstrip("/") + "/"
         paths = sorted({w.path for w in resolve_watch_paths(project)})
         # An inner watch path adds nothing but duplicates (config_checks warns about it).
         self.watch_roots: list[Path] = [p for p in paths
@@ -289,8 +290,8 @@ class Boundary:
 
     def iter_files(self) -> Iterator[FileEntry]:
         """Every indexable file, in a stable order (sorted per directory)."""
-        for item in self._walk(collect=False):
-            yield item  # type: ignore[misc]  # only FileEntry when collect=False
+        # Without collection the walk yields nothing but FileEntry records.
+        yield from self._walk(collect=False)  # type: ignore[misc]
 
     def scan(self, collect_rejections: bool = True) -> ScanResult:
         """Walk everything; with ``collect_rejections`` keep a Rejection per left-out path
@@ -639,8 +640,8 @@ class Boundary:
         """POSIX path relative to the project root; "" for the root, None outside it."""
         if abs_path == self._root:
             return ""
-        if abs_path.startswith(self._root.rstrip("/") + "/"):
-            return abs_path[len(self._root.rstrip("/")) + 1:]
+        if abs_path.startswith(self._root_slash):
+            return abs_path[len(self._root_slash):]
         return None
 
 
