@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+pytest_plugins = ["conftest_providers"]
+
 from contextd.query_api import QueryRequest
 
 # (query, expected file, expected label suffix or None for "any chunk of the file")

@@ -1,0 +1,322 @@
+"""ContextModule: the one entry point of the query path (spec 004 §5.1).
+
+CLI, MCP tools, the owner's socket and an orchestrator's pre-task hook all come here:
+
+    task/query → scope + budget → enabled providers in parallel (isolated, time-limited)
+               → fusion → de-duplication → MMR on embeddings within the token budget
+               → TaskContext / QueryResponse (snippets, tokens, attribution, timings)
+
+Python API (embedded, in-process)::
+
+    from contextd import ContextModule
+    module = ContextModule.open("path/to/project")   # indexes it first if it never was
+    context = module.get_task_context({"title": "Fix token refresh",
+                                       "description": "Expired tokens are not refreshed",
+                                       "complexity": 5, "task_type": "BUGFIX"})
+    print(module.render(context))
+    module.shutdown()
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from typing import Any, Iterable
+
+from contextd.budget import BudgetManager
+from contextd.errors import UsageError
+from contextd.providers.base import (
+    DEFAULT_CANDIDATES, EmbedderHandle, ProviderContext, ProviderQuery,
+)
+from contextd.providers.runner import ProviderRun, run_providers
+from contextd.query_api import Hit, QueryRequest, QueryResponse
+from contextd.ranking import FusionStrategy, deduplicate, fuse, mmr_select
+from contextd.records import ContextScope, ContextSnippet, TaskContext, TokenBudget
+from contextd.render import render_context
+
+__all__ = ["ContextModule", "Hit", "QueryRequest", "QueryResponse"]
+
+log = logging.getLogger(__name__)
+
+HYBRID_ID = "hybrid"
+SEMANTIC_ID = "semantic"
+# Candidates fetched per provider: a multiple of k, so MMR and the budget have a choice.
+CANDIDATES_PER_RESULT = 4
+# Latencies kept for the averages of ``stats()``.
+PERFORMANCE_WINDOW = 1000
+MODEL_PENDING_NOTE = "semantic results pending: model loading"
+
+
+def _task_field(task: Any, name: str, default: Any = None) -> Any:
+    """A field of a task given as a dict or as an object (dataclass, pydantic model...)."""
+    value = task.get(name, default) if isinstance(task, dict) else getattr(task, name, default)
+    return default if value is None else value
+
+
+class ContextModule:
+    """Retrieves, fuses, de-duplicates and budgets context for a project's index."""
+
+    def __init__(self, project: Any, store: Any):
+        self.project = project
+        self.store = store
+        self.config = project.config
+        self.budgets = BudgetManager(self.config.budget)
+        self.embedder = EmbedderHandle(self.config)
+        self._lock = threading.RLock()
+        self._factories: dict[str, Any] | None = None
+        self._providers: dict[str, Any] = {}
+        self._latency: dict[str, collections.deque] = collections.defaultdict(
+            lambda: collections.deque(maxlen=PERFORMANCE_WINDOW))
+        self._engine: Any = None
+
+    # ----- construction -----------------------------------------------------------------
+    @classmethod
+    def open(cls, root: str = ".", config_path: str | None = None, *,
+             wait_for_model: bool = True, progress: Any = None) -> "ContextModule":
+        """The module of a project directory, embedded in this process.
+
+        Indexes the project first when it never was (through the indexer), and with
+        ``wait_for_model`` loads the embedding model before returning, so the first task
+        already gets semantic results. ``shutdown()`` closes the index too.
+        """
+        from contextd.engine import Engine
+
+        engine = Engine.open(root, config_path)
+        if engine.store.generation() == 0:
+            engine.ensure_indexed(progress=progress)
+        module = engine.module
+        module._engine = engine
+        module.warm_up(wait=wait_for_model)
+        return module
+
+    def provider_factories(self) -> dict[str, Any]:
+        """Registered provider factories by id (from the plugin hook, first registration
+        wins)."""
+        with self._lock:
+            if self._factories is None:
+                from contextd.plugins import collect
+
+                found = collect("register_providers", key=lambda args: args[0].id)
+                self._factories = {pid: reg.value for pid, reg in found.items()}
+            return self._factories
+
+    def provider(self, provider_id: str) -> Any:
+        """The initialised provider with this id (created on first use), or None if unknown."""
+        with self._lock:
+            instance = self._providers.get(provider_id)
+            if instance is None:
+                factory = self.provider_factories().get(provider_id)
+                if factory is None:
+                    return None
+                instance = factory()
+                instance.initialize(ProviderContext(project=self.project, config=self.config,
+                                                    store=self.store, embedder=self.embedder,
+                                                    provider=self.provider))
+                self._providers[provider_id] = instance
+            return instance
+
+    def enabled_ids(self) -> list[str]:
+        """Ids of registered providers enabled in the configuration."""
+        return [pid for pid in self.provider_factories() if self.config.provider(pid).enabled]
+
+    def warm_up(self, wait: bool = False, timeout: float | None = None) -> None:
+        """Load the embedding model and build the in-memory indexes, in the background
+        (``wait``: before returning)."""
+        self.embedder.start()
+
+        def build() -> None:
+            self.embedder.wait(timeout)
+            for pid in self.enabled_ids():
+                self.provider(pid).warm_up()
+
+        if wait:
+            build()
+        else:
+            threading.Thread(target=build, name="contextd-warm-up", daemon=True).start()
+
+    # ----- the query path ---------------------------------------------------------------
+    def get_task_context(self, task: Any) -> TaskContext:
+        """Context for a task (dict or object with title, description, keywords, paths,
+        languages, kinds, exclude_patterns, complexity 1-10, task_type, task_id, k).
+
+        With ``core.fallback_enabled`` any failure gives an empty TaskContext and a logged
+        warning instead of an exception.
+        """
+        task_id = str(_task_field(task, "task_id", ""))
+        query = self.build_query(task)
+        try:
+            scope = ContextScope(
+                paths=tuple(_task_field(task, "paths", ())),
+                languages=tuple(_task_field(task, "languages", ())),
+                kinds=tuple(_task_field(task, "kinds", ())),
+                exclude_patterns=tuple(_task_field(task, "exclude_patterns", ())))
+            budget = self.budgets.calculate(_task_field(task, "complexity"),
+                                            _task_field(task, "task_type"))
+            k = int(_task_field(task, "k", self.config.query.default_k))
+            return self.retrieve(query, scope=scope, budget=budget, k=k, task_id=task_id)
+        except Exception as exc:
+            if not self.config.core.fallback_enabled:
+                raise
+            log.warning("context retrieval failed, continuing without context: %s", exc)
+            return TaskContext.empty(task_id, query, f"context unavailable: {exc}")
+
+    @staticmethod
+    def build_query(task: Any) -> str:
+        """Title, description and keywords of a task as one query text."""
+        keywords = _task_field(task, "keywords", ())
+        if isinstance(keywords, str):
+            keywords = [keywords]
+        parts = [str(_task_field(task, "title", "")), str(_task_field(task, "description", "")),
+                 " ".join(map(str, keywords))]
+        return "\n".join(p.strip() for p in parts if p and p.strip())
+
+    def query(self, request: QueryRequest) -> QueryResponse:
+        """Answer a QueryRequest (CLI, MCP tool, socket)."""
+        budget = (self.budgets.for_snippets(request.max_tokens) if request.max_tokens
+                  else self.budgets.calculate())
+        context = self.retrieve(request.query, scope=request.scope, budget=budget,
+                                k=request.k or self.config.query.default_k,
+                                providers=request.providers, min_score=request.min_score,
+                                task_id=request.task_id)
+        hits = tuple(Hit.from_snippet(s) for s in context.snippets)
+        return QueryResponse(query=request.query, total=len(hits), hits=hits,
+                             total_tokens=context.total_tokens, providers=context.providers,
+                             timings_ms=context.timings_ms, notes=context.notes)
+
+    def retrieve(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
+                 providers: Iterable[str] | None = None, min_score: float | None = None,
+                 task_id: str = "") -> TaskContext:
+        """The whole pipeline for one query text; see the module docstring."""
+        started = time.perf_counter()
+        if not self.config.core.enabled:
+            return TaskContext.empty(task_id, query, "context disabled (core.enabled = false)")
+        if not query.strip():
+            return TaskContext.empty(task_id, query, "empty query")
+        selected = self._select(providers)
+        provider_query = ProviderQuery(query, max(DEFAULT_CANDIDATES, k * CANDIDATES_PER_RESULT),
+                                       min_score or 0.0)
+        runs, candidates, notes = self._gather(selected, provider_query, scope, budget)
+        unique = deduplicate(candidates)
+        vectors = self._vectors([s.chunk_id for s in unique])
+        selection = mmr_select(unique, vectors, self.config.query.mmr_lambda,
+                               self.budgets.available(budget), k,
+                               rerank=self.config.query.rerank_enabled)
+        if selection.used_word_overlap:
+            notes.append("MMR used word overlap for snippets without an embedding yet")
+        usage = self.budgets.usage_note(budget, selection.total_tokens)
+        notes += [usage] if usage else []
+        # MMR decides which snippets make the cut; they are shown most relevant first.
+        chosen = sorted(selection.snippets, key=lambda s: -s.score)
+        attribution = collections.Counter(p for s in chosen for p in s.providers)
+        timings = {pid: round(run.elapsed_ms, 2) for pid, run in runs.items()}
+        timings["total"] = round((time.perf_counter() - started) * 1000, 2)
+        self._record(task_id, query, chosen, selection.total_tokens, timings)
+        return TaskContext(task_id=task_id, query=query, snippets=tuple(chosen),
+                           total_tokens=selection.total_tokens, providers=dict(attribution),
+                           timings_ms=timings, notes=tuple(dict.fromkeys(notes)))
+
+    def _select(self, providers: Iterable[str] | None) -> list[Any]:
+        """Requested providers, or the enabled set (hybrid plus what it does not combine)."""
+        if providers is not None:
+            ids = list(dict.fromkeys(providers))
+            unknown = [pid for pid in ids if pid not in self.provider_factories()]
+            if unknown:
+                raise UsageError(f"unknown provider(s) {', '.join(unknown)}; choose from: "
+                                 f"{', '.join(sorted(self.provider_factories()))}")
+        else:
+            ids = self.enabled_ids()
+            if HYBRID_ID in ids:
+                combined = set(self.config.provider(HYBRID_ID).combines)
+                ids = [HYBRID_ID] + [pid for pid in ids if pid != HYBRID_ID and pid not in combined]
+        return [self.provider(pid) for pid in ids]
+
+    def _gather(self, selected: list[Any], query: ProviderQuery, scope: ContextScope,
+                budget: TokenBudget) -> tuple[dict[str, ProviderRun], list[ContextSnippet],
+                                              list[str]]:
+        """Run the selected providers; a hybrid provider alone reports its sub-providers."""
+        notes: list[str] = []
+        if len(selected) == 1 and hasattr(selected[0], "query_detailed"):
+            result = selected[0].query_detailed(query, scope, budget)
+            return result.runs, result.snippets, list(result.notes)
+        ready = []
+        for provider in selected:
+            if provider.is_available():
+                ready.append(provider)
+            elif provider.pending_note():
+                notes.append(provider.pending_note())
+        runs = run_providers(ready, query, scope, budget,
+                             lambda pid: self.config.provider(pid).timeout_ms)
+        notes += [f"provider {pid} left out: {run.error}" for pid, run in runs.items()
+                  if run.error]
+        ranked = {pid: run.snippets for pid, run in runs.items() if not run.error}
+        if len(ranked) == 1:
+            return runs, next(iter(ranked.values())), notes
+        hybrid = self.config.provider(HYBRID_ID)
+        weights = {pid: self.config.provider(pid).weight for pid in ranked}
+        fused = fuse(ranked, weights, FusionStrategy(hybrid.fusion_strategy), hybrid.rrf_k,
+                     order=list(ranked))
+        return runs, fused, notes
+
+    def _vectors(self, chunk_ids: list[str]) -> dict[str, Any]:
+        """Embeddings of candidate chunks for MMR, from the semantic provider's memory."""
+        semantic = self.provider(SEMANTIC_ID) if SEMANTIC_ID in self.provider_factories() else None
+        if semantic is None or not hasattr(semantic, "vectors") or not semantic.is_available():
+            return {}
+        return semantic.vectors(chunk_ids)
+
+    def _record(self, task_id: str, query: str, snippets: list[ContextSnippet], tokens: int,
+                timings: dict[str, float]) -> None:
+        for key, value in timings.items():
+            self._latency[key].append(value)
+        metrics = self.config.metrics
+        if not metrics.enabled:
+            return
+        try:
+            self.store.record_usage(
+                task_id, query, sorted({p for s in snippets for p in s.providers}),
+                len(snippets), tokens if metrics.track_token_usage else 0,
+                timings["total"] if metrics.track_latency else 0.0)
+        except Exception as exc:  # metrics must never cost the caller its answer
+            log.warning("could not record usage metrics: %s", exc)
+
+    # ----- reporting and lifecycle ------------------------------------------------------
+    def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
+        """The ``<project_context>`` block of a TaskContext (spec 004 §7.1)."""
+        return render_context(task_context, max_tokens)
+
+    def stats(self) -> dict[str, Any]:
+        """Providers (id, name, type, enabled, available, stats), storage, average latencies
+        and languages, for ``contextd stats`` and get_context_stats."""
+        providers = []
+        for pid in self.provider_factories():
+            enabled = self.config.provider(pid).enabled
+            instance = self._providers.get(pid)
+            factory = self.provider_factories()[pid]
+            providers.append({
+                "id": pid, "name": getattr(factory, "name", pid),
+                "type": getattr(getattr(factory, "type", None), "value", None),
+                "enabled": enabled,
+                "available": bool(instance and instance.is_available()) if enabled else False,
+                "stats": instance.stats() if instance and hasattr(instance, "stats") else {}})
+        storage = self.store.stats()
+        performance = {key: round(sum(v) / len(v), 2) for key, v in self._latency.items() if v}
+        return {"providers": providers, "storage": storage,
+                "performance": {"queries": len(self._latency.get("total", ())),
+                                "avg_ms": performance},
+                "languages": storage.get("languages", {})}
+
+    def shutdown(self) -> None:
+        """Shut every provider down (and close the index when opened by :meth:`open`)."""
+        with self._lock:
+            providers, self._providers = self._providers, {}
+            engine, self._engine = self._engine, None
+        for provider in providers.values():
+            try:
+                provider.shutdown()
+            except Exception as exc:
+                log.warning("provider %s failed to shut down: %s", provider.id, exc)
+        if engine is not None:
+            engine.close()
+

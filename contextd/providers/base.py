@@ -1,0 +1,297 @@
+"""What every context provider is and gets: the base class, its context, and shared helpers.
+
+A provider (spec 004 §3.1) answers ``query(query, scope, budget)`` with ranked
+:class:`~contextd.records.ContextSnippet` objects whose scores lie in [0, 1]. It receives a
+:class:`ProviderContext` in ``initialize``: the project, its configuration, the store and a
+lazily-loading embedder handle shared by every provider of one module. Providers that keep
+in-memory indexes use :class:`IncrementalIndex` so that a write to the store is visible to the
+very next query (never stale), at the cost of re-reading only the files that changed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from contextd.config import ContextConfig, ProviderConfig
+from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
+from contextd.store.base import ChunkRow, IndexStore
+
+log = logging.getLogger(__name__)
+
+_GLOB_CHARS = frozenset("*?[")
+
+# How many candidates a provider returns unless asked otherwise: enough for fusion and MMR to
+# choose from, a few times the default k of 12.
+DEFAULT_CANDIDATES = 50
+
+
+@dataclass(frozen=True)
+class ProviderQuery:
+    """A query as providers receive it: the text plus how many results are wanted and the
+    lowest score worth returning. Providers accept a plain string too (:meth:`of`)."""
+
+    text: str
+    limit: int = DEFAULT_CANDIDATES
+    min_score: float = 0.0
+
+    @classmethod
+    def of(cls, query: "ProviderQuery | str") -> "ProviderQuery":
+        """A ProviderQuery from a ProviderQuery or a plain string."""
+        return query if isinstance(query, cls) else cls(text=str(query))
+
+
+class EmbedderHandle:
+    """The configured embedder, loaded at most once, in the background when asked to.
+
+    Loading the ONNX model takes seconds (much longer on the very first run, which exports
+    it); a lexical or symbol answer must never wait for that, so callers ask
+    :meth:`get_nowait` and treat ``None`` as "semantic results pending".
+    """
+
+    def __init__(self, config: ContextConfig):
+        self._config = config
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._embedder: Any = None
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        """Begin loading in a daemon thread (no-op when loading or loaded)."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._load, name="contextd-embedder",
+                                                daemon=True)
+                self._thread.start()
+
+    def _load(self) -> None:
+        from contextd.embedding import get_embedder
+
+        try:
+            embedder = get_embedder(self._config.embedding)
+            embedder.embed_query("warm up")  # first inference allocates the session's buffers
+            self._embedder = embedder
+        except Exception as exc:  # reported by is_available()/notes, never raised into a query
+            log.warning("embedding model unavailable: %s", exc)
+            self.error = exc
+        finally:
+            self._ready.set()
+
+    def get_nowait(self) -> Any:
+        """The embedder if loaded, else None (and loading is started)."""
+        if not self._ready.is_set():
+            self.start()
+            return None
+        return self._embedder
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """Start loading if needed and wait up to ``timeout`` seconds; the embedder or None."""
+        self.start()
+        self._ready.wait(timeout)
+        return self._embedder
+
+    @property
+    def loading(self) -> bool:
+        """True while the model is being loaded."""
+        return self._thread is not None and not self._ready.is_set()
+
+
+@dataclass
+class ProviderContext:
+    """What a provider is initialised with.
+
+    ``provider`` returns another initialised provider by id (the hybrid provider fuses them);
+    ``run_providers`` is the module's parallel, isolated, time-limited runner.
+    """
+
+    project: Any
+    config: ContextConfig
+    store: IndexStore
+    embedder: EmbedderHandle
+    provider: Callable[[str], "ContextProvider | None"] = lambda _id: None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def settings(self, provider_id: str) -> ProviderConfig:
+        """The [providers.<id>] section (defaults for an unconfigured third-party provider)."""
+        return self.config.provider(provider_id)
+
+
+class ContextProvider:
+    """Base class of the built-in providers; third parties may subclass it or duck-type it.
+
+    Subclasses set the class attributes ``id``, ``name`` and ``type`` (readable without
+    instantiating, see the ``register_providers`` hook) and implement :meth:`query`.
+    """
+
+    id: str = ""
+    name: str = ""
+    type: ProviderType = ProviderType.HYBRID
+
+    def __init__(self) -> None:
+        self.context: ProviderContext | None = None
+
+    def initialize(self, context: ProviderContext) -> None:
+        """Keep the context; heavy state is built lazily on the first query."""
+        self.context = context
+
+    @property
+    def settings(self) -> ProviderConfig:
+        """This provider's configuration section."""
+        assert self.context is not None, "initialize() was not called"
+        return self.context.settings(self.id)
+
+    def is_available(self) -> bool:
+        """Whether the provider can answer now."""
+        return self.context is not None
+
+    def pending_note(self) -> str | None:
+        """Why the provider cannot answer yet, when it will be able to later (else None)."""
+        return None
+
+    def query(self, query: ProviderQuery, scope: ContextScope, budget: TokenBudget
+              ) -> list[ContextSnippet]:
+        """Ranked snippets for ``query`` (a :class:`ProviderQuery` or a string) inside
+        ``scope``, best first, at most ``query.limit``."""
+        raise NotImplementedError
+
+    def warm_up(self) -> None:
+        """Build in-memory state ahead of the first query (default: nothing to build)."""
+
+    def stats(self) -> dict[str, Any]:
+        """Provider-specific figures for ``contextd stats``."""
+        return {}
+
+    def shutdown(self) -> None:
+        """Release resources."""
+
+
+# ----- scope filtering -------------------------------------------------------------------
+def path_matches(path: str, pattern: str) -> bool:
+    """Whether a root-relative POSIX path falls under ``pattern``.
+
+    A pattern without glob characters is a file or a directory prefix (``src/auth`` and
+    ``src/auth/`` both match ``src/auth/jwt.py``); otherwise it is an fnmatch glob, where
+    ``*`` also crosses ``/`` and a trailing ``/**`` means "anything below".
+    """
+    pattern = pattern.strip()
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
+    if not pattern:
+        return False
+    if not _GLOB_CHARS.intersection(pattern):
+        stem = pattern.rstrip("/")
+        return path == stem or path.startswith(stem + "/")
+    if fnmatch.fnmatchcase(path, pattern):
+        return True
+    # "*.py" should match "src/a.py" the way .gitignore patterns without a slash do.
+    return "/" not in pattern and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], pattern)
+
+
+class ScopeFilter:
+    """A compiled :class:`ContextScope`: ``accepts(path, language, kind)``.
+
+    Results are memoised per path, because a query checks the same few thousand file paths
+    for many chunks.
+    """
+
+    def __init__(self, scope: ContextScope):
+        self.scope = scope
+        self.languages = {lang.lower() for lang in scope.languages}
+        self.kinds = {kind.upper() for kind in scope.kinds}
+        self.unrestricted = not (scope.paths or scope.languages or scope.kinds
+                                 or scope.exclude_patterns)
+        self._paths: dict[str, bool] = {}
+
+    def accepts_path(self, path: str) -> bool:
+        """Whether a file path is inside the scope's paths and outside its exclusions."""
+        ok = self._paths.get(path)
+        if ok is None:
+            inside = not self.scope.paths or any(path_matches(path, p) for p in self.scope.paths)
+            ok = inside and not any(path_matches(path, p) for p in self.scope.exclude_patterns)
+            self._paths[path] = ok
+        return ok
+
+    def accepts(self, path: str, language: str | None, kind: str) -> bool:
+        """Whether a chunk with these attributes is inside the scope."""
+        if self.unrestricted:
+            return True
+        if self.languages and (language or "").lower() not in self.languages:
+            return False
+        if self.kinds and kind.upper() not in self.kinds:
+            return False
+        return self.accepts_path(path)
+
+    def accepts_row(self, row: ChunkRow) -> bool:
+        """Whether a stored chunk is inside the scope."""
+        return self.accepts(row.file_path, row.language, row.kind)
+
+
+def snippet_from_row(row: ChunkRow, score: float, provider_id: str,
+                     metadata: dict[str, Any] | None = None) -> ContextSnippet:
+    """A provider's snippet for a stored chunk (score clamped to [0, 1])."""
+    return ContextSnippet(
+        chunk_id=row.chunk_id, score=min(1.0, max(0.0, float(score))), file_path=row.file_path,
+        label=row.label or "", kind=row.kind, text=row.text, language=row.language or "",
+        start_line=row.start_line, end_line=row.end_line, tokens=row.tokens,
+        providers=(provider_id,), metadata=dict(metadata or {}))
+
+
+class FilePaths:
+    """Indexed paths → file ids, re-read from the store only after a write."""
+
+    def __init__(self) -> None:
+        self._generation = -1
+        self._paths: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def get(self, store: IndexStore) -> dict[str, int]:
+        """The current mapping."""
+        with self._lock:
+            generation = store.generation()
+            if generation != self._generation:
+                self._paths = {p: s.file_id for p, s in store.file_states().items()}
+                self._generation = generation
+            return self._paths
+
+
+# ----- incremental in-memory indexes ------------------------------------------------------
+class IncrementalIndex:
+    """Keeps an in-memory structure in step with the store, file by file.
+
+    :meth:`sync` asks the store what changed since the last generation seen and hands the
+    removed and re-written file ids to :meth:`apply`; it runs before every query, so a write
+    is visible to the next query. Cost: one small SQL query when nothing changed.
+    """
+
+    def __init__(self, store: IndexStore):
+        self.store = store
+        self.generation = -1
+        # Held by sync and by readers, so a query never sees a half-applied update.
+        self.lock = threading.RLock()
+
+    def sync(self) -> None:
+        """Bring the structure up to date with the store (thread-safe)."""
+        with self.lock:
+            current = self.store.generation()
+            if current == self.generation:
+                return
+            if self.generation < 0:
+                self.apply(None, ())
+                self.generation = current
+                return
+            changes = self.store.changes_since(self.generation)
+            self.apply(list(changes.changed_file_ids) + list(self.extra_file_ids()),
+                       changes.removed_file_ids)
+            self.generation = changes.generation
+
+    def extra_file_ids(self) -> Sequence[int]:
+        """Files to re-read on any change even if not re-written (e.g. still missing vectors)."""
+        return ()
+
+    def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
+        """Drop ``removed`` and (re)load ``changed`` files; ``changed is None``: load all."""
+        raise NotImplementedError

@@ -1,0 +1,68 @@
+"""Hybrid provider: the providers of ``combines`` queried in parallel and fused (spec 004 §9.5).
+
+Fusion is reciprocal rank fusion by default (``rrf_k`` = 60, each provider's ``weight``), or a
+weighted average of scores, or a cascade (``fusion_strategy``). A sub-provider that fails,
+hangs past its ``timeout_ms`` or is not ready (the embedding model still loading) is left out
+and named in the result's notes; the others still answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextd.providers.base import ContextProvider, ProviderQuery
+from contextd.providers.runner import ProviderRun, run_providers
+from contextd.ranking import FusionStrategy, fuse
+from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
+
+
+@dataclass
+class HybridResult:
+    """Fused snippets plus what each sub-provider did."""
+
+    snippets: list[ContextSnippet]
+    runs: dict[str, ProviderRun] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+class HybridProvider(ContextProvider):
+    """Fusion of several providers' rankings."""
+
+    id = "hybrid"
+    name = "Hybrid (fusion of providers)"
+    type = ProviderType.HYBRID
+
+    def sub_providers(self) -> tuple[list[Any], list[str]]:
+        """(ready sub-providers, notes about the ones that are not)."""
+        ready, notes = [], []
+        for provider_id in self.settings.combines:
+            provider = self.context.provider(provider_id) if provider_id != self.id else None
+            if provider is None:
+                continue
+            if provider.is_available():
+                ready.append(provider)
+            elif provider.pending_note():
+                notes.append(provider.pending_note())
+        return ready, notes
+
+    def query_detailed(self, query: ProviderQuery | str, scope: ContextScope,
+                       budget: TokenBudget) -> HybridResult:
+        """Fused snippets with per-provider runs (timings, errors) and notes."""
+        query = ProviderQuery.of(query)
+        providers, notes = self.sub_providers()
+        config = self.context.config
+        runs = run_providers(providers, query, scope, budget,
+                             lambda pid: config.provider(pid).timeout_ms)
+        notes += [f"provider {pid} left out: {run.error}" for pid, run in runs.items()
+                  if run.error]
+        ranked = {pid: run.snippets for pid, run in runs.items() if not run.error}
+        weights = {pid: config.provider(pid).weight for pid in ranked}
+        fused = fuse(ranked, weights, FusionStrategy(self.settings.fusion_strategy),
+                     self.settings.rrf_k, order=self.settings.combines)
+        fused = [s for s in fused if s.score >= query.min_score][:query.limit]
+        return HybridResult(fused, runs, notes)
+
+    def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget
+              ) -> list[ContextSnippet]:
+        return self.query_detailed(query, scope, budget).snippets

@@ -1,0 +1,78 @@
+"""Run several providers at once, each under its own time limit, failures isolated.
+
+Providers run on a shared pool of long-lived threads (the store keeps one database cursor per
+thread, so fresh threads per query would pay for new cursors every time). A provider that
+raises is reported and skipped; one that hangs is abandoned when its ``timeout_ms`` passes —
+Python cannot kill a thread, so it keeps one pool thread until it returns, and the pool is
+sized so that a few hung plugins still leave room for everyone else. Either way the other
+providers' answers are used: one bad plugin never breaks a query.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from contextd.records import ContextScope, ContextSnippet, TokenBudget
+
+log = logging.getLogger(__name__)
+
+POOL_THREADS = 32
+
+_pool_lock = threading.Lock()
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _executor() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(POOL_THREADS,
+                                                          thread_name_prefix="contextd-provider")
+        return _pool
+
+
+@dataclass
+class ProviderRun:
+    """What one provider did for one query."""
+
+    provider_id: str
+    snippets: list[ContextSnippet] = field(default_factory=list)
+    elapsed_ms: float = 0.0
+    error: str | None = None
+
+
+def _timed(provider: Any, query: Any, scope: ContextScope, budget: TokenBudget
+           ) -> ProviderRun:
+    begin = time.perf_counter()
+    run = ProviderRun(provider.id)
+    try:
+        run.snippets = list(provider.query(query, scope, budget))
+    except Exception as exc:  # isolation: a plugin's bug must not break the query
+        run.error = f"{type(exc).__name__}: {exc}"
+        log.warning("provider %s failed: %s", provider.id, run.error)
+    run.elapsed_ms = (time.perf_counter() - begin) * 1000
+    return run
+
+
+def run_providers(providers: Sequence[Any], query: Any, scope: ContextScope,
+                  budget: TokenBudget, timeout_ms: Callable[[str], int]
+                  ) -> dict[str, ProviderRun]:
+    """Query ``providers`` in parallel; a run per provider id, in the given order."""
+    started = time.perf_counter()
+    pool = _executor()
+    futures = {p.id: pool.submit(_timed, p, query, scope, budget) for p in providers}
+    runs = {}
+    for provider_id, future in futures.items():
+        limit_s = timeout_ms(provider_id) / 1000
+        try:
+            runs[provider_id] = future.result(max(0.0, limit_s - (time.perf_counter() - started)))
+        except concurrent.futures.TimeoutError:
+            runs[provider_id] = ProviderRun(provider_id, elapsed_ms=limit_s * 1000,
+                                            error=f"timed out after {limit_s * 1000:.0f} ms")
+            log.warning("provider %s timed out after %.0f ms", provider_id, limit_s * 1000)
+    return runs

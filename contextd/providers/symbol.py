@@ -1,0 +1,180 @@
+"""Symbol provider: names in the query looked up in the symbols and links tables.
+
+Candidates are pulled from the query text: `backticked` words, dotted names
+(``RateLimiter.allow``), CamelCase and snake_case identifiers, file names (``settings.yaml``,
+``src/auth``), and — at a lower weight — plain words and adjacent word pairs joined the way
+identifiers are written ("rate limiter" → ``ratelimiter``, ``rate_limiter``, and the prefix
+``ratelimit``). Names are
+matched exactly, case-insensitively and (for identifiers) by prefix; definitions come first,
+then the chunks that reference them (callers, importers, subclasses) through the links table.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from contextd.providers.base import (
+    ContextProvider, FilePaths, ProviderQuery, ScopeFilter, snippet_from_row,
+)
+from contextd.providers.fulltext import STOPWORDS, light_stem
+from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
+
+# Match strengths, best first (scores in [0, 1]).
+EXACT_CASE_SCORE = 1.0
+EXACT_SCORE = 0.9
+PREFIX_SCORE = 0.6
+FILE_SCORE = 0.7
+# Factors for weaker evidence that a word is meant as a name.
+DOTTED_TAIL_FACTOR = 0.8
+JOINED_WORDS_FACTOR = 0.8
+PLAIN_WORD_FACTOR = 0.5
+REFERENCE_FACTOR = 0.5
+# Only names written as identifiers (not plain words) lead on to their references.
+STRONG_NAME_WEIGHT = DOTTED_TAIL_FACTOR
+MIN_PREFIX_LENGTH = 4
+MIN_PLAIN_WORD_LENGTH = 4
+FILE_CHUNKS_PER_MATCH = 3
+
+_BACKTICK_RE = re.compile(r"`([^`\n]+)`")
+_WORD_RE = re.compile(r"[\w./\-]+")
+_CAMEL_RE = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2,}[a-z]")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A name taken from the query: ``text`` as written, how much it is trusted to be a name,
+    and whether prefix matches count."""
+
+    text: str
+    weight: float
+    prefix: bool = False
+
+    @property
+    def lower(self) -> str:
+        return self.text.lower()
+
+
+def extract_candidates(query: str, extensions: frozenset[str], limit: int
+                       ) -> tuple[list[Candidate], list[str]]:
+    """(symbol candidates, file-name candidates) of a query, strongest first."""
+    symbols: dict[str, Candidate] = {}
+    files: list[str] = []
+
+    def add(text: str, weight: float, prefix: bool = False) -> None:
+        text = text.strip("._-/")
+        key = text.lower()
+        if text and (key not in symbols or symbols[key].weight < weight):
+            symbols[key] = Candidate(text, weight, prefix and len(text) >= MIN_PREFIX_LENGTH)
+
+    for quoted in _BACKTICK_RE.findall(query):
+        add(quoted.strip("()"), 1.0, prefix=True)
+    plain: list[str] = []
+    for raw in _WORD_RE.findall(_BACKTICK_RE.sub(" ", query)):
+        word = raw.strip(".-/")
+        suffix = "." + word.rsplit(".", 1)[-1].lower() if "." in word else ""
+        if "/" in word or suffix in extensions:
+            files.append(word)
+            plain.append("")
+        elif "." in word:
+            add(word, 1.0)
+            add(word.rsplit(".", 1)[-1], DOTTED_TAIL_FACTOR, prefix=True)
+            plain.append("")
+        elif "_" in word or _CAMEL_RE.search(word):
+            add(word, 1.0, prefix=True)
+            plain.append("")
+        elif word.lower() not in STOPWORDS:  # stopwords neither count nor break word pairs
+            plain.append(word.lower())
+            if len(word) >= MIN_PLAIN_WORD_LENGTH:
+                add(word.lower(), PLAIN_WORD_FACTOR)
+    for first, second in zip(plain, plain[1:]):
+        if first and second:
+            add(first + second, JOINED_WORDS_FACTOR)
+            add(f"{first}_{second}", JOINED_WORDS_FACTOR)
+            # "rate limiting" → prefix "ratelimit", which finds RateLimiter
+            add(first + light_stem(second), JOINED_WORDS_FACTOR, prefix=True)
+    ranked = sorted(symbols.values(), key=lambda c: -c.weight)
+    return ranked[:limit], files
+
+
+def _match_score(candidate: Candidate, name: str) -> float:
+    """How well a stored qualified name matches a candidate (0: not at all)."""
+    short = name.rsplit(".", 1)[-1]
+    if candidate.text in (name, short):
+        return EXACT_CASE_SCORE * candidate.weight
+    if candidate.lower in (name.lower(), short.lower()):
+        return EXACT_SCORE * candidate.weight
+    if candidate.prefix and short.lower().startswith(candidate.lower):
+        return PREFIX_SCORE * candidate.weight
+    return 0.0
+
+
+class SymbolProvider(ContextProvider):
+    """Definitions and references of the names a query mentions (spec 004 §9.2)."""
+
+    id = "symbol"
+    name = "Symbols (definitions and references)"
+    type = ProviderType.SYMBOL
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._paths = FilePaths()
+
+    def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget
+              ) -> list[ContextSnippet]:
+        query = ProviderQuery.of(query)
+        config = self.context.config
+        extensions = frozenset(e.lower() for e in config.indexing.allowed_extensions)
+        candidates, files = extract_candidates(query.text, extensions,
+                                               config.ranking.max_symbol_candidates)
+        scored: dict[str, tuple[int, float, dict[str, Any]]] = {}
+        self._definitions(candidates, scored)
+        self._files(files, scored)
+        if not scored:
+            return []
+        rows = self.context.store.chunks_by_id(list(scored))
+        scope_filter = ScopeFilter(scope)
+        ranked = sorted((cid for cid in scored if cid in rows and scope_filter.accepts_row(rows[cid])),
+                        key=lambda cid: (scored[cid][0], -scored[cid][1], cid))
+        return [snippet_from_row(rows[cid], scored[cid][1], self.id, scored[cid][2])
+                for cid in ranked if scored[cid][1] >= query.min_score][:query.limit]
+
+    def _definitions(self, candidates: list[Candidate],
+                     scored: dict[str, tuple[int, float, dict[str, Any]]]) -> None:
+        """Definitions (tier 0), then chunks referencing names written as identifiers
+        (tier 2)."""
+        if not candidates:
+            return
+        store = self.context.store
+        exact = [c.lower for c in candidates]
+        prefixes = [c.lower for c in candidates if c.prefix]
+        found_names: dict[str, float] = {}
+        for chunk_id, name, kind, _line in store.find_symbols(exact, prefixes):
+            score = max(_match_score(c, name) for c in candidates)
+            if score > 0 and score > scored.get(chunk_id, (0, 0.0))[1]:
+                scored[chunk_id] = (0, score, {"symbol": name, "symbol_kind": kind})
+            if any(c.weight >= STRONG_NAME_WEIGHT and _match_score(c, name) for c in candidates):
+                short = name.rsplit(".", 1)[-1].lower()
+                found_names[short] = max(found_names.get(short, 0.0), score)
+        for chunk_id, target in store.find_references(list(found_names)):
+            if chunk_id in scored:
+                continue
+            short = target.rsplit(".", 1)[-1].lower()
+            score = found_names.get(target.lower(), found_names.get(short, 0.0))
+            scored[chunk_id] = (2, score * REFERENCE_FACTOR, {"references": target})
+
+    def _files(self, names: list[str], scored: dict[str, tuple[int, float, dict[str, Any]]]
+               ) -> None:
+        """The first chunks of files the query names (tier 1)."""
+        if not names:
+            return
+        paths = self._paths.get(self.context.store)
+        wanted = [fid for path, fid in paths.items()
+                  if any(path == n or path.endswith("/" + n) or path.startswith(n.rstrip("/") + "/")
+                         for n in names)]
+        shown: dict[int, int] = {}
+        for row in self.context.store.chunks_for_files(wanted):
+            shown[row.file_id] = shown.get(row.file_id, 0) + 1
+            if shown[row.file_id] <= FILE_CHUNKS_PER_MATCH and row.chunk_id not in scored:
+                scored[row.chunk_id] = (1, FILE_SCORE, {"file_match": row.file_path})

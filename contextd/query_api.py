@@ -1,0 +1,103 @@
+"""The records of one query: QueryRequest in, QueryResponse (with Hits) out.
+
+They are what the CLI's ``query --json`` prints, what the MCP tool returns and what the owner
+process forwards over its socket, so each serialises with :func:`contextd.records.to_dict` and
+comes back with ``from_dict`` unchanged (``from_dict(json.loads(json.dumps(to_dict(r)))) == r``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from contextd.records import ContextScope, ContextSnippet, to_dict
+
+
+def scope_from_dict(data: dict[str, Any] | None) -> ContextScope:
+    """A ContextScope from its JSON form (lists become tuples; missing keys: no restriction)."""
+    data = data or {}
+    return ContextScope(**{key: tuple(data.get(key) or ()) for key in
+                           ("paths", "languages", "kinds", "exclude_patterns")})
+
+
+@dataclass(frozen=True)
+class QueryRequest:
+    """A query. ``None`` means "the configured default": ``k`` (query.default_k),
+    ``max_tokens`` (budget.default_max_tokens minus budget.reserve_for_prompt), ``min_score``
+    (applied to each provider's own scores), ``providers`` (the hybrid provider plus enabled
+    providers it does not combine)."""
+
+    query: str
+    k: int | None = None
+    scope: ContextScope = field(default_factory=ContextScope)
+    max_tokens: int | None = None
+    min_score: float | None = None
+    providers: tuple[str, ...] | None = None
+    task_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "QueryRequest":
+        providers = data.get("providers")
+        return cls(query=data["query"], k=data.get("k"), scope=scope_from_dict(data.get("scope")),
+                   max_tokens=data.get("max_tokens"), min_score=data.get("min_score"),
+                   providers=tuple(providers) if providers is not None else None,
+                   task_id=data.get("task_id", ""))
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One result: where it is (``file_path`` relative to the project root, 1-based inclusive
+    lines), what it is, its fused score in [0, 1], which providers found it, and its text."""
+
+    chunk_id: str
+    file_path: str
+    start_line: int
+    end_line: int
+    label: str
+    kind: str
+    language: str
+    score: float
+    providers: tuple[str, ...]
+    snippet: str
+    tokens: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_snippet(cls, snippet: ContextSnippet) -> "Hit":
+        return cls(chunk_id=snippet.chunk_id, file_path=snippet.file_path,
+                   start_line=snippet.start_line, end_line=snippet.end_line, label=snippet.label,
+                   kind=snippet.kind, language=snippet.language, score=round(snippet.score, 6),
+                   providers=tuple(snippet.providers), snippet=snippet.text,
+                   tokens=snippet.tokens, metadata=dict(snippet.metadata))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Hit":
+        return cls(**{**data, "providers": tuple(data.get("providers", ())),
+                      "metadata": dict(data.get("metadata") or {})})
+
+
+@dataclass(frozen=True)
+class QueryResponse:
+    """Hits best first, their total tokens, hits per provider, timings and notes."""
+
+    query: str
+    total: int
+    hits: tuple[Hit, ...]
+    total_tokens: int
+    providers: dict[str, int] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "QueryResponse":
+        return cls(query=data["query"], total=data["total"],
+                   hits=tuple(Hit.from_dict(h) for h in data.get("hits", ())),
+                   total_tokens=data["total_tokens"], providers=dict(data.get("providers", {})),
+                   timings_ms=dict(data.get("timings_ms", {})),
+                   notes=tuple(data.get("notes", ())))

@@ -1,0 +1,56 @@
+"""Fixtures shared by the provider/module tests (loaded with ``pytest_plugins``).
+
+The golden repository is copied to a temporary directory, made a git repository with a short
+history (so the git-history provider has something to read) and indexed by the real indexer
+with the real embedding model, once per session.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from contextd.module import ContextModule
+
+GOLDEN_REPO = Path(__file__).parent / "fixtures" / "golden_repo"
+GIT_ENV = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
+           "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.com",
+           "HOME": "/nonexistent", "GIT_CONFIG_NOSYSTEM": "1", "PATH": "/usr/bin:/bin"}
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in ``root`` with a fixed identity and no user configuration."""
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                          text=True, env=GIT_ENV).stdout
+
+
+def make_golden_copy(target: Path) -> Path:
+    """A copy of the golden repository with a git history: an initial import, then two
+    commits that change auth and orders together (co-change neighbours)."""
+    shutil.copytree(GOLDEN_REPO, target)
+    git(target, "init", "-q", "-b", "main")
+    git(target, "add", "-A")
+    git(target, "commit", "-q", "-m", "Initial import of shoptrack")
+    for message in ("Refund payments when an order is cancelled",
+                    "Charge cards with an idempotency key so retries are safe"):
+        for rel in ("src/shoptrack/orders.py", "src/shoptrack/payments.py"):
+            with open(target / rel, "a") as fh:
+                fh.write(f"# {message}\n")
+        git(target, "commit", "-q", "-am", message)
+    return target
+
+
+@pytest.fixture(scope="session")
+def golden_root(tmp_path_factory) -> Path:
+    return make_golden_copy(tmp_path_factory.mktemp("golden") / "shoptrack")
+
+
+@pytest.fixture(scope="session")
+def golden_module(golden_root):
+    """A ContextModule on the indexed golden repository (model loaded)."""
+    module = ContextModule.open(str(golden_root))
+    yield module
+    module.shutdown()
