@@ -41,8 +41,10 @@ def emit(state: CliState, result: Any, human: Callable[[Any], None]) -> None:
 
 
 def open_engine(state: CliState):
-    """The engine a command talks to. Today: an in-process Engine on the project's store.
-    (The owner/client logic of shared access replaces the body, not the callers.)"""
-    from contextd.engine import Engine
+    """The engine a command talks to: the running owner of the project's database when there
+    is one (an MCP server, a watcher), so a query needs neither the model nor the database in
+    this process; else this process becomes the owner for the duration of the command
+    (serving other processes meanwhile). Same methods either way (:mod:`contextd.owner`)."""
+    from contextd.owner import connect
 
-    return Engine(state.project())
+    return connect(state.project())

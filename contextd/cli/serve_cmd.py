@@ -1,3 +1,35 @@
-"""Placeholder until this command family lands."""
+"""``contextd serve``: the MCP server."""
 
-commands: list = []
+from __future__ import annotations
+
+import click
+
+from contextd.cli.common import CliState, pass_state
+
+
+@click.command("serve")
+@click.option("--http", "http_port", type=click.IntRange(1, 65535), envvar="CONTEXTD_HTTP_PORT",
+              help="Serve streamable HTTP on 127.0.0.1:PORT (path /mcp) instead of stdio.")
+@click.option("--root", type=click.Path(file_okay=False),
+              help="Project root (same as the global --root; handy in MCP client configs).")
+@pass_state
+def serve(state: CliState, http_port: int | None, root: str | None) -> None:
+    """Run the MCP server of this project (stdio unless --http).
+
+    \b
+    Tools: query_context, refresh_context, get_context_stats, rebuild_context,
+    get_rebuild_status, cancel_rebuild. Any number of servers (one per agent session) share
+    one index: the first owns the database, the others talk to it, and a survivor takes
+    over when the owner exits. Stdout carries only MCP messages; logs go to stderr.
+
+    \b
+    Examples:
+      contextd serve --root /path/to/project
+      contextd serve --http 8765     # http://127.0.0.1:8765/mcp
+    """
+    from contextd.server import serve as run
+
+    run(root or state.root, state.config_path, http_port, verbose=state.verbose)
+
+
+commands = [serve]

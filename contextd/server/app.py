@@ -1,0 +1,247 @@
+"""The MCP tools of contextd (spec 004 §6), on the SDK's :class:`MCPServer`.
+
+Each tool is a thin layer over one Engine method: validate the arguments (the JSON Schema
+comes from the typed signature and :mod:`contextd.server.schemas`), call the Engine in a
+worker thread, and answer with structured content plus a readable text. Expected failures
+(:class:`contextd.errors.ContextdError`) become tool errors whose text says what to do.
+Importing this module must stay cheap: nothing here touches DuckDB or the model.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import queue
+import threading
+from typing import Annotated, Any, Callable
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from contextd import __version__
+from contextd.errors import ContextdError, JobConflictError
+from contextd.server import render
+from contextd.server.lifecycle import EngineHandle, start_after_handshake
+from contextd.server.schemas import (
+    HARD_MAX_TOKENS, MAX_K, Filters, JobStatusResult, QueryResult, RebuildOptions,
+    RebuildResult, RefreshResult, Scope,
+)
+
+log = logging.getLogger("contextd.server")
+
+INSTRUCTIONS = """\
+contextd indexes this project (code, docs, config) and answers with the few snippets that
+matter, ranked and cut to a token budget. Call query_context before reading files blindly;
+call refresh_context after editing files if results look stale (a watcher normally keeps the
+index current within a second). get_context_stats says what is indexed and whether indexing
+or the embedding model is still warming up."""
+
+
+def _tool_errors(function: Callable) -> Callable:
+    """Turn expected failures into tool errors that tell the agent what to fix."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except ContextdError as exc:
+            raise ToolError(str(exc)) from None
+
+    return wrapper
+
+
+def _answer(model: BaseModel, text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=model.model_dump(mode="json", by_alias=True))
+
+
+def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
+    """The server with every tool registered, talking to the engine behind ``handle``."""
+    app = MCPServer("contextd", version=__version__, instructions=INSTRUCTIONS,
+                    log_level=log_level, middleware=[start_after_handshake(handle)])
+    tools = ContextTools(handle)
+    for name, annotations in (
+            ("query_context", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
+            ("refresh_context", ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                                idempotent_hint=True, open_world_hint=False)),
+            ("get_context_stats", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
+            ("rebuild_context", ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                                                idempotent_hint=False, open_world_hint=False)),
+            ("get_rebuild_status", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
+            ("cancel_rebuild", ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                               idempotent_hint=True, open_world_hint=False))):
+        app.add_tool(_tool_errors(getattr(tools, name)), name=name, annotations=annotations)
+    return app
+
+
+class ContextTools:
+    """The tool functions; their signatures and docstrings are the tools' schemas and
+    descriptions, written for the agent that calls them."""
+
+    def __init__(self, handle: EngineHandle):
+        self.handle = handle
+        self._refreshes = RefreshQueue()
+
+    def query_context(
+        self,
+        query: Annotated[str, Field(min_length=1, max_length=2000, description=(
+            "What you are looking for, in natural language or code terms, e.g. 'where are "
+            "JWT tokens validated' or 'RetryPolicy backoff'."))],
+        k: Annotated[int, Field(ge=1, le=MAX_K, description="Most hits to return.")] = 12,
+        scope: Annotated[Scope | None, Field(description="Restrict the search.")] = None,
+        filters: Annotated[Filters | None, Field(description="Score and budget cut-offs.")]
+        = None,
+    ) -> Annotated[CallToolResult, QueryResult]:
+        """Search this project's index for the code and documentation relevant to a question.
+
+        Use it before opening files to find where something is implemented, defined, called
+        or documented. Returns ranked snippets (file path, line range, symbol label, chunk
+        kind, language, score 0-1, the snippet text) that fit together in a token budget
+        (filters.maxTokens; default from the project configuration, hard cap 6000), so the
+        answer never floods your context. Lexical and symbol matches are available at once;
+        semantic matches join when the embedding model has loaded (a note says so).
+        """
+        engine = self.handle.get()
+        filters = filters or Filters()
+        budget = min(filters.max_tokens or engine.project.config.budget.default_max_tokens,
+                     HARD_MAX_TOKENS)
+        response = engine.query(render.query_request(query, k, scope or Scope(), budget,
+                                                     filters.min_score))
+        result = render.query_result(query, response, budget, filters.min_score)
+        return _answer(result, render.query_text(result))
+
+    def refresh_context(
+        self,
+        paths: Annotated[list[str], Field(min_length=1, max_length=1000, description=(
+            "Files or directories to re-index, relative to the project root (or absolute "
+            "inside it); ['.'] means the whole project."))],
+        force: Annotated[bool, Field(description=(
+            "Re-index even files whose content did not change."))] = False,
+        run_async: Annotated[bool, Field(validation_alias="async", description=(
+            "true: queue the refresh and return at once; false: wait until it is done."))]
+        = True,
+    ) -> Annotated[CallToolResult, RefreshResult]:
+        """Re-index files you (or a tool) just changed, so query_context sees the new text.
+
+        A file watcher normally does this within a second; use this when results look stale,
+        after a bulk change (checkout, code generation), or with force=true to re-chunk.
+        Deleted paths are removed from the index. Returns status 'queued' (async, default)
+        or 'completed' with the indexing report.
+        """
+        engine = self.handle.get()
+        files = render.files_under(engine.project.root, paths)
+        if run_async:
+            self._refreshes.put(engine, paths, force)
+            result = RefreshResult(status="queued", filesQueued=files, message=(
+                f"Refresh of {files} file(s) queued; query_context sees them in a moment."))
+        else:
+            report = engine.refresh(paths=paths, force=force)
+            result = render.refresh_result(report)
+        return _answer(result, result.message)
+
+    def get_context_stats(self) -> dict[str, Any]:
+        """Report the health and contents of this project's context index.
+
+        Use it when results look wrong or empty, or to see what is indexed. Returns whether
+        context is enabled, the providers and their availability, storage (files, chunks,
+        embeddings, database size, last indexed), query performance, chunks per language,
+        indexing progress ("N / M files", embeddings pending), recent jobs, and which
+        process owns the database.
+        """
+        engine = self.handle.get()
+        stats = engine.stats()
+        config = engine.project.config
+        return {"enabled": config.core.enabled, "mode": config.core.mode, **stats}
+
+    def rebuild_context(
+        self,
+        confirm: Annotated[bool, Field(description=(
+            "Must be true: the rebuild deletes the indexed data before re-indexing. (A dry "
+            "run with options.validateOnly=true changes nothing and accepts false.)"))],
+        run_async: Annotated[bool, Field(validation_alias="async", description=(
+            "true: return at once with a jobId to poll; false: wait until done."))] = True,
+        paths: Annotated[list[str] | None, Field(description=(
+            "Rebuild only these directories or files (relative to the root); omit for a "
+            "full rebuild."))] = None,
+        options: Annotated[RebuildOptions | None, Field(description="How to rebuild.")]
+        = None,
+    ) -> Annotated[CallToolResult, RebuildResult]:
+        """DESTRUCTIVE: delete and re-create the index from scratch (all, or some paths).
+
+        Use only when the index is corrupt or badly stale, after changing the embedding
+        model or chunking settings, or when asked to. Ordinary edits never need it (the
+        watcher and refresh_context handle them). Queries keep working during a rebuild but
+        see fewer results until it finishes. Requires confirm=true; try
+        options.validateOnly=true first for the file count and time estimate. Runs as a
+        job: returns a jobId for get_rebuild_status / cancel_rebuild. One rebuild at a time.
+        """
+        options = options or RebuildOptions()
+        if not confirm and not options.validate_only:
+            raise ToolError("rebuild_context deletes the index and re-creates it: call it "
+                            "again with confirm=true to proceed, or with "
+                            "options.validateOnly=true for a dry run")
+        engine = self.handle.get()
+        try:
+            result = engine.rebuild(paths=paths or None, dry_run=options.validate_only,
+                                    vacuum=options.vacuum, keep_errors=not options.clear_errors,
+                                    wait=not run_async, created_by="mcp")
+        except JobConflictError as exc:
+            raise ToolError(f"{exc} Poll it with get_rebuild_status, or stop it with "
+                            "cancel_rebuild.") from None
+        answer = render.rebuild_result(result, partial=bool(paths))
+        return _answer(answer, answer.message)
+
+    def get_rebuild_status(
+        self,
+        job_id: Annotated[str, Field(validation_alias="jobId", min_length=1, description=(
+            "The jobId returned by rebuild_context."))],
+        include_logs: Annotated[bool, Field(validation_alias="includeLogs", description=(
+            "Also return the job's log lines."))] = False,
+    ) -> Annotated[CallToolResult, JobStatusResult]:
+        """Check a rebuild job: queued, in_progress (with files processed of total,
+        percent, current file and estimated completion), completed (with the final
+        report), failed (with the error) or cancelled. Poll every few seconds while it runs.
+        """
+        status = self.handle.get().job_status(job_id, include_logs=include_logs)
+        answer = render.job_status_result(status, include_logs)
+        return _answer(answer, answer.message)
+
+    def cancel_rebuild(
+        self,
+        job_id: Annotated[str, Field(validation_alias="jobId", min_length=1, description=(
+            "The jobId returned by rebuild_context."))],
+    ) -> Annotated[CallToolResult, JobStatusResult]:
+        """Stop a running rebuild after its current batch. The files already re-indexed
+        stay; run refresh_context with ['.'] (or a new rebuild) to complete the index.
+        """
+        status = self.handle.get().cancel_job(job_id)
+        answer = render.job_status_result(status, include_logs=False)
+        return _answer(answer, answer.message)
+
+
+class RefreshQueue:
+    """refresh_context(async=true) runs here: one refresh at a time, in order, in a daemon
+    thread (a queued refresh must not keep the process alive once the client has gone)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._guard = threading.Lock()
+
+    def put(self, engine: Any, paths: list[str], force: bool) -> None:
+        with self._guard:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="contextd-refresh",
+                                                daemon=True)
+                self._thread.start()
+        self._queue.put((engine, paths, force))
+
+    def _run(self) -> None:
+        while True:
+            engine, paths, force = self._queue.get()
+            try:
+                engine.refresh(paths=paths, force=force)
+            except Exception:  # nobody is waiting for the answer: the log (stderr) gets it
+                log.exception("queued refresh of %s failed", paths)

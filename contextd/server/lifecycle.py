@@ -1,0 +1,179 @@
+"""Start-up and shutdown of ``contextd serve``.
+
+Start-up order matters for agents: the client times the handshake, so the server answers
+``initialize`` and ``tools/list`` before anything heavy is imported. The election (which may
+open DuckDB), the catch-up indexing and the model warm-up start in a background thread once
+the first request after the handshake has been answered, or after
+:data:`BACKGROUND_START_S` at the latest.
+
+Shutdown (seed 002, "Error Handling"): the server exits with status 0 when stdin closes (the
+client went away) or on SIGTERM/SIGINT, and always releases the owner lock and removes its
+socket on the way out, so another process takes over at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+import anyio
+
+from contextd.errors import ContextdError
+
+log = logging.getLogger("contextd.server")
+
+# The background start happens at the latest this long after the transport is up, so an
+# HTTP server nobody has called yet still indexes and watches.
+BACKGROUND_START_S = 2.0
+# How long a tool call waits for the election and the Engine to open.
+ENGINE_WAIT_S = 60.0
+
+
+class EngineHandle:
+    """The server's :class:`contextd.owner.SharedEngine`, connected in the background.
+
+    Tool calls wait for it; a failure to open the project (bad configuration, unreadable
+    database) is kept and shown to every call, while the server stays up to say so.
+    """
+
+    def __init__(self, root: str | None, config_path: str | None):
+        self.root = root
+        self.config_path = config_path
+        self._engine = None
+        self._error: BaseException | None = None
+        self._ready = threading.Event()
+        self._started = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closing = False
+
+    def start(self) -> None:
+        """Begin the election in the background (idempotent)."""
+        with self._started:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._connect, name="contextd-connect",
+                                                daemon=True)
+                self._thread.start()
+
+    def _connect(self) -> None:
+        from contextd.owner import connect
+        from contextd.project import Project
+
+        try:
+            engine = connect(Project.open(self.root, self.config_path), duties=True)
+        except BaseException as exc:  # shown to each tool call instead
+            log.error("contextd serve: %s", exc)
+            self._error = exc
+        else:
+            if self._closing:
+                engine.close()
+            else:
+                self._engine = engine
+        finally:
+            self._ready.set()
+
+    def get(self, timeout: float = ENGINE_WAIT_S):
+        """The engine, waiting for the background start if needed."""
+        self.start()
+        if not self._ready.wait(timeout):
+            raise ContextdError("the index is still opening; retry in a few seconds")
+        if self._error is not None:
+            if isinstance(self._error, ContextdError):
+                raise self._error
+            raise ContextdError(f"contextd could not open this project: {self._error}")
+        return self._engine
+
+    def close(self) -> None:
+        """Close the engine (releasing the lock and the socket if this process owns them)."""
+        self._closing = True
+        with self._started:
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=ENGINE_WAIT_S)
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+
+
+def serve(root: str | None, config_path: str | None, http_port: int | None = None,
+          verbose: int = 0) -> None:
+    """Run the MCP server until the client goes away or a signal arrives."""
+    from contextd.server.app import build_app
+
+    handle = EngineHandle(root, config_path)
+    app = build_app(handle, log_level="DEBUG" if verbose > 1 else "WARNING")
+    try:
+        if http_port is None:
+            anyio.run(_serve_stdio, app, handle)
+        else:
+            anyio.run(_serve_http, app, handle, http_port)
+    finally:
+        handle.close()
+
+
+async def _start_later(handle: EngineHandle) -> None:
+    await anyio.sleep(BACKGROUND_START_S)
+    handle.start()
+
+
+async def _serve_stdio(app, handle: EngineHandle) -> None:
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_start_later, handle)
+        tasks.start_soon(_exit_on_signal, handle)
+        try:
+            await app.run_stdio_async()
+        except* (BrokenPipeError, ConnectionResetError):
+            log.info("contextd serve: the client went away")
+        tasks.cancel_scope.cancel()
+
+
+async def _exit_on_signal(handle: EngineHandle) -> None:
+    """SIGTERM/SIGINT: release the lock and the socket, then exit. The SDK reads stdin in a
+    worker thread that cannot be interrupted, so waiting for the transport to wind down
+    would wait for input that never comes; everything worth keeping is closed first."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("contextd serve: signal %d, shutting down", signum)
+            await anyio.to_thread.run_sync(handle.close)
+            sys.stderr.flush()
+            os._exit(0)
+
+
+async def _serve_http(app, handle: EngineHandle, port: int) -> None:
+    """Streamable HTTP on 127.0.0.1 only, with DNS-rebinding protection: a web page cannot
+    reach the server through a hostname that resolves to localhost. uvicorn handles the
+    signals itself and returns, after which :func:`serve` closes the engine."""
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    local = ("127.0.0.1", "localhost", "[::1]")
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{host}:*" for host in local] + list(local),
+        allowed_origins=[f"http://{host}:*" for host in local]
+        + [f"http://{host}" for host in local])
+    starlette_app = app.streamable_http_app(transport_security=security, host="127.0.0.1")
+    config = uvicorn.Config(starlette_app, host="127.0.0.1", port=port, log_config=None,
+                            access_log=False, log_level="warning", lifespan="on")
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(_start_later, handle)
+        await uvicorn.Server(config).serve()
+        tasks.cancel_scope.cancel()
+
+
+def start_after_handshake(handle: EngineHandle) -> Any:
+    """Server middleware that starts the background work once the first request after the
+    handshake (usually tools/list) has been answered: importing DuckDB and the model holds
+    the GIL for a while, and the client is timing the handshake."""
+
+    async def middleware(ctx: Any, call_next: Any) -> Any:
+        try:
+            return await call_next(ctx)
+        finally:
+            if ctx.request_id is not None and ctx.method != "initialize":
+                handle.start()
+
+    return middleware

@@ -1,0 +1,120 @@
+"""Engine records → the MCP tools' structured answers and readable texts.
+
+The structured answer follows spec 004 §6 (camelCase fields); the text is what most agents
+read, so it leads with the answer and keeps each snippet with its location.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+from contextd.errors import UsageError
+from contextd.records import ContextScope, to_dict
+from contextd.server.schemas import (
+    Hit, JobStatusResult, Offsets, QueryResult, RebuildResult, RefreshResult, Scope,
+)
+
+# Most files counted for refresh_context's estimate before it stops walking.
+COUNT_LIMIT = 100_000
+
+
+def query_request(query: str, k: int, scope: Scope, max_tokens: int, min_score: float):
+    """The Engine's QueryRequest for a query_context call."""
+    from contextd.query_api import QueryRequest
+
+    return QueryRequest(query=query, k=k, max_tokens=max_tokens,
+                        min_score=min_score or None, task_id="mcp",
+                        scope=ContextScope(paths=tuple(scope.paths),
+                                           languages=tuple(scope.languages),
+                                           kinds=tuple(scope.kinds)))
+
+
+def query_result(query: str, response, max_tokens: int, min_score: float) -> QueryResult:
+    """The structured answer of query_context; ``minScore`` applies to the final scores."""
+    hits = [Hit(chunkId=h.chunk_id, score=h.score, filePath=h.file_path, label=h.label,
+                kind=h.kind, snippet=h.snippet, language=h.language,
+                offsets=Offsets(start=h.start_line, end=h.end_line), tokens=h.tokens,
+                providers=list(h.providers))
+            for h in response.hits if h.score >= min_score]
+    return QueryResult(query=query, total=response.total, hits=hits,
+                       totalTokens=sum(h.tokens for h in hits), maxTokens=max_tokens,
+                       notes=list(response.notes))
+
+
+def query_text(result: QueryResult) -> str:
+    """The hits as a readable list: location and label, then the snippet in a fence."""
+    lines = [f"{len(result.hits)} result(s) for {result.query!r} "
+             f"({result.total_tokens} of {result.max_tokens} tokens)."]
+    lines += [f"Note: {note}" for note in result.notes]
+    if not result.hits:
+        lines.append("Nothing matched: try other words, a wider scope, or get_context_stats "
+                     "to check that the project is indexed.")
+    for hit in result.hits:
+        label = f" {hit.label}" if hit.label else ""
+        lines.append(f"\n## {hit.file_path}:{hit.offsets.start}-{hit.offsets.end}{label} "
+                     f"({hit.kind}, {hit.language}, score {hit.score:.2f})")
+        fence = "````" if "```" in hit.snippet else "```"
+        lines.append(f"{fence}{hit.language}\n{hit.snippet.rstrip()}\n{fence}")
+    return "\n".join(lines)
+
+
+def files_under(root: Path, paths: Sequence[str]) -> int:
+    """How many files refresh_context will look at; refuses paths outside the root, so the
+    agent hears about a typo instead of a silent no-op."""
+    total = 0
+    for raw in paths:
+        path = Path(os.path.normpath(raw if os.path.isabs(raw) else root / raw))
+        if path != root and root not in path.parents:
+            raise UsageError(f"{raw} is outside the project root {root}; give paths relative "
+                             "to the root")
+        if path.is_dir():
+            for _, dirs, files in os.walk(path):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                total += len(files)
+                if total >= COUNT_LIMIT:
+                    return total
+        else:
+            total += 1  # a deleted file still counts: the refresh removes it
+    return total
+
+
+def refresh_result(report) -> RefreshResult:
+    """The answer of a synchronous refresh_context."""
+    files = report.files_indexed + report.files_removed + report.files_failed
+    return RefreshResult(status="completed", filesQueued=files, message=report.summary,
+                         report=to_dict(report))
+
+
+def rebuild_result(result, partial: bool) -> RebuildResult:
+    """The answer of rebuild_context."""
+    return RebuildResult(status=result.status, jobId=result.job_id,
+                         scope="partial" if partial else "full",
+                         estimatedFiles=result.estimated_files,
+                         estimatedTime=result.estimated_seconds, message=result.message,
+                         progress=result.progress, details=result.details or None)
+
+
+def job_status_result(status, include_logs: bool) -> JobStatusResult:
+    """The answer of get_rebuild_status and cancel_rebuild; an unknown id is the agent's
+    mistake to fix."""
+    if status is None:
+        raise UsageError("no job with that jobId: use the jobId that rebuild_context returned")
+    progress = status.progress or {}
+    message = f"Job {status.job_id} ({status.job_type}) is {status.status}"
+    if status.status == "in_progress" and progress.get("filesTotal"):
+        message += (f": {progress.get('filesProcessed', 0):,} / {progress['filesTotal']:,} "
+                    f"files ({progress.get('percentComplete', 0)}%)")
+    if status.error:
+        message += f": {status.error}"
+    return JobStatusResult(jobId=status.job_id, status=status.status, message=message + ".",
+                           progress=progress, result=_without_log(status.result),
+                           error=status.error, logs=status.logs if include_logs else None)
+
+
+def _without_log(result: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The final report without its log lines (they come with includeLogs)."""
+    if result is None:
+        return None
+    return {key: value for key, value in result.items() if key != "log"}

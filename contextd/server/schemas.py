@@ -1,0 +1,129 @@
+"""Typed inputs and outputs of the MCP tools (spec 004 §6).
+
+The tools' JSON Schemas are generated from these models and the tool signatures, so the
+schema a client sees, the validation the server applies and the documentation cannot drift
+apart. Field names are the spec's camelCase; nested inputs forbid unknown keys, so a
+misspelt option is reported instead of silently ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Tool output must stay well under what MCP clients accept from one tool call (Claude Code
+# warns at 10k tokens and stops at 25k). The text and the structured copy both count.
+HARD_MAX_TOKENS = 6000
+MAX_K = 50
+
+JobState = Literal["queued", "in_progress", "completed", "failed", "cancelled"]
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Scope(_Input):
+    """Where to search; empty lists mean no restriction."""
+
+    paths: list[str] = Field(default_factory=list, description=(
+        "Files, directories or globs relative to the project root, e.g. ['src/auth/', "
+        "'**/*_test.py']."))
+    languages: list[str] = Field(default_factory=list, description=(
+        "Languages to keep, e.g. ['python', 'typescript', 'markdown']."))
+    kinds: list[str] = Field(default_factory=list, description=(
+        "Chunk kinds to keep: CODE_FUNCTION, CODE_CLASS, CODE_BLOCK, MARKDOWN_SECTION, "
+        "DOCSTRING, COMMENT, YAML_BLOCK, CONFIG_BLOCK, SQL_STATEMENT, PARAGRAPH."))
+
+
+class Filters(_Input):
+    """Cut-offs applied to the ranked results."""
+
+    min_score: float = Field(0.0, alias="minScore", ge=0.0, le=1.0, description=(
+        "Drop hits scoring below this (0-1)."))
+    max_tokens: int | None = Field(None, alias="maxTokens", ge=50, le=HARD_MAX_TOKENS,
+                                   description=(
+        "Token budget of all snippets together; default from the project's configuration "
+        f"(budget.default_max_tokens), at most {HARD_MAX_TOKENS}."))
+
+
+class RebuildOptions(_Input):
+    """How a rebuild runs."""
+
+    clear_errors: bool = Field(True, alias="clearErrors",
+                               description="Forget recorded indexing errors first.")
+    vacuum: bool = Field(True, description="Compact the database file afterwards.")
+    validate_only: bool = Field(False, alias="validateOnly", description=(
+        "Dry run: report how many files would be re-indexed and how long it would take; "
+        "changes nothing."))
+
+
+class Offsets(BaseModel):
+    """Where a snippet sits in its file: 1-based, inclusive line numbers."""
+
+    start: int
+    end: int
+
+
+class Hit(BaseModel):
+    """One ranked snippet."""
+
+    chunk_id: str = Field(alias="chunkId")
+    score: float
+    file_path: str = Field(alias="filePath")
+    label: str
+    kind: str
+    snippet: str
+    language: str
+    offsets: Offsets
+    tokens: int
+    providers: list[str] = Field(default_factory=list)
+
+
+class QueryResult(BaseModel):
+    """The answer of query_context."""
+
+    query: str
+    total: int = Field(description="Matches found before the budget and k cut the list.")
+    hits: list[Hit]
+    total_tokens: int = Field(alias="totalTokens")
+    max_tokens: int = Field(alias="maxTokens", description="The token budget that applied.")
+    notes: list[str] = Field(default_factory=list)
+
+
+class RefreshResult(BaseModel):
+    """The answer of refresh_context."""
+
+    status: Literal["queued", "completed"]
+    files_queued: int = Field(alias="filesQueued")
+    message: str
+    report: dict[str, Any] | None = Field(None, description="The indexing report (sync runs).")
+
+
+class RebuildResult(BaseModel):
+    """The answer of rebuild_context."""
+
+    status: JobState
+    job_id: str | None = Field(None, alias="jobId")
+    scope: Literal["full", "partial"]
+    estimated_files: int | None = Field(None, alias="estimatedFiles")
+    estimated_time: float | None = Field(None, alias="estimatedTime",
+                                         description="Seconds, estimated.")
+    message: str
+    progress: dict[str, Any] | None = Field(None, description=(
+        "filesProcessed, filesTotal, percentComplete, currentFile, startedAt, ..."))
+    details: dict[str, Any] | None = None
+
+
+class JobStatusResult(BaseModel):
+    """The answer of get_rebuild_status and cancel_rebuild."""
+
+    job_id: str = Field(alias="jobId")
+    status: JobState
+    message: str
+    progress: dict[str, Any] | None = Field(None, description=(
+        "filesProcessed, filesTotal, percentComplete, currentFile, startedAt, ..."))
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    logs: list[str] | None = None
