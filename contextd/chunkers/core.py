@@ -111,15 +111,12 @@ def has_words(text: str) -> bool:
 
 def trim_span(src: Source, start: int, end: int) -> tuple[int, int]:
     """Shrink a span to its first and last non-blank lines (whole lines, indentation kept)."""
-    text = src.slice(start, end)
-    lead = len(text) - len(text.lstrip())
-    tail = len(text.rstrip())
-    if tail <= lead:
+    raw = src.data[start:end]
+    content = raw.lstrip()
+    if not content:
         return start, start
-    first = src.line_of(start + len(text[:lead].encode("utf-8")))
-    new_start = max(start, src.line_start(first))
-    new_end = start + len(text[:tail].encode("utf-8"))
-    return new_start, new_end
+    first = src.line_of(start + len(raw) - len(content))
+    return max(start, src.line_start(first)), start + len(raw.rstrip())
 
 
 def split_span(src: Source, start: int, end: int, cap: int, boundaries: dict[int, int] | None = None,
