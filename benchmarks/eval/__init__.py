@@ -1,0 +1,1 @@
+"""Public retrieval evaluation (see run.py)."""

@@ -1,0 +1,239 @@
+"""Public retrieval evaluation: ``.venv/bin/python -m benchmarks.eval``.
+
+For each corpus (benchmarks/eval/corpora.py) and contextualizer strategy (none, structural),
+the corpus is indexed through the real indexer into its own index directory under
+benchmarks/.cache/eval/index/, then two task types are asked:
+
+- docstring -> function (docstrings stripped from the indexed copy): a hit is a chunk of the
+  gold file overlapping the function's lines;
+- task-style descriptions (benchmarks/eval/tasks/*.json, written before any run): a hit is a
+  gold file, chunks aggregated to files.
+
+Rows: each provider with the raw query, the hybrid with the raw query, and the hybrid with
+query understanding (per-provider queries, ranking boosts). Columns: Recall@1/5/10, MRR, and
+for the rendered context at the token budget: tokens, tokens of the whole gold files, and the
+share of cases whose rendered context holds the gold snippet (any chunk of a gold file for
+task-style queries, an overlapping chunk for docstring queries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmarks.eval.corpora import CACHE, CORPUS_LIST, TASKS, DocTask, original_dir, stripped_dir
+from contextd.config import config_from_dict
+from contextd.indexer import Indexer
+from contextd.project import Project
+from contextd.providers.base import EmbedderHandle, ProviderContext, ProviderQuery
+from contextd.providers.fulltext import FullTextProvider
+from contextd.providers.semantic import SemanticProvider
+from contextd.providers.symbol import SymbolProvider
+from contextd.query_understanding import aggregate_files, apply_boosts, understand
+from contextd.ranking import FusionStrategy, fuse
+from contextd.records import ContextScope, TokenBudget
+from contextd.store.duckdb_store import DuckDBStore
+from contextd.tokens import estimate_tokens
+
+INDEXES = CACHE / "eval" / "index"
+STRATEGIES = ("none", "structural")
+CUTOFFS = (1, 5, 10)
+RENDER_BUDGET = 1500
+CANDIDATES = 50
+PROVIDER_CLASSES = (SemanticProvider, FullTextProvider, SymbolProvider)
+
+
+@dataclass
+class Case:
+    """One query with its gold: files (task-style) or a file and line range (docstring)."""
+
+    id: str
+    query: str
+    gold_files: tuple[str, ...]
+    lines: tuple[int, int] | None = None
+
+
+@dataclass
+class Tally:
+    """Ranks of the first hit and rendering figures of one system over a set of cases."""
+
+    ranks: list[int | None] = field(default_factory=list)
+    rendered_tokens: list[int] = field(default_factory=list)
+    gold_tokens: list[int] = field(default_factory=list)
+    contains_gold: list[bool] = field(default_factory=list)
+
+    def row(self) -> list[str]:
+        n = len(self.ranks) or 1
+        cells = [f"{sum(1 for r in self.ranks if r is not None and r <= k) / n:6.1%}"
+                 for k in CUTOFFS]
+        cells.append(f"{sum(1 / r for r in self.ranks if r) / n:.3f}")
+        if self.rendered_tokens:
+            ratio = sum(self.rendered_tokens) / max(1, sum(self.gold_tokens))
+            cells += [f"{statistics.mean(self.rendered_tokens):7.0f}",
+                      f"{statistics.mean(self.gold_tokens):7.0f}", f"{ratio:6.1%}",
+                      f"{sum(self.contains_gold) / n:6.1%}"]
+        return cells
+
+
+def build_index(corpus_name: str, root: Path, variant: str, strategy: str):
+    """Index ``root`` with the real indexer into its own directory; returns project, store."""
+    db = INDEXES / f"{corpus_name}-{variant}-{strategy}" / "context.duckdb"
+    db.parent.mkdir(parents=True, exist_ok=True)
+    config = config_from_dict({"storage": {"db_path": str(db)},
+                               "contextualizer": {"strategy": strategy},
+                               "watcher": {"use_gitignore": False}})
+    project = Project(root=root, config=config)
+    store = DuckDBStore(db)
+    indexer = Indexer(project, store)
+    indexer.ensure_indexed()
+    indexer.embed_pending()
+    return project, store
+
+
+def providers_for(project: Project, store) -> dict:
+    """The semantic, full-text and symbol providers over one index."""
+    embedder = EmbedderHandle(project.config)
+    found: dict = {}
+    context = ProviderContext(project, project.config, store, embedder, found.get)
+    for cls in PROVIDER_CLASSES:
+        provider = cls()
+        provider.initialize(context)
+        found[provider.id] = provider
+    return found
+
+
+def rank_of(snippets, case: Case, files: bool) -> int | None:
+    """1-based rank of the first hit (files: of the first gold file among aggregated files)."""
+    if files:
+        for rank, path in enumerate(snippets, start=1):
+            if path in case.gold_files:
+                return rank
+        return None
+    for rank, s in enumerate(snippets, start=1):
+        if is_gold_snippet(s, case):
+            return rank
+    return None
+
+
+def is_gold_snippet(snippet, case: Case) -> bool:
+    if snippet.file_path not in case.gold_files:
+        return False
+    if case.lines is None:
+        return True
+    return snippet.start_line <= case.lines[1] and snippet.end_line >= case.lines[0]
+
+
+def render(snippets, budget: int) -> list:
+    """Greedy packing of the ranked snippets into the token budget (what the agent reads)."""
+    out, spent = [], 0
+    for s in snippets:
+        if spent + s.tokens <= budget:
+            out.append(s)
+            spent += s.tokens
+    return out
+
+
+def run_systems(providers: dict, case: Case, project: Project) -> dict[str, list]:
+    """Ranked snippets of every system for one case."""
+    config = project.config
+    scope, budget = ContextScope(), TokenBudget()
+    raw = {pid: p.query(ProviderQuery(case.query, CANDIDATES), scope, budget)
+           for pid, p in providers.items()}
+    weights = {pid: config.provider(pid).weight for pid in raw}
+    understood = understand(case.query, config.ranking)
+    per_kind = {"semantic": understood.dense, "full_text": understood.lexical,
+                "symbol": " ".join(understood.symbols) or understood.lexical}
+    smart = {pid: providers[pid].query(ProviderQuery(per_kind[pid], CANDIDATES), scope, budget)
+             for pid in providers}
+    out = {pid: hits for pid, hits in raw.items()}
+    out["hybrid"] = fuse(raw, weights, FusionStrategy.RRF, config.provider("hybrid").rrf_k)
+    fused = fuse(smart, weights, FusionStrategy.RRF, config.provider("hybrid").rrf_k)
+    out["hybrid+qu"] = apply_boosts(fused, understood, config.ranking)
+    return out
+
+
+def evaluate(cases: list[Case], providers: dict, project: Project, files: bool,
+             root: Path) -> dict[str, Tally]:
+    tallies: dict[str, Tally] = {}
+    gold_cache: dict[str, int] = {}
+    for case in cases:
+        for system, snippets in run_systems(providers, case, project).items():
+            tally = tallies.setdefault(system, Tally())
+            ranked = [h.file_path for h in aggregate_files(snippets, project.config.ranking)] \
+                if files else snippets
+            tally.ranks.append(rank_of(ranked, case, files))
+            if system.startswith("hybrid"):
+                shown = render(snippets, RENDER_BUDGET)
+                tally.rendered_tokens.append(sum(s.tokens for s in shown))
+                for path in case.gold_files:
+                    if path not in gold_cache:
+                        gold_cache[path] = estimate_tokens((root / path).read_text("utf-8"))
+                tally.gold_tokens.append(sum(gold_cache[p] for p in case.gold_files))
+                tally.contains_gold.append(any(is_gold_snippet(s, case) for s in shown))
+    return tallies
+
+
+def task_cases(corpus_name: str) -> list[Case]:
+    doc = json.loads((TASKS / f"{corpus_name}.json").read_text())
+    return [Case(t["id"], t["query"], tuple(t["gold_files"])) for t in doc["tasks"]]
+
+
+def doc_cases(tasks: list[DocTask]) -> list[Case]:
+    return [Case(t.id, t.query, (t.path,), (t.start_line, t.end_line)) for t in tasks]
+
+
+HEADER = ["system", "R@1", "R@5", "R@10", "MRR", "ctx tok", "gold tok", "ctx/gold",
+          "has gold"]
+
+
+def print_table(title: str, tallies: dict[str, Tally]) -> None:
+    print(f"\n### {title}")
+    print("| " + " | ".join(HEADER) + " |")
+    print("|" + "---|" * len(HEADER))
+    for system, tally in tallies.items():
+        cells = tally.row() + [""] * (len(HEADER) - 1 - len(tally.row()))
+        print("| " + " | ".join([system, *cells]) + " |")
+
+
+def merge(into: dict[str, Tally], more: dict[str, Tally]) -> None:
+    for system, tally in more.items():
+        target = into.setdefault(system, Tally())
+        for name in ("ranks", "rendered_tokens", "gold_tokens", "contains_gold"):
+            getattr(target, name).extend(getattr(tally, name))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpora", nargs="*", default=[c.name for c in CORPUS_LIST])
+    parser.add_argument("--strategies", nargs="*", default=list(STRATEGIES))
+    args = parser.parse_args(argv)
+    totals: dict[tuple[str, str], dict[str, Tally]] = {}
+    for corpus in [c for c in CORPUS_LIST if c.name in args.corpora]:
+        original = original_dir(corpus)
+        stripped, doc_tasks = stripped_dir(corpus)
+        for strategy in args.strategies:
+            for kind, root, variant, cases, files in (
+                    ("task", original, "original", task_cases(corpus.name), True),
+                    ("docstring", stripped, "stripped", doc_cases(doc_tasks), False)):
+                print(f"indexing {corpus.name}/{variant} with {strategy} prefixes ...",
+                      file=sys.stderr)
+                project, store = build_index(corpus.name, root, variant, strategy)
+                providers = providers_for(project, store)
+                tallies = evaluate(cases, providers, project, files, root)
+                for p in providers.values():
+                    p.shutdown()
+                store.close()
+                print_table(f"{corpus.name} - {kind} ({len(cases)} queries) - prefixes: "
+                            f"{strategy}", tallies)
+                merge(totals.setdefault((kind, strategy), {}), tallies)
+    for (kind, strategy), tallies in totals.items():
+        print_table(f"ALL corpora - {kind} - prefixes: {strategy}", tallies)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

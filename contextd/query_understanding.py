@@ -1,0 +1,178 @@
+"""From an agent's task description to a query for each kind of provider, and the ranking
+adjustments that turn chunk hits into the files a change needs.
+
+Agents ask with issue-like or commit-message-like paragraphs ("Fix: retries ignore the
+Retry-After header when ..."). Each provider wants something different from that text:
+
+- the semantic provider embeds prose best: the task with tracker boilerplate (``Fix:``,
+  ``feat(scope):``, issue numbers, Markdown markers) removed;
+- the lexical (BM25) provider wants the content words: identifiers (kept whole and split into
+  their parts, since code spells ``retry_after`` and prose "retry after"), file names, quoted
+  terms, other words, with stop words out;
+- the symbol provider wants the names that look like code: ``snake_case``, ``camelCase``,
+  ``Dotted.names``, ``call()`` and quoted single words.
+
+The boosts are factors named in ``[ranking]`` (no magic numbers): definitions of a named symbol
+over mere references, source over tests and vendored code (unless the task is about tests),
+code over documentation when the task names symbols.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from contextd.config import DEFAULT_ALLOWED_EXTENSIONS, RankingConfig
+from contextd.records import ContextSnippet
+
+_QUOTED_RE = re.compile(r"`([^`]+)`|\"([^\"]+)\"|'([^'\s][^']*[^'\s])'")
+_FILE_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+(\.[A-Za-z][A-Za-z0-9]{0,5}))(?![\w/])")
+_TOKEN_RE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(\))?")
+_CAMEL_PARTS_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_BOILERPLATE_RE = re.compile(
+    r"^\s*(?:(?:fix(?:es|ed)?|feat(?:ure)?|bug|chore|refactor|perf|docs|test|issue|todo)"
+    r"(?:\([^)]*\))?!?\s*:\s*)+", re.I)
+_ISSUE_REF_RE = re.compile(r"(?:\b(?:closes|fixes|resolves|see)\s+)?#\d+\b", re.I)
+_MARKDOWN_RE = re.compile(r"[`*]+|^\s*[#>]+", re.M)
+_FILE_EXTENSIONS = frozenset(DEFAULT_ALLOWED_EXTENSIONS)
+_TEST_WORDS = frozenset({"test", "tests", "testing", "pytest", "unittest", "spec", "fixture",
+                         "fixtures"})
+_DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
+MIN_WORD_LENGTH = 2
+
+STOP_WORDS = frozenset("""
+a about above after again against all also am an and any are as at be because been before
+being below between both but by can could did do does doing down during each else even ever
+few for from further get gets got had has have having he her here hers him his how i if in
+into is it its itself just let like make makes may me might more most must my no nor not now
+of off on once only or other our ours out over own per please same shall she should so some
+such than that the their them then there these they this those through to too under until up
+upon us very via was we were what when where whether which while who whom why will with would
+you your see instead without within wrong currently already still always never new way ways use
+used uses using instead should able need needs needed want wants one two
+""".split())
+
+
+@dataclass(frozen=True)
+class UnderstoodQuery:
+    """What a task description asks for, per provider kind."""
+
+    original: str
+    dense: str
+    lexical: str
+    symbols: tuple[str, ...]
+    files: tuple[str, ...]
+    quoted: tuple[str, ...]
+    about_tests: bool
+
+
+def split_identifier(name: str) -> list[str]:
+    """``retry_after`` / ``RetryAfter`` / ``Session.send`` -> their lower-case word parts."""
+    parts = []
+    for piece in re.split(r"[._$]+", name.rstrip("()")):
+        parts += [p.lower() for p in _CAMEL_PARTS_RE.findall(piece)]
+    return parts
+
+
+def looks_like_code(token: str) -> bool:
+    """A token a human would only write when naming code: snake_case, camelCase, PascalCase
+    with an inner capital, dotted names and calls."""
+    core = token.rstrip("()")
+    return (token.endswith("()") or "_" in core.strip("_") or "." in core
+            or bool(re.search(r"[a-z][A-Z]", core)) or bool(re.match(r"[A-Z][a-z]+[A-Z]", core)))
+
+
+def is_file_name(token: str) -> bool:
+    """``testing.py``, ``src/a.ts``: a name ending in an indexable file extension."""
+    return "." in token and "." + token.rsplit(".", 1)[1].lower() in _FILE_EXTENSIONS
+
+
+def dense_query(task: str) -> str:
+    """The task as prose for the embedder: tracker boilerplate and Markdown markers removed."""
+    text = _BOILERPLATE_RE.sub("", task.strip())
+    text = _ISSUE_REF_RE.sub("", text)
+    text = _MARKDOWN_RE.sub(" ", text)
+    return " ".join(text.split())
+
+
+def understand(task: str, settings: RankingConfig) -> UnderstoodQuery:
+    """Build the dense query, the lexical query and the symbol candidates of a task."""
+    quoted = tuple(next(g for g in m.groups() if g) for m in _QUOTED_RE.finditer(task))
+    files = tuple(dict.fromkeys(m.group(1) for m in _FILE_RE.finditer(task)
+                                if m.group(2).lower() in _FILE_EXTENSIONS))
+    tokens = _TOKEN_RE.findall(_ISSUE_REF_RE.sub("", _BOILERPLATE_RE.sub("", task)))
+    symbols: list[str] = []
+    for token in [*tokens, *(q for q in quoted if _TOKEN_RE.fullmatch(q))]:
+        name = token.rstrip("()")
+        if (looks_like_code(token) or token in quoted) and name.lower() not in STOP_WORDS \
+                and name not in symbols and not is_file_name(name):
+            symbols.append(name)
+    lexical: list[str] = []
+    for token in tokens + [w for q in quoted for w in _TOKEN_RE.findall(q)]:
+        words = [token.rstrip("()")] + (split_identifier(token) if looks_like_code(token) else [])
+        for word in words:
+            low = word.lower()
+            if len(low) >= MIN_WORD_LENGTH and low not in STOP_WORDS and low not in lexical:
+                lexical.append(low)
+    lexical += [f.lower() for f in files if f.lower() not in lexical]
+    about_tests = any(w in _TEST_WORDS for w in lexical)
+    return UnderstoodQuery(task, dense_query(task), " ".join(lexical),
+                           tuple(symbols[:settings.max_symbol_candidates]), files, quoted,
+                           about_tests)
+
+
+def matches_any(path: str, patterns: Sequence[str]) -> bool:
+    """True when the root-relative POSIX ``path`` matches one of the globs."""
+    return any(fnmatch.fnmatchcase(path, p) for p in patterns)
+
+
+def boost_factor(snippet: ContextSnippet, query: UnderstoodQuery, settings: RankingConfig
+                 ) -> float:
+    """The product of the [ranking] factors that apply to one snippet."""
+    factor = 1.0
+    wanted = {s.rsplit(".", 1)[-1].lower() for s in query.symbols}
+    defined = snippet.label.rsplit(".", 1)[-1].lower() if snippet.label else ""
+    if defined and defined in wanted:
+        factor *= settings.definition_over_reference
+    if not query.about_tests and matches_any(snippet.file_path, settings.test_path_patterns):
+        factor *= settings.source_over_tests
+    if matches_any(snippet.file_path, settings.vendored_path_patterns):
+        factor *= settings.vendored_penalty
+    if query.symbols and snippet.language in _DOC_LANGUAGES:
+        factor *= settings.docs_penalty
+    return factor
+
+
+def apply_boosts(snippets: Sequence[ContextSnippet], query: UnderstoodQuery,
+                 settings: RankingConfig) -> list[ContextSnippet]:
+    """Snippets re-scored by :func:`boost_factor` (clipped to [0, 1]) and re-sorted."""
+    boosted = [dataclasses.replace(s, score=min(1.0, s.score * boost_factor(s, query, settings)))
+               for s in snippets]
+    return sorted(boosted, key=lambda s: -s.score)
+
+
+@dataclass(frozen=True)
+class FileHit:
+    """A file ranked by the chunk hits inside it."""
+
+    file_path: str
+    score: float
+    snippets: tuple[ContextSnippet, ...]
+
+
+def aggregate_files(snippets: Sequence[ContextSnippet], settings: RankingConfig
+                    ) -> list[FileHit]:
+    """Files ranked by their best chunk plus a geometrically decaying share of the others
+    (``file_aggregation_decay``): a file with several relevant chunks beats one lucky hit."""
+    by_file: dict[str, list[ContextSnippet]] = {}
+    for snippet in snippets:
+        by_file.setdefault(snippet.file_path, []).append(snippet)
+    hits = []
+    for path, items in by_file.items():
+        items.sort(key=lambda s: -s.score)
+        score = sum(s.score * settings.file_aggregation_decay ** i for i, s in enumerate(items))
+        hits.append(FileHit(path, score, tuple(items)))
+    return sorted(hits, key=lambda h: (-h.score, h.file_path))
