@@ -297,9 +297,11 @@ class OwnerDuties:
         self.engine = engine
         self._watcher = None
         self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="contextd-owner-duties",
+                                        daemon=True)
 
     def start(self) -> "OwnerDuties":
-        threading.Thread(target=self._run, name="contextd-owner-duties", daemon=True).start()
+        self._thread.start()
         return self
 
     def _run(self) -> None:
@@ -308,19 +310,19 @@ class OwnerDuties:
         try:
             self.engine.module.warm_up()
             if self.engine.project.config.watcher.enabled:
-                watcher = Watcher(self.engine.project, self.engine.indexer)
-                watcher.start()
-                self._watcher = watcher
-                if self._stopped.is_set():  # stop() ran while the watcher was starting
-                    watcher.stop()
+                self._watcher = Watcher(self.engine.project, self.engine.indexer).start()
             # After the watcher starts, so an edit during the catch-up is not missed.
-            self.engine.ensure_indexed()
+            if not self._stopped.is_set():
+                self.engine.indexer.ensure_indexed(cancel=self._stopped)
         except Exception:  # the owner keeps answering queries on what is indexed
             if not self._stopped.is_set():
                 log.exception("owner: background indexing failed")
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 10.0) -> None:
+        """Cancel the catch-up after its current batch and stop the watcher, before the
+        Engine closes under them."""
         self._stopped.set()
+        self._thread.join(timeout)
         if self._watcher is not None:
             self._watcher.stop()
 

@@ -1,0 +1,194 @@
+"""Shared access in one process: election, the socket protocol, takeover (contextd.owner).
+
+Each SharedEngine opens the lock file itself, and flock locks belong to open file
+descriptions, so two SharedEngines in one process compete exactly like two processes.
+A real owner process killed with SIGKILL is covered here too; the many-process scenario
+with MCP servers is tests/test_shared_access.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from contextd import rpc
+from contextd.errors import ContextdError, UsageError
+from contextd.owner import OwnerLock, connect, lock_path, socket_path
+from contextd.project import Project
+from contextd.query_api import QueryRequest, QueryResponse
+
+SOURCE = '''"""Shipping rates."""
+
+
+def shipping_rate(weight_kg: float) -> float:
+    """Price of shipping a parcel of the given weight."""
+    return 4.5 + 1.2 * weight_kg
+
+
+class Carrier:
+    def label(self, order_id: str) -> str:
+        return f"LBL-{order_id}"
+'''
+
+
+@pytest.fixture()
+def project(tmp_path, monkeypatch) -> Project:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    (tmp_path / "run").mkdir()
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / ".git").mkdir()
+    (root / "shipping.py").write_text(SOURCE)
+    (root / "notes.md").write_text("# Notes\n\nCarriers print a label per order.\n")
+    return Project.open(str(root))
+
+
+@pytest.fixture()
+def engines(project):
+    opened = []
+
+    def open_one(**kwargs):
+        engine = connect(project, **kwargs)
+        opened.append(engine)
+        return engine
+
+    yield open_one
+    for engine in reversed(opened):
+        engine.close()
+
+
+def test_socket_is_private_and_short(project):
+    path = socket_path(project.db_path)
+    assert len(path.encode()) < 108
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    assert lock_path(project.db_path).parent == project.db_path.parent
+
+
+def test_first_owns_second_is_client_with_same_answers(engines, project):
+    owner = engines()
+    client = engines()
+    assert owner.is_owner and not client.is_owner
+    assert client.owner_pid == os.getpid()
+    assert stat.S_IMODE(os.stat(socket_path(project.db_path)).st_mode) == 0o600
+    client.refresh()
+    # Lexical providers only: the model may finish loading between the two calls.
+    request = QueryRequest(query="shipping rate for a parcel", k=3,
+                           providers=("full_text", "symbol"))
+    remote = client.query(request)
+    local = owner.query(request)
+    assert isinstance(remote, QueryResponse)
+    assert remote.hits == local.hits
+    assert remote.hits[0].file_path == "shipping.py"
+    assert client.stats()["owner"] == {"pid": os.getpid(), "this_process": False}
+
+
+def test_errors_keep_their_class_across_the_socket(engines):
+    engines()
+    client = engines()
+    with pytest.raises(UsageError, match="outside the project root"):
+        client.refresh(paths=["../elsewhere"])
+    assert client.job_status("no-such-job") is None
+
+
+class _Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def start(self, total_files, label="indexing"):
+        self.calls.append(("start", total_files))
+
+    def update(self, files_done, chunks_done, current_file=None):
+        self.calls.append(("update", files_done))
+
+    def finish(self, message=""):
+        self.calls.append(("finish", message))
+
+
+def test_progress_is_relayed_to_the_client(engines):
+    engines()
+    client = engines()
+    recorder = _Recorder()
+    report = client.refresh(force=True, progress=recorder)
+    assert report.files_indexed == 2
+    assert recorder.calls and recorder.calls[0][0] == "start"
+
+
+def _raw_hello(path: str, params: dict) -> dict:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(path)
+        sock.sendall((json.dumps({"jsonrpc": "2.0", "id": 0, "method": "hello",
+                                  "params": params}) + "\n").encode())
+        return json.loads(sock.makefile("rb").readline())
+
+
+def test_stale_protocol_and_unknown_methods_are_refused(engines, project):
+    engines()
+    path, db = socket_path(project.db_path), str(project.db_path.resolve())
+    reply = _raw_hello(path, {"protocol": rpc.PROTOCOL_VERSION + 1, "db": db})
+    assert reply["error"]["code"] == rpc.PROTOCOL_MISMATCH
+    assert "speaks protocol" in reply["error"]["message"]
+    assert "error" in _raw_hello(path, {"protocol": rpc.PROTOCOL_VERSION, "db": "/other.db"})
+    client = rpc.Client.connect(path, db)
+    with pytest.raises(ContextdError, match="unknown method"):
+        client.call("drop_everything", {})
+    client.close()
+
+
+def test_client_takes_over_when_the_owner_closes(engines):
+    owner = engines()
+    client = engines()
+    client.refresh()
+    owner.close()
+    response = client.query(QueryRequest(query="Carrier label", k=2))
+    assert client.is_owner
+    assert response.hits
+
+
+def test_standby_with_duties_takes_over_without_a_call(engines, project):
+    owner = engines()
+    standby = engines(duties=True)
+    assert not standby.is_owner
+    owner.close()
+    deadline = time.monotonic() + 5
+    while not standby.is_owner and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert standby.is_owner
+    assert not OwnerLock(lock_path(project.db_path)).try_acquire()
+
+
+OWNER_SCRIPT = """
+import sys, time
+from contextd.owner import connect
+from contextd.project import Project
+engine = connect(Project.open(sys.argv[1]))
+print("owner" if engine.is_owner else "client", flush=True)
+time.sleep(600)
+"""
+
+
+def test_owner_killed_with_sigkill_is_replaced(engines, project):
+    child = subprocess.Popen([sys.executable, "-c", OWNER_SCRIPT, str(project.root)],
+                             stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+    try:
+        assert child.stdout.readline().strip() == "owner"
+        client = engines()
+        assert client.owner_pid == child.pid
+        client.refresh()
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        started = time.monotonic()
+        response = client.query(QueryRequest(query="shipping rate", k=2))
+        assert time.monotonic() - started < 5
+        assert client.is_owner and response.hits
+    finally:
+        child.kill()
+        child.wait()
