@@ -1,0 +1,73 @@
+"""Query understanding: per-provider queries from task descriptions, the named ranking boosts
+and file aggregation, on real task texts and real snippet records."""
+
+from __future__ import annotations
+
+from contextd.config import RankingConfig, config_from_dict
+from contextd.query_understanding import (
+    aggregate_files, apply_boosts, boost_factor, dense_query, split_identifier, understand,
+)
+from contextd.records import ContextSnippet
+
+SETTINGS = RankingConfig()
+
+
+def snippet(path: str, label: str, score: float, language: str = "python") -> ContextSnippet:
+    return ContextSnippet(chunk_id=f"{path}:{label}", score=score, file_path=path, label=label,
+                          kind="CODE_FUNCTION", text="...", language=language, start_line=1,
+                          end_line=2, tokens=3)
+
+
+def test_commit_style_task_becomes_three_queries():
+    q = understand("Fix: retries ignore the Retry-After header when `max_retries` is set in "
+                   "HTTPAdapter.send() (see #123) in src/requests/adapters.py", SETTINGS)
+    assert q.dense.startswith("retries ignore the Retry-After header")
+    assert "#123" not in q.dense and "Fix:" not in q.dense
+    assert q.symbols[:2] == ("max_retries", "HTTPAdapter.send")
+    assert q.files == ("src/requests/adapters.py",)
+    assert q.quoted == ("max_retries",)
+    lexical = q.lexical.split()
+    for word in ("retries", "max_retries", "max", "http", "adapter", "send", "header"):
+        assert word in lexical
+    for stop in ("the", "when", "is", "in", "fix", "see"):
+        assert stop not in lexical
+    assert not q.about_tests
+
+
+def test_identifiers_split_and_prose_words_are_not_symbols():
+    assert split_identifier("RetryAfterParser.parse_value()") == \
+        ["retry", "after", "parser", "parse", "value"]
+    q = understand("The progress bar shows a wrong ETA", SETTINGS)
+    assert q.symbols == () and "progress" in q.lexical and "eta" in q.lexical
+    assert dense_query("feat(cli)!: **Bold** support") == "Bold support"
+
+
+def test_symbol_candidates_are_capped_by_config():
+    settings = config_from_dict({"ranking": {"max_symbol_candidates": 2}}).ranking
+    q = understand("rename foo_a, foo_b and foo_c", settings)
+    assert q.symbols == ("foo_a", "foo_b")
+
+
+def test_boosts_prefer_definitions_and_source_over_tests_and_vendored():
+    q = understand("merge_cookies crashes on a plain dict", SETTINGS)
+    definition = snippet("src/requests/cookies.py", "merge_cookies", 0.5)
+    reference = snippet("src/requests/sessions.py", "Session.prepare_request", 0.5)
+    in_tests = snippet("tests/test_requests.py", "test_merge", 0.5)
+    vendored = snippet("src/_vendor/cookies.py", "helper", 0.5)
+    assert boost_factor(definition, q, SETTINGS) == SETTINGS.definition_over_reference
+    assert boost_factor(in_tests, q, SETTINGS) == SETTINGS.source_over_tests
+    assert boost_factor(vendored, q, SETTINGS) == SETTINGS.vendored_penalty
+    ranked = apply_boosts([in_tests, vendored, reference, definition], q, SETTINGS)
+    assert [s.label for s in ranked] == ["merge_cookies", "Session.prepare_request",
+                                         "test_merge", "helper"]
+    about_tests = understand("Add a test for merge_cookies", SETTINGS)
+    assert boost_factor(in_tests, about_tests, SETTINGS) == 1.0
+
+
+def test_file_aggregation_rewards_several_relevant_chunks():
+    hits = aggregate_files([snippet("a.py", "x", 0.9), snippet("b.py", "y", 0.8),
+                            snippet("b.py", "z", 0.7), snippet("b.py", "w", 0.1)], SETTINGS)
+    assert [h.file_path for h in hits] == ["b.py", "a.py"]
+    decay = SETTINGS.file_aggregation_decay
+    assert abs(hits[0].score - (0.8 + 0.7 * decay + 0.1 * decay ** 2)) < 1e-9
+    assert [s.label for s in hits[0].snippets] == ["y", "z", "w"]
