@@ -26,7 +26,7 @@ from contextd.server import render
 from contextd.server.lifecycle import EngineHandle, start_after_handshake
 from contextd.server.schemas import (
     HARD_MAX_TOKENS, MAX_K, Filters, JobStatusResult, QueryResult, RebuildOptions,
-    RebuildResult, RefreshResult, Scope,
+    RebuildResult, RefreshResult, Scope, StatsResult,
 )
 
 log = logging.getLogger("contextd.server")
@@ -141,19 +141,18 @@ class ContextTools:
             result = render.refresh_result(report)
         return _answer(result, result.message)
 
-    def get_context_stats(self) -> dict[str, Any]:
+    def get_context_stats(self) -> Annotated[CallToolResult, StatsResult]:
         """Report the health and contents of this project's context index.
 
         Use it when results look wrong or empty, or to see what is indexed. Returns whether
-        context is enabled, the providers and their availability, storage (files, chunks,
-        embeddings, database size, last indexed), query performance, chunks per language,
-        indexing progress ("N / M files", embeddings pending), recent jobs, and which
-        process owns the database.
+        context is enabled, the providers and their availability (semantic search waits for
+        the embedding model), storage (files, chunks, embeddings, database size, last
+        indexed), query performance, chunks per language, indexing progress ("N / M files",
+        embeddings pending), recent jobs, and which process owns the database.
         """
         engine = self.handle.get()
-        stats = engine.stats()
-        config = engine.project.config
-        return {"enabled": config.core.enabled, "mode": config.core.mode, **stats}
+        result = render.stats_result(engine.stats(), engine.project.config)
+        return _answer(result, render.stats_text(result))
 
     def rebuild_context(
         self,

@@ -14,6 +14,7 @@ from contextd.errors import UsageError
 from contextd.records import ContextScope, to_dict
 from contextd.server.schemas import (
     Hit, JobStatusResult, Offsets, QueryResult, RebuildResult, RefreshResult, Scope,
+    StatsResult,
 )
 
 # Most files counted for refresh_context's estimate before it stops walking.
@@ -57,6 +58,45 @@ def query_text(result: QueryResult) -> str:
                      f"({hit.kind}, {hit.language}, score {hit.score:.2f})")
         fence = "````" if "```" in hit.snippet else "```"
         lines.append(f"{fence}{hit.language}\n{hit.snippet.rstrip()}\n{fence}")
+    return "\n".join(lines)
+
+
+def stats_result(stats: dict[str, Any], config) -> StatsResult:
+    """get_context_stats in the shape of spec 004 §6, from :meth:`Engine.stats`."""
+    storage, performance = stats.get("storage", {}), stats.get("performance", {})
+    return StatsResult(
+        enabled=config.core.enabled, mode=config.core.mode,
+        providers=stats.get("providers", []),
+        storage={"totalFiles": storage.get("total_files"),
+                 "totalChunks": storage.get("total_chunks"),
+                 "totalEmbeddings": sum((storage.get("embeddings_by_model") or {}).values()),
+                 "embeddingsByModel": storage.get("embeddings_by_model"),
+                 "dbSizeMB": storage.get("db_size_mb"),
+                 "lastIndexed": storage.get("last_indexed"),
+                 "errors": storage.get("errors")},
+        performance={"queries": storage.get("queries"),
+                     "avgQueryLatencyMs": storage.get("avg_query_latency_ms"),
+                     "avgTokensPerQuery": storage.get("avg_tokens_per_query"),
+                     "providerLatencyMs": performance.get("avg_ms", {})},
+        languages=stats.get("languages", {}), indexing=stats.get("indexing", {}),
+        recentActivity=stats.get("recent_jobs", []), owner=stats.get("owner", {}))
+
+
+def stats_text(result: StatsResult) -> str:
+    """A few lines a person or agent can read at a glance."""
+    storage, indexing = result.storage, result.indexing
+    available = [p["id"] for p in result.providers if p.get("available")]
+    waiting = [p["id"] for p in result.providers if p.get("enabled") and not p.get("available")]
+    lines = [f"contextd {'enabled' if result.enabled else 'DISABLED'} ({result.mode}); "
+             f"owner pid {result.owner.get('pid')}",
+             f"index: {storage['totalFiles']} files, {storage['totalChunks']} chunks, "
+             f"{storage['totalEmbeddings']} embeddings, {storage['dbSizeMB']} MB, "
+             f"last indexed {storage['lastIndexed']}",
+             f"indexing: {indexing.get('state')} ({indexing.get('text', '')}); "
+             f"embeddings pending: {indexing.get('embeddings_pending')}",
+             f"providers available: {', '.join(available) or 'none'}"
+             + (f"; not ready: {', '.join(waiting)}" if waiting else ""),
+             "languages: " + ", ".join(f"{k} {v}" for k, v in result.languages.items())]
     return "\n".join(lines)
 
 

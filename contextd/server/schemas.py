@@ -101,6 +101,27 @@ class RefreshResult(BaseModel):
     report: dict[str, Any] | None = Field(None, description="The indexing report (sync runs).")
 
 
+class StatsResult(BaseModel):
+    """The answer of get_context_stats."""
+
+    enabled: bool
+    mode: str
+    providers: list[dict[str, Any]] = Field(description=(
+        "id, name, type, enabled, available, stats of each provider."))
+    storage: dict[str, Any] = Field(description=(
+        "totalFiles, totalChunks, totalEmbeddings, dbSizeMB, lastIndexed, errors."))
+    performance: dict[str, Any] = Field(description=(
+        "queries, avgQueryLatencyMs, avgTokensPerQuery, providerLatencyMs."))
+    languages: dict[str, int] = Field(description="Chunks per language.")
+    indexing: dict[str, Any] = Field(description=(
+        "state (idle, indexing, embedding), files indexed / total, embeddings pending."))
+    recent_activity: list[dict[str, Any]] = Field(alias="recentActivity", description=(
+        "The latest jobs (bootstrap, rebuilds) with their status and figures."))
+    owner: dict[str, Any] = Field(description=(
+        "pid of the process that owns the database; this_process tells whether it is this "
+        "server."))
+
+
 class RebuildResult(BaseModel):
     """The answer of rebuild_context."""
 

@@ -1,0 +1,294 @@
+"""``contextd serve`` driven as a subprocess by the MCP SDK's own stdio client.
+
+Every tool is called with good and with invalid arguments; schemas are checked as JSON
+Schema; a rebuild runs to completion through get_rebuild_status. The raw-pipe tests check
+what the SDK client would paper over: stdout carries nothing but JSON-RPC, and the server
+exits cleanly (lock released, socket removed) when stdin closes or on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from anyio.from_thread import start_blocking_portal
+from jsonschema import Draft202012Validator
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from contextd.owner import OwnerLock, lock_path, socket_path
+from contextd.project import Project
+
+TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_context",
+         "get_rebuild_status", "cancel_rebuild"}
+REPO_FILES = {
+    "src/billing/invoice.py": '''"""Invoices."""
+
+
+def invoice_total(lines: list[tuple[int, float]]) -> float:
+    """Sum quantity times unit price over the invoice lines."""
+    return sum(qty * price for qty, price in lines)
+
+
+class InvoiceMailer:
+    def send_reminder(self, customer_email: str) -> str:
+        return f"reminder sent to {customer_email}"
+''',
+    "src/billing/tax.py": '''def vat(amount: float, rate: float = 0.2) -> float:
+    """Value added tax on an amount."""
+    return round(amount * rate, 2)
+''',
+    "docs/billing.md": "# Billing\n\nInvoices are mailed monthly; reminders after 14 days.\n",
+    "README.md": "# Fixture\n\nA tiny project for the MCP server tests.\n",
+}
+
+
+def make_repo(root: Path, files: dict[str, str] = REPO_FILES) -> Path:
+    """A small git repository with ``files`` committed."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    env = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "HOME": "/nonexistent",
+           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com",
+           "PATH": os.environ["PATH"]}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+    return root
+
+
+def server_env(runtime_dir: Path) -> dict[str, str]:
+    """The environment of every contextd process of one test: one private socket directory."""
+    runtime_dir.mkdir(exist_ok=True)
+    return {**os.environ, "XDG_RUNTIME_DIR": str(runtime_dir)}
+
+
+def serve_command(root: Path) -> list[str]:
+    return [sys.executable, "-m", "contextd", "serve", "--root", str(root)]
+
+
+class SyncSession:
+    """A ClientSession driven from synchronous test code through an anyio portal."""
+
+    def __init__(self, portal, session: ClientSession):
+        self.portal = portal
+        self.session = session
+
+    def call(self, name: str, arguments: dict):
+        return self.portal.call(self.session.call_tool, name, arguments)
+
+    def list_tools(self):
+        return self.portal.call(self.session.list_tools).tools
+
+
+@asynccontextmanager
+async def _session(params: StdioServerParameters, errlog):
+    async with stdio_client(params, errlog=errlog) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+@contextlib.contextmanager
+def mcp_session(root: Path, env: dict[str, str], errlog: Path):
+    """``contextd serve`` on ``root`` with an initialised SDK client session."""
+    command = serve_command(root)
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(root))
+    with start_blocking_portal() as portal, open(errlog, "a") as err:
+        with portal.wrap_async_context_manager(_session(params, err)) as session:
+            yield SyncSession(portal, session)
+
+
+def structured(result) -> dict:
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+def error_text(result) -> str:
+    assert result.is_error, result.structured_content
+    text = result.content[0].text
+    assert "Traceback" not in text
+    return text
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """One server on an indexed fixture repository, shared by the tool tests."""
+    base = tmp_path_factory.mktemp("mcp")
+    root = make_repo(base / "repo")
+    with mcp_session(root, server_env(base / "run"), base / "server.log") as session:
+        assert structured(session.call("refresh_context",
+                                       {"paths": ["."], "async": False}))["status"] == "completed"
+        yield session
+
+
+def test_tools_are_listed_with_valid_schemas(served):
+    tools = {tool.name: tool for tool in served.list_tools()}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        Draft202012Validator.check_schema(tool.input_schema)
+        Draft202012Validator.check_schema(tool.output_schema or {})
+        assert len(tool.description) > 80
+    assert "DESTRUCTIVE" in tools["rebuild_context"].description
+    assert tools["rebuild_context"].annotations.destructive_hint
+    assert tools["query_context"].input_schema["required"] == ["query"]
+    assert "async" in tools["refresh_context"].input_schema["properties"]
+
+
+def test_query_context_returns_budgeted_hits(served):
+    answer = structured(served.call("query_context", {
+        "query": "total of the invoice lines", "k": 3,
+        "scope": {"paths": ["src/"], "languages": ["python"]},
+        "filters": {"maxTokens": 400}}))
+    assert answer["hits"] and len(answer["hits"]) <= 3
+    assert answer["hits"][0]["filePath"] == "src/billing/invoice.py"
+    assert set(answer["hits"][0]) >= {"chunkId", "score", "filePath", "label", "kind",
+                                      "snippet", "language", "offsets"}
+    assert answer["totalTokens"] <= answer["maxTokens"] == 400
+    assert all(hit["filePath"].startswith("src/") for hit in answer["hits"])
+    text = served.call("query_context", {"query": "invoice_total"}).content[0].text
+    assert "src/billing/invoice.py:" in text and "invoice_total" in text
+
+
+@pytest.mark.parametrize("arguments, hint", [
+    ({}, "query"),
+    ({"query": "x", "k": 0}, "k"),
+    ({"query": "x", "k": 500}, "k"),
+    ({"query": "x", "filters": {"maxTokens": 10**6}}, "maxTokens"),
+    ({"query": "x", "scope": {"folders": ["src"]}}, "folders"),
+])
+def test_query_context_rejects_bad_arguments(served, arguments, hint):
+    assert hint in error_text(served.call("query_context", arguments))
+
+
+def test_refresh_context(served):
+    answer = structured(served.call("refresh_context", {"paths": ["src/billing/tax.py"]}))
+    assert answer["status"] == "queued" and answer["filesQueued"] == 1
+    answer = structured(served.call("refresh_context", {"paths": ["docs"], "force": True,
+                                                        "async": False}))
+    assert answer["status"] == "completed" and answer["report"]["files_indexed"] == 1
+    assert "outside the project root" in error_text(
+        served.call("refresh_context", {"paths": ["../elsewhere"]}))
+    assert "paths" in error_text(served.call("refresh_context", {"paths": []}))
+
+
+def test_get_context_stats(served):
+    stats = structured(served.call("get_context_stats", {}))
+    assert stats["enabled"] is True
+    assert stats["storage"]["totalFiles"] == len(REPO_FILES)
+    assert {p["id"] for p in stats["providers"]} >= {"semantic", "symbol", "full_text"}
+    assert stats["owner"]["this_process"] is True
+
+
+def test_rebuild_runs_as_a_job_to_completion(served):
+    refused = error_text(served.call("rebuild_context", {"confirm": False}))
+    assert "confirm=true" in refused
+    dry = structured(served.call("rebuild_context", {"confirm": False,
+                                                     "options": {"validateOnly": True}}))
+    assert dry["status"] == "completed" and dry["estimatedFiles"] == len(REPO_FILES)
+    assert "No changes made" in dry["message"]
+    queued = structured(served.call("rebuild_context", {"confirm": True, "async": True,
+                                                        "options": {"vacuum": False}}))
+    assert queued["status"] == "queued" and queued["scope"] == "full"
+    deadline = time.monotonic() + 60
+    while True:
+        status = structured(served.call("get_rebuild_status", {"jobId": queued["jobId"],
+                                                               "includeLogs": True}))
+        if status["status"] not in ("queued", "in_progress") or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert status["status"] == "completed", status
+    assert status["progress"]["percentComplete"] == 100 and status["logs"]
+    cancelled = structured(served.call("cancel_rebuild", {"jobId": queued["jobId"]}))
+    assert cancelled["status"] == "completed"
+    hits = structured(served.call("query_context", {"query": "vat tax rate"}))["hits"]
+    assert any(hit["filePath"] == "src/billing/tax.py" for hit in hits)
+
+
+@pytest.mark.parametrize("tool, arguments, hint", [
+    ("rebuild_context", {}, "confirm"),
+    ("rebuild_context", {"confirm": True, "options": {"validate": True}}, "validate"),
+    ("get_rebuild_status", {"jobId": "nope"}, "no job with that jobId"),
+    ("get_rebuild_status", {}, "jobId"),
+    ("cancel_rebuild", {"jobId": "nope"}, "no job with that jobId"),
+])
+def test_job_tools_reject_bad_arguments(served, tool, arguments, hint):
+    assert hint in error_text(served.call(tool, arguments))
+
+
+# ----- the raw pipe: stdout purity and shutdown ----------------------------------------
+def _request(proc, message: dict) -> None:
+    proc.stdin.write((json.dumps(message) + "\n").encode())
+    proc.stdin.flush()
+
+
+def _read_answer(proc, request_id: int) -> dict:
+    while True:
+        line = proc.stdout.readline()
+        assert line, "server closed stdout"
+        message = json.loads(line)
+        if message.get("id") == request_id:
+            return message
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "raw-test", "version": "0"}}}
+
+
+@pytest.fixture()
+def raw_server(tmp_path, monkeypatch):
+    """A server on a pipe we drive by hand; returns (process, project)."""
+    env = server_env(tmp_path / "run")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", env["XDG_RUNTIME_DIR"])
+    root = make_repo(tmp_path / "repo")
+    proc = subprocess.Popen(serve_command(root), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=open(tmp_path / "server.log", "w"), env=env, cwd=str(root))
+    _request(proc, INITIALIZE)
+    assert _read_answer(proc, 1)["result"]["serverInfo"]["name"] == "contextd"
+    _request(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    _request(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert len(_read_answer(proc, 2)["result"]["tools"]) == len(TOOLS)
+    _request(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "get_context_stats", "arguments": {}}})
+    assert _read_answer(proc, 3)["result"]["structuredContent"]["owner"]["this_process"]
+    yield proc, Project.open(str(root))
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def _assert_released(project: Project) -> None:
+    assert not os.path.exists(socket_path(project.db_path))
+    assert OwnerLock(lock_path(project.db_path)).try_acquire()
+
+
+def test_stdout_is_pure_and_stdin_close_exits(raw_server):
+    proc, project = raw_server
+    _request(proc, {"jsonrpc": "2.0", "id": 4, "method": "ping"})
+    _request(proc, {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "query_context", "arguments": {"query": "", "k": "many"}}})
+    # The client goes away in the middle of a call, without reading the answer.
+    _request(proc, {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
+        "name": "refresh_context", "arguments": {"paths": ["."], "async": False}}})
+    proc.stdin.close()
+    assert proc.wait(30) == 0
+    lines = proc.stdout.read().splitlines()
+    assert lines, "no answers at all"
+    for line in lines:
+        assert json.loads(line)["jsonrpc"] == "2.0"
+    _assert_released(project)
+
+
+def test_sigterm_exits_cleanly(raw_server):
+    proc, project = raw_server
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(15) == 0
+    _assert_released(project)
