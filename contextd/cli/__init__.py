@@ -69,7 +69,9 @@ _add_commands()
 def main() -> None:
     """Entry point of the console script: one error boundary for the whole CLI."""
     try:
-        cli.main(standalone_mode=False)
+        result = cli.main(standalone_mode=False)
+        # ctx.exit(n) comes back as a return value when standalone_mode is off.
+        sys.exit(result if isinstance(result, int) else 0)
     except click.exceptions.Abort:
         click.echo("contextd: aborted", err=True)
         sys.exit(130)
