@@ -46,7 +46,8 @@ SEMANTIC_ID = "semantic"
 CANDIDATES_PER_RESULT = 4
 # Latencies kept for the averages of ``stats()``.
 PERFORMANCE_WINDOW = 1000
-MODEL_PENDING_NOTE = "semantic results pending: model loading"
+# How long a request with wait_for_model waits (the very first run exports the model).
+MODEL_WAIT_S = 120.0
 
 
 def _task_field(task: Any, name: str, default: Any = None) -> Any:
@@ -174,6 +175,8 @@ class ContextModule:
 
     def query(self, request: QueryRequest) -> QueryResponse:
         """Answer a QueryRequest (CLI, MCP tool, socket)."""
+        if request.wait_for_model:
+            self.embedder.wait(MODEL_WAIT_S)
         budget = (self.budgets.for_snippets(request.max_tokens) if request.max_tokens
                   else self.budgets.calculate())
         context = self.retrieve(request.query, scope=request.scope, budget=budget,
@@ -292,7 +295,7 @@ class ContextModule:
         providers = []
         for pid in self.provider_factories():
             enabled = self.config.provider(pid).enabled
-            instance = self._providers.get(pid)
+            instance = self.provider(pid) if enabled else None
             factory = self.provider_factories()[pid]
             providers.append({
                 "id": pid, "name": getattr(factory, "name", pid),

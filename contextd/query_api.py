@@ -25,7 +25,9 @@ class QueryRequest:
     """A query. ``None`` means "the configured default": ``k`` (query.default_k),
     ``max_tokens`` (budget.default_max_tokens minus budget.reserve_for_prompt), ``min_score``
     (applied to each provider's own scores), ``providers`` (the hybrid provider plus enabled
-    providers it does not combine)."""
+    providers it does not combine). ``wait_for_model``: wait for the embedding model to load
+    instead of answering without semantic results meanwhile (a one-shot CLI wants this; a
+    long-lived server does not)."""
 
     query: str
     k: int | None = None
@@ -34,6 +36,7 @@ class QueryRequest:
     min_score: float | None = None
     providers: tuple[str, ...] | None = None
     task_id: str = ""
+    wait_for_model: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
@@ -44,7 +47,8 @@ class QueryRequest:
         return cls(query=data["query"], k=data.get("k"), scope=scope_from_dict(data.get("scope")),
                    max_tokens=data.get("max_tokens"), min_score=data.get("min_score"),
                    providers=tuple(providers) if providers is not None else None,
-                   task_id=data.get("task_id", ""))
+                   task_id=data.get("task_id", ""),
+                   wait_for_model=bool(data.get("wait_for_model", False)))
 
 
 @dataclass(frozen=True)

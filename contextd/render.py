@@ -10,7 +10,7 @@ tags included, fits.
 from __future__ import annotations
 
 from typing import Any
-from xml.sax.saxutils import quoteattr
+from xml.sax.saxutils import escape
 
 from contextd.ranking import MIN_TRIMMED_TOKENS, trim_snippet
 from contextd.records import ContextSnippet, TaskContext, to_dict
@@ -23,6 +23,7 @@ LANGUAGE_HINTS = {"typescript": "ts", "javascript": "js", "markdown": "md", "pyt
 OPEN_TAG = "<project_context>"
 CLOSE_TAG = "</project_context>"
 _CLOSERS = ("</snippet", "</project_context")
+_QUOTE = {'"': "&quot;"}
 
 
 def _protect(text: str) -> str:
@@ -48,7 +49,8 @@ def _open_tag(snippet: ContextSnippet) -> str:
         "lines": f"{snippet.start_line}-{snippet.end_line}", "score": f"{snippet.score:.2f}",
         "lang": LANGUAGE_HINTS.get(snippet.language, snippet.language),
         "source": ",".join(snippet.providers)}
-    text = " ".join(f"{key}={quoteattr(value)}" for key, value in attributes.items() if value)
+    text = " ".join(f'{key}="{escape(value, _QUOTE)}"' for key, value in attributes.items()
+                    if value)
     return f"  <snippet {text}>"
 
 
@@ -74,6 +76,18 @@ def render_context(context: TaskContext, max_tokens: int | None = None) -> str:
         used += overhead + snippet.tokens
     parts.append(CLOSE_TAG)
     return "\n".join(parts)
+
+
+def context_from_response(response: Any) -> TaskContext:
+    """A TaskContext holding a QueryResponse's hits, to render it as a block."""
+    snippets = tuple(ContextSnippet(
+        chunk_id=h.chunk_id, score=h.score, file_path=h.file_path, label=h.label, kind=h.kind,
+        text=h.snippet, language=h.language, start_line=h.start_line, end_line=h.end_line,
+        tokens=h.tokens, providers=tuple(h.providers), metadata=dict(h.metadata))
+        for h in response.hits)
+    return TaskContext(task_id="", query=response.query, snippets=snippets,
+                       total_tokens=response.total_tokens, providers=dict(response.providers),
+                       timings_ms=dict(response.timings_ms), notes=tuple(response.notes))
 
 
 def render_json(context: TaskContext) -> dict[str, Any]:

@@ -186,7 +186,7 @@ class GitHistoryProvider(ContextProvider):
         focused = [c for c in commits if len(c.files) <= LARGE_COMMIT_FILES]
         for seed in seeds:
             touching = [c for c in focused if seed in c.files]
-            shared = collections.Counter(p for c in touching for p in c.files if p not in seeds)
+            shared = collections.Counter(p for c in touching for p in c.files if p != seed)
             for path, count in shared.items():
                 if count >= MIN_SHARED_COMMITS:
                     together = [c for c in touching if path in c.files]

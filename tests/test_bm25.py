@@ -1,0 +1,65 @@
+"""BM25 scores equal the reference rank_bm25.BM25Okapi on real text (the standard library's
+own sources), also after documents are removed and added back incrementally."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import textwrap
+
+import pytest
+from rank_bm25 import BM25Okapi
+
+from contextd.providers.fulltext import BM25Index, code_tokens
+
+
+def _corpus() -> list[list[str]]:
+    docs = []
+    for module in (json, textwrap, inspect):
+        source = inspect.getsource(module)
+        docs += [code_tokens(block) for block in source.split("\n\n") if code_tokens(block)]
+    return docs[:600]
+
+
+QUERIES = ["parse json string decoder", "wrap text width", "getsource of a function",
+           "indent dedent lines", "signature parameters default", "JSONDecodeError"]
+
+
+def _assert_same(index: BM25Index, ids: list[str], corpus: list[list[str]]) -> None:
+    reference = BM25Okapi(corpus)
+    for query in QUERIES:
+        tokens = code_tokens(query)
+        expected = reference.get_scores(tokens)
+        ours = index.scores(tokens)
+        assert [ours[i] for i in ids] == pytest.approx(list(expected), rel=1e-9, abs=1e-9)
+
+
+def test_scores_match_rank_bm25():
+    corpus = _corpus()
+    index = BM25Index()
+    ids = [str(i) for i in range(len(corpus))]
+    for doc_id, tokens in zip(ids, corpus):
+        index.add(doc_id, tokens)
+    _assert_same(index, ids, corpus)
+
+
+def test_incremental_updates_match_a_fresh_reference():
+    corpus = _corpus()
+    index = BM25Index()
+    ids = [str(i) for i in range(len(corpus))]
+    for doc_id, tokens in zip(ids, corpus):
+        index.add(doc_id, tokens)
+    removed = set(ids[::3])
+    for doc_id in removed:
+        index.remove(doc_id)
+    index.add("new", code_tokens("def fresh_wrapper(text, width): return wrap(text, width)"))
+    kept = [i for i in ids if i not in removed] + ["new"]
+    docs = [corpus[int(i)] for i in kept[:-1]] + [
+        code_tokens("def fresh_wrapper(text, width): return wrap(text, width)")]
+    _assert_same(index, kept, docs)
+
+
+def test_code_aware_tokens_keep_identifier_and_parts():
+    tokens = code_tokens("parseHTTPResponse max_retries")
+    assert "parsehttpresponse" in tokens and {"pars", "http", "respons"} <= set(tokens)
+    assert "max_retries" in tokens and "retry" in tokens

@@ -1,0 +1,116 @@
+"""ContextModule: task contexts, budgets, fallback, metrics, stats, JSON round trips."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contextd.budget import BudgetManager, TaskType
+from contextd.config import BudgetConfig, config_from_dict
+from contextd.module import ContextModule
+from contextd.project import Project
+from contextd.query_api import Hit, QueryRequest, QueryResponse
+from contextd.records import ContextScope, TaskContext, to_dict
+
+pytest_plugins = ["conftest_providers"]
+
+
+def test_budget_manager_adjustments():
+    manager = BudgetManager(BudgetConfig(default_max_tokens=1000, reserve_for_prompt=200))
+    assert manager.calculate(5).max_tokens == 1000
+    assert manager.calculate(9).max_tokens == 1500
+    assert manager.calculate(2).max_tokens == 700
+    assert manager.calculate(9, "architecture").max_tokens == 1950
+    assert manager.calculate(5, TaskType.BUGFIX).max_tokens == 800
+    assert manager.available(manager.calculate(5)) == 800
+    assert manager.usage_note(manager.calculate(5), 700) is not None
+    assert manager.usage_note(manager.calculate(5), 100) is None
+
+
+@pytest.mark.parametrize("task_type,complexity", [("BUGFIX", 2), ("ARCHITECTURE", 9), (None, 5)])
+def test_task_context_respects_budget(golden_module, task_type, complexity):
+    task = {"task_id": "T-1", "title": "Fix token refresh",
+            "description": "Expired access tokens are not refreshed; check JwtValidator",
+            "keywords": ["refresh_token"], "complexity": complexity, "task_type": task_type}
+    context = golden_module.get_task_context(task)
+    budget = golden_module.budgets.calculate(complexity, task_type)
+    assert context.snippets and context.task_id == "T-1"
+    assert context.total_tokens == sum(s.tokens for s in context.snippets)
+    assert context.total_tokens <= budget.max_tokens - budget.reserve_for_prompt
+    assert any(s.label.endswith("refresh_token") for s in context.snippets[:3])
+    assert set(context.providers) <= {"semantic", "symbol", "full_text", "git_history"}
+    assert "total" in context.timings_ms and "semantic" in context.timings_ms
+
+
+@pytest.mark.parametrize("budget", [50, 200, 700])
+def test_query_never_exceeds_budget(golden_module, budget):
+    response = golden_module.query(QueryRequest("order payment refund cart", k=20,
+                                                max_tokens=budget))
+    assert response.hits and response.total_tokens <= budget
+    assert sum(h.tokens for h in response.hits) == response.total_tokens
+
+
+def test_scope_hints_of_a_task(golden_module):
+    context = golden_module.get_task_context({"title": "retry failed requests",
+                                              "paths": ["web/"], "languages": ["typescript"]})
+    assert context.snippets and all(s.file_path.startswith("web/") for s in context.snippets)
+
+
+def test_fallback_returns_empty_context(golden_module):
+    for fallback in (True, False):
+        config = config_from_dict({"core": {"fallback_enabled": fallback},
+                                   "query": {"default_k": 5}})
+        module = ContextModule(Project(golden_module.project.root, config), golden_module.store)
+        task = {"title": "anything", "k": "not a number"}
+        if fallback:
+            context = module.get_task_context(task)
+            assert context.snippets == () and "context unavailable" in context.notes[0]
+        else:
+            with pytest.raises(ValueError):
+                module.get_task_context(task)
+
+
+def test_pending_model_still_answers_lexically(golden_module):
+    module = ContextModule(golden_module.project, golden_module.store)  # fresh embedder handle
+    response = module.query(QueryRequest("RateLimiter.allow", k=3))
+    if module.embedder.loading:  # the model loads in seconds; the answer did not wait for it
+        assert "semantic results pending: model loading" in response.notes
+    assert response.hits[0].label == "RateLimiter.allow"
+    module.embedder.wait(60)
+    module.shutdown()
+
+
+def test_usage_metrics_and_stats(golden_module):
+    before = golden_module.store.stats()["queries"]
+    golden_module.query(QueryRequest("cache eviction", k=2))
+    stats = golden_module.stats()
+    assert stats["storage"]["queries"] == before + 1
+    ids = {p["id"]: p for p in stats["providers"]}
+    assert {"semantic", "symbol", "full_text", "git_history", "hybrid"} <= set(ids)
+    assert ids["semantic"]["available"] and ids["semantic"]["stats"]["vectors"] > 0
+    assert stats["performance"]["avg_ms"]["total"] > 0
+    assert stats["languages"]["python"] > 0
+
+
+def test_request_and_response_round_trip_through_json(golden_module):
+    request = QueryRequest("x", k=3, scope=ContextScope(paths=("src",), kinds=("CODE_CLASS",)),
+                           max_tokens=100, min_score=0.1, providers=("symbol",), task_id="t")
+    assert QueryRequest.from_dict(json.loads(json.dumps(to_dict(request)))) == request
+    response = golden_module.query(QueryRequest("LRUCache", k=3))
+    again = QueryResponse.from_dict(json.loads(json.dumps(to_dict(response))))
+    assert again == response and isinstance(again.hits[0], Hit)
+
+
+def test_unknown_provider_is_a_usage_error(golden_module):
+    from contextd.errors import UsageError
+
+    with pytest.raises(UsageError, match="choose from: .*full_text"):
+        golden_module.query(QueryRequest("x", providers=("nope",)))
+
+
+def test_render_of_a_task_context(golden_module):
+    context = golden_module.get_task_context({"title": "database connection retry"})
+    block = golden_module.render(context)
+    assert block.startswith("<project_context>") and block.endswith("</project_context>")
+    assert isinstance(context, TaskContext) and 'path="src/shoptrack/db.py"' in block
