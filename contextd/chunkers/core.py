@@ -24,6 +24,23 @@ from contextd.tokens import (DIGIT_WEIGHT, PUNCT_WEIGHT, WORD_CHAR_WEIGHT, WORD_
 # costs more than estimate_tokens gives it, so cuts made on byte costs stay under the cap.
 HIGH_BYTE_WEIGHT = 0.6
 
+
+def _byte_tables() -> tuple[np.ndarray, np.ndarray]:
+    """Per byte value: is it part of a word, and its weight in the estimate (word starts are
+    added separately): the byte-level twin of estimate_tokens's counts."""
+    values = np.arange(256)
+    digit = (values >= 48) & (values <= 57)
+    letter = ((values | 32) >= 97) & ((values | 32) <= 122)
+    high = values >= 128
+    space = np.isin(values, (9, 10, 13, 32))
+    word = digit | letter | high
+    weights = (PUNCT_WEIGHT * (~space & ~word) + WORD_CHAR_WEIGHT * word
+               + DIGIT_WEIGHT * digit + HIGH_BYTE_WEIGHT * high)
+    return word, weights.astype(np.float64)
+
+
+_IS_WORD, _BYTE_WEIGHTS = _byte_tables()
+
 _ALNUM_RE = re.compile(r"[^\W_]")
 
 
@@ -63,14 +80,11 @@ class Source:
         """Running sum of per-byte token weights, computed once per file on first need."""
         if self._prefix is None:
             b = np.frombuffer(self.data, dtype=np.uint8)
-            space = (b == 32) | (b == 10) | (b == 9) | (b == 13)
-            digit = (b >= 48) & (b <= 57)
-            high = b >= 128
-            word = digit | ((b | 32) >= 97) & ((b | 32) <= 122) | high
-            starts = word.copy()
-            starts[1:] &= ~word[:-1]
-            weights = (PUNCT_WEIGHT * (~space & ~word) + WORD_CHAR_WEIGHT * word
-                       + DIGIT_WEIGHT * digit + WORD_WEIGHT * starts + HIGH_BYTE_WEIGHT * high)
+            word = _IS_WORD[b]
+            weights = _BYTE_WEIGHTS[b]
+            weights[1:] += WORD_WEIGHT * (word[1:] & ~word[:-1])
+            if len(word):
+                weights[0] += WORD_WEIGHT * word[0]
             self._prefix = np.concatenate(([0.0], np.cumsum(weights)))
         return self._prefix
 
