@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from contextd.boundary import Boundary, FileEntry
+from contextd.contextualize import contextualizer_signature
 from contextd.embedders.common import cpu_count
 from contextd.embedding import get_embedder
 from contextd.errors import UsageError
@@ -25,6 +26,12 @@ from contextd.indexer.report import IndexReport
 from contextd.progress import NullProgress, Progress
 from contextd.project import Project
 from contextd.store.base import IndexStore
+
+# index_meta keys: the measured indexing rate (for rebuild estimates) and the contextualizer
+# signature the stored index texts were built with.
+THROUGHPUT_META_KEY = "indexing_bytes_per_second"
+SIGNATURE_META_KEY = "contextualizer_signature"
+THROUGHPUT_MIN_BYTES = 256 * 1024  # smaller runs measure start-up, not throughput
 
 
 class Indexer:
@@ -79,12 +86,19 @@ class Indexer:
         """Make the index current: resume an interrupted bootstrap, bootstrap an empty index,
         or catch up with changes made while nothing was watching."""
         with self._run_lock:
+            signature = contextualizer_signature(self.config)
             job_id, pending = self.store.progress_pending()
             if pending:
-                return self._resume(job_id, pending, progress, cancel)
-            if not self.store.file_states():
-                return self.bootstrap(progress=progress, cancel=cancel)
-            return self._refresh(None, False, progress, cancel, mode="incremental")
+                report = self._resume(job_id, pending, progress, cancel)
+            elif not self.store.file_states():
+                report = self.bootstrap(progress=progress, cancel=cancel)
+            else:
+                # Index texts built by another contextualizer must all be rebuilt.
+                force = self.store.get_meta(SIGNATURE_META_KEY) not in (None, signature)
+                report = self._refresh(None, force, progress, cancel, mode="incremental")
+            if not report.cancelled:
+                self.store.set_meta(SIGNATURE_META_KEY, signature)
+            return report
 
     def bootstrap(self, prefixes: Sequence[str] | None = None, progress: Progress | None = None,
                   cancel: threading.Event | None = None, job_id: str | None = None,
@@ -173,7 +187,7 @@ class Indexer:
 
     def _refresh(self, paths: Sequence[str] | None, force: bool, progress: Progress | None,
                  cancel: threading.Event | None, mode: str) -> IndexReport:
-        rels = None if paths is None else [self._relative(p) for p in paths]
+        rels = None if paths is None else [self.relative(p) for p in paths]
         if rels is not None and any(r in ("", ".") for r in rels):
             rels = None
         entries = self._entries_for(rels)
@@ -209,7 +223,9 @@ class Indexer:
             entries += [e for e in self.boundary.iter_files() if in_scope(e.path, walk)]
         return entries
 
-    def _relative(self, path: str) -> str:
+    def relative(self, path: str) -> str:
+        """``path`` (absolute, or relative to the root) as a root-relative POSIX path;
+        raises UsageError outside the root."""
         root = self.project.root
         absolute = Path(os.path.normpath(path if os.path.isabs(path) else root / path))
         try:
@@ -246,5 +262,8 @@ class Indexer:
         report.cancelled = cancel.is_set()
         report.embeddings_reused = max(0, writer.distinct_texts - report.chunks_embedded)
         report.seconds = time.perf_counter() - started
+        if report.bytes_indexed >= THROUGHPUT_MIN_BYTES:
+            self.store.set_meta(THROUGHPUT_META_KEY,
+                                f"{report.bytes_indexed / report.seconds:.0f}")
         progress.finish(report.summary)
         return report

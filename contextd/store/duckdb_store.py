@@ -578,7 +578,9 @@ class DuckDBStore(IndexStore):
 
     def vacuum(self) -> None:
         with self._write_lock:
-            self._cursor().execute("CHECKPOINT")
+            # FORCE: other threads' cursors may hold a finished read open, which a plain
+            # CHECKPOINT refuses to wait for.
+            self._cursor().execute("FORCE CHECKPOINT")
             self._cursor().execute("VACUUM")
 
     def close(self) -> None:
