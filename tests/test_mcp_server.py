@@ -243,9 +243,8 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "clientInfo": {"name": "raw-test", "version": "0"}}}
 
 
-@pytest.fixture()
-def raw_server(tmp_path, monkeypatch):
-    """A server on a pipe we drive by hand; returns (process, project)."""
+def _start_raw(tmp_path, monkeypatch):
+    """A server on a pipe we drive by hand, past initialize and tools/list."""
     env = server_env(tmp_path / "run")
     monkeypatch.setenv("XDG_RUNTIME_DIR", env["XDG_RUNTIME_DIR"])
     root = make_repo(tmp_path / "repo")
@@ -256,10 +255,26 @@ def raw_server(tmp_path, monkeypatch):
     _request(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
     _request(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     assert len(_read_answer(proc, 2)["result"]["tools"]) == len(TOOLS)
+    return proc, Project.open(str(root))
+
+
+def test_stdin_close_during_startup_exits_cleanly(tmp_path, monkeypatch):
+    """The background start (DuckDB, the model) is under way when the client leaves."""
+    proc, _ = _start_raw(tmp_path, monkeypatch)
+    time.sleep(0.3)
+    proc.stdin.close()
+    assert proc.wait(30) == 0
+    assert "terminate called" not in (tmp_path / "server.log").read_text()
+
+
+@pytest.fixture()
+def raw_server(tmp_path, monkeypatch):
+    """A server that owns its project; returns (process, project)."""
+    proc, project = _start_raw(tmp_path, monkeypatch)
     _request(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
         "name": "get_context_stats", "arguments": {}}})
     assert _read_answer(proc, 3)["result"]["structuredContent"]["owner"]["this_process"]
-    yield proc, Project.open(str(root))
+    yield proc, project
     if proc.poll() is None:
         proc.kill()
     proc.wait()

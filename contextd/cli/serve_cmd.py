@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from contextd.cli.common import CliState, pass_state
@@ -30,6 +33,13 @@ def serve(state: CliState, http_port: int | None, root: str | None) -> None:
     from contextd.server import serve as run
 
     run(root or state.root, state.config_path, http_port, verbose=state.verbose)
+    # run() has closed what matters (the database, the owner lock and socket). Native
+    # libraries (DuckDB, ONNX Runtime) abort when the interpreter finalises while a
+    # background thread is still inside them (a model warm-up, a catch-up batch), so the
+    # process ends here instead of going through finalisation.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 commands = [serve]
