@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import queue
 import threading
 import time
 from typing import Any, Iterable
@@ -56,6 +57,39 @@ def _task_field(task: Any, name: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
+class UsageRecorder:
+    """Writes usage_metrics rows on a background thread, in order; ``flush`` waits for them."""
+
+    def __init__(self, store: Any):
+        self.store = store
+        self._queue: queue.Queue = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, *row: Any) -> None:
+        """Queue one ``store.record_usage(*row)``."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="contextd-usage",
+                                                daemon=True)
+                self._thread.start()
+        self._queue.put(row)
+
+    def _run(self) -> None:
+        while True:
+            row = self._queue.get()
+            try:
+                self.store.record_usage(*row)
+            except Exception as exc:  # metrics must never cost anyone an answer
+                log.warning("could not record usage metrics: %s", exc)
+            finally:
+                self._queue.task_done()
+
+    def flush(self) -> None:
+        """Wait until every queued row is written."""
+        self._queue.join()
+
+
 class ContextModule:
     """Retrieves, fuses, de-duplicates and budgets context for a project's index."""
 
@@ -71,6 +105,7 @@ class ContextModule:
         self._latency: dict[str, collections.deque] = collections.defaultdict(
             lambda: collections.deque(maxlen=PERFORMANCE_WINDOW))
         self._engine: Any = None
+        self._usage = UsageRecorder(store)
 
     # ----- construction -----------------------------------------------------------------
     @classmethod
@@ -198,11 +233,12 @@ class ContextModule:
         if not query.strip():
             return TaskContext.empty(task_id, query, "empty query")
         selected = self._select(providers)
+        generation = self.store.generation()
         provider_query = ProviderQuery(query, max(DEFAULT_CANDIDATES, k * CANDIDATES_PER_RESULT),
-                                       min_score or 0.0)
+                                       min_score or 0.0, generation)
         runs, candidates, notes = self._gather(selected, provider_query, scope, budget)
         unique = deduplicate(candidates)
-        vectors = self._vectors([s.chunk_id for s in unique])
+        vectors = self._vectors([s.chunk_id for s in unique], generation)
         selection = mmr_select(unique, vectors, self.config.query.mmr_lambda,
                                self.budgets.available(budget), k,
                                rerank=self.config.query.rerank_enabled)
@@ -262,27 +298,25 @@ class ContextModule:
                      order=list(ranked))
         return runs, fused, notes
 
-    def _vectors(self, chunk_ids: list[str]) -> dict[str, Any]:
+    def _vectors(self, chunk_ids: list[str], generation: int) -> dict[str, Any]:
         """Embeddings of candidate chunks for MMR, from the semantic provider's memory."""
         semantic = self.provider(SEMANTIC_ID) if SEMANTIC_ID in self.provider_factories() else None
         if semantic is None or not hasattr(semantic, "vectors") or not semantic.is_available():
             return {}
-        return semantic.vectors(chunk_ids)
+        return semantic.vectors(chunk_ids, generation)
 
     def _record(self, task_id: str, query: str, snippets: list[ContextSnippet], tokens: int,
                 timings: dict[str, float]) -> None:
+        """Keep latencies for stats() and queue a usage_metrics row: the write (a database
+        transaction) happens on a background thread, off the query's latency."""
         for key, value in timings.items():
             self._latency[key].append(value)
         metrics = self.config.metrics
-        if not metrics.enabled:
-            return
-        try:
-            self.store.record_usage(
+        if metrics.enabled:
+            self._usage.submit(
                 task_id, query, sorted({p for s in snippets for p in s.providers}),
                 len(snippets), tokens if metrics.track_token_usage else 0,
                 timings["total"] if metrics.track_latency else 0.0)
-        except Exception as exc:  # metrics must never cost the caller its answer
-            log.warning("could not record usage metrics: %s", exc)
 
     # ----- reporting and lifecycle ------------------------------------------------------
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
@@ -292,6 +326,7 @@ class ContextModule:
     def stats(self) -> dict[str, Any]:
         """Providers (id, name, type, enabled, available, stats), storage, average latencies
         and languages, for ``contextd stats`` and get_context_stats."""
+        self._usage.flush()
         providers = []
         for pid in self.provider_factories():
             enabled = self.config.provider(pid).enabled
@@ -315,6 +350,7 @@ class ContextModule:
         with self._lock:
             providers, self._providers = self._providers, {}
             engine, self._engine = self._engine, None
+        self._usage.flush()
         for provider in providers.values():
             try:
                 provider.shutdown()

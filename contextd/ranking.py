@@ -92,32 +92,30 @@ def fuse(ranked: Mapping[str, Sequence[ContextSnippet]], weights: Mapping[str, f
         scores = _weighted_average_scores(ranked, weights)
     else:
         scores = _cascade_scores(ranked, order)
-    merged = _merge_attribution(ranked)
-    fused = [dataclasses.replace(snippet, score=min(1.0, scores[cid]))
-             for cid, snippet in merged.items()]
+    fused = [dataclasses.replace(snippet, score=min(1.0, scores[cid]), providers=providers,
+                                 metadata=meta)
+             for cid, (snippet, providers, meta) in _merge_attribution(ranked).items()]
     fused.sort(key=lambda s: (-s.score, s.file_path, s.start_line))
     return fused
 
 
 def _merge_attribution(ranked: Mapping[str, Sequence[ContextSnippet]]
-                       ) -> dict[str, ContextSnippet]:
-    """One snippet per chunk id with the union of providers, their ranks and metadata."""
-    merged: dict[str, ContextSnippet] = {}
+                       ) -> dict[str, tuple[ContextSnippet, tuple[str, ...], dict]]:
+    """Per chunk id: its first snippet, the union of providers, and merged metadata with
+    every provider's rank."""
+    merged: dict[str, tuple[ContextSnippet, list[str], dict]] = {}
     for provider, items in ranked.items():
         for rank, snippet in enumerate(items, start=1):
-            current = merged.get(snippet.chunk_id)
-            if current is None:
-                meta = {**snippet.metadata, "provider_ranks": {provider: rank}}
-                merged[snippet.chunk_id] = dataclasses.replace(
-                    snippet, providers=tuple(dict.fromkeys(snippet.providers or (provider,))),
-                    metadata=meta)
-                continue
-            meta = {**snippet.metadata, **current.metadata}
-            meta["provider_ranks"] = {**current.metadata["provider_ranks"], provider: rank}
-            providers = tuple(dict.fromkeys(current.providers + (snippet.providers or (provider,))))
-            merged[snippet.chunk_id] = dataclasses.replace(current, providers=providers,
-                                                           metadata=meta)
-    return merged
+            entry = merged.get(snippet.chunk_id)
+            if entry is None:
+                entry = merged[snippet.chunk_id] = (snippet, [], {"provider_ranks": {}})
+            first, providers, meta = entry
+            providers.extend(p for p in (snippet.providers or (provider,)) if p not in providers)
+            for key, value in snippet.metadata.items():
+                meta.setdefault(key, value)
+            meta["provider_ranks"][provider] = rank
+    return {cid: (first, tuple(providers), meta)
+            for cid, (first, providers, meta) in merged.items()}
 
 
 # ----- de-duplication --------------------------------------------------------------------

@@ -37,6 +37,9 @@ class ProviderQuery:
     text: str
     limit: int = DEFAULT_CANDIDATES
     min_score: float = 0.0
+    # The store generation this query reads at (read once per query by the module, so the
+    # providers need not ask the database again); None: ask the store.
+    generation: int | None = None
 
     @classmethod
     def of(cls, query: "ProviderQuery | str") -> "ProviderQuery":
@@ -118,6 +121,44 @@ class ProviderContext:
     def settings(self, provider_id: str) -> ProviderConfig:
         """The [providers.<id>] section (defaults for an unconfigured third-party provider)."""
         return self.config.provider(provider_id)
+
+    def __post_init__(self) -> None:
+        self._rows = RowCache(self.store)
+
+    def rows(self, chunk_ids: Sequence[str], generation: int | None = None
+             ) -> dict[str, ChunkRow]:
+        """Stored chunks by id, cached until the store's generation moves."""
+        return self._rows.get(chunk_ids, generation)
+
+
+class RowCache:
+    """Chunk rows by id for one store generation: the providers of one query (and the next
+    queries, until a write) ask for overlapping chunks, and each database round trip costs
+    milliseconds under load."""
+
+    def __init__(self, store: IndexStore):
+        self.store = store
+        self._generation = -1
+        self._rows: dict[str, ChunkRow] = {}
+        self._lock = threading.Lock()
+
+    def get(self, chunk_ids: Sequence[str], generation: int | None = None
+            ) -> dict[str, ChunkRow]:
+        """Rows of the given ids that exist."""
+        generation = self.store.generation() if generation is None else generation
+        with self._lock:
+            if generation != self._generation:
+                self._rows, self._generation = {}, generation
+            rows = self._rows
+        missing = [cid for cid in chunk_ids if cid not in rows]
+        if missing:
+            fetched = self.store.chunks_by_id(missing)
+            with self._lock:
+                if self._generation == generation:
+                    rows.update(fetched)
+            return {cid: rows.get(cid) or fetched[cid] for cid in chunk_ids
+                    if cid in rows or cid in fetched}
+        return {cid: rows[cid] for cid in chunk_ids}
 
 
 class ContextProvider:
@@ -248,10 +289,10 @@ class FilePaths:
         self._paths: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def get(self, store: IndexStore) -> dict[str, int]:
-        """The current mapping."""
+    def get(self, store: IndexStore, generation: int | None = None) -> dict[str, int]:
+        """The mapping at ``generation`` (None: the store's current one)."""
         with self._lock:
-            generation = store.generation()
+            generation = store.generation() if generation is None else generation
             if generation != self._generation:
                 self._paths = {p: s.file_id for p, s in store.file_states().items()}
                 self._generation = generation
@@ -273,10 +314,11 @@ class IncrementalIndex:
         # Held by sync and by readers, so a query never sees a half-applied update.
         self.lock = threading.RLock()
 
-    def sync(self) -> None:
-        """Bring the structure up to date with the store (thread-safe)."""
+    def sync(self, generation: int | None = None) -> None:
+        """Bring the structure up to date with the store (thread-safe); ``generation`` is the
+        store's current one when the caller has just read it."""
         with self.lock:
-            current = self.store.generation()
+            current = self.store.generation() if generation is None else generation
             if current == self.generation:
                 return
             if self.generation < 0:

@@ -257,14 +257,14 @@ class FullTextProvider(ContextProvider):
         index = self.index
         scope_filter = ScopeFilter(scope)
         with index.lock:
-            index.sync()
+            index.sync(query.generation)
             accept = None if scope_filter.unrestricted else (
                 lambda cid: scope_filter.accepts(*index.meta[cid]))
             hits = index.bm25.top(tokens, query.limit, accept)
         if not hits:
             return []
         best = hits[0][1]
-        rows = self.context.store.chunks_by_id([cid for cid, _ in hits])
+        rows = self.context.rows([cid for cid, _ in hits], index.generation)
         results = [snippet_from_row(rows[cid], score / best, self.id, {"bm25": round(score, 4)})
                    for cid, score in hits if cid in rows]
         return [s for s in results if s.score >= query.min_score]

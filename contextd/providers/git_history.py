@@ -147,7 +147,7 @@ class GitHistoryProvider(ContextProvider):
             return []
         found: dict[str, tuple[float, str, list[Commit]]] = {}
         self._by_message(commits, words, found)
-        seeds = self._named_files(query.text)
+        seeds = self._named_files(query.text, query.generation)
         for path in seeds:
             touching = [c for c in commits if path in c.files]
             if touching:
@@ -165,20 +165,20 @@ class GitHistoryProvider(ContextProvider):
                 for path in commit.files:
                     _offer(found, path, MESSAGE_WEIGHT * overlap, "commit_message", [commit])
 
-    def _named_files(self, text: str) -> set[str]:
+    def _named_files(self, text: str, generation: int | None) -> set[str]:
         """Indexed files the query names, or that define the symbols it names."""
         config = self.context.config
         extensions = frozenset(e.lower() for e in config.indexing.allowed_extensions)
         candidates, names = extract_candidates(text, extensions,
                                                config.ranking.max_symbol_candidates)
         paths = set()
-        for path in self._paths.get(self.context.store):
+        for path in self._paths.get(self.context.store, generation):
             if any(path == n or path.endswith("/" + n) for n in names):
                 paths.add(path)
         strong = [c.lower for c in candidates if c.weight >= 1.0]
         if strong:
             ids = [row[0] for row in self.context.store.find_symbols(strong)]
-            paths |= {r.file_path for r in self.context.store.chunks_by_id(ids).values()}
+            paths |= {r.file_path for r in self.context.rows(ids, generation).values()}
         return paths
 
     def _co_changes(self, commits: list[Commit], seeds: set[str],
@@ -195,7 +195,7 @@ class GitHistoryProvider(ContextProvider):
 
     def _snippets(self, found: dict[str, tuple[float, str, list[Commit]]], words: set[str],
                   scope: ContextScope, query: ProviderQuery) -> list[ContextSnippet]:
-        paths = self._paths.get(self.context.store)
+        paths = self._paths.get(self.context.store, query.generation)
         scope_filter = ScopeFilter(scope)
         ranked = sorted((p for p in found if p in paths and scope_filter.accepts_path(p)),
                         key=lambda p: (-found[p][0], p))[:query.limit]

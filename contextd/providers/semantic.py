@@ -132,14 +132,14 @@ class SemanticProvider(ContextProvider):
             return PENDING_NOTE
         return None
 
-    def ready_index(self) -> VectorIndex | None:
+    def ready_index(self, generation: int | None = None) -> VectorIndex | None:
         """The vector index, synced with the store; None while the model is loading."""
         embedder = self._embedder()
         if embedder is None:
             return None
         if self.index is None or self.index.model != embedder.identity:
             self.index = VectorIndex(self.context.store, embedder.identity, embedder.dimension)
-        self.index.sync()
+        self.index.sync(generation)
         return self.index
 
     def warm_up(self) -> None:
@@ -148,20 +148,21 @@ class SemanticProvider(ContextProvider):
     def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
         query = ProviderQuery.of(query)
-        index = self.ready_index()
+        index = self.ready_index(query.generation)
         if index is None or not query.text.strip():
             return []
         vector = self._embedder().embed_query(query.text)
         min_score = max(query.min_score, self.context.config.query.min_score_threshold)
         with index.lock:
             hits = index.search(vector, query.limit, ScopeFilter(scope), min_score)
-        rows = self.context.store.chunks_by_id([cid for cid, _ in hits])
+        rows = self.context.rows([cid for cid, _ in hits], index.generation)
         return [snippet_from_row(rows[cid], score, self.id, {"cosine": round(score, 4)})
                 for cid, score in hits if cid in rows]
 
-    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+    def vectors(self, chunk_ids: Sequence[str], generation: int | None = None
+                ) -> dict[str, np.ndarray]:
         """In-memory vectors of chunks, for MMR (empty while the model is loading)."""
-        index = self.ready_index()
+        index = self.ready_index(generation)
         return index.vectors(chunk_ids) if index is not None else {}
 
     def stats(self) -> dict[str, Any]:

@@ -130,10 +130,10 @@ class SymbolProvider(ContextProvider):
                                                config.ranking.max_symbol_candidates)
         scored: dict[str, tuple[int, float, dict[str, Any]]] = {}
         self._definitions(candidates, scored)
-        self._files(files, scored)
+        self._files(files, scored, query.generation)
         if not scored:
             return []
-        rows = self.context.store.chunks_by_id(list(scored))
+        rows = self.context.rows(list(scored), query.generation)
         scope_filter = ScopeFilter(scope)
         ranked = sorted((cid for cid in scored if cid in rows and scope_filter.accepts_row(rows[cid])),
                         key=lambda cid: (scored[cid][0], -scored[cid][1], cid))
@@ -164,12 +164,12 @@ class SymbolProvider(ContextProvider):
             score = found_names.get(target.lower(), found_names.get(short, 0.0))
             scored[chunk_id] = (2, score * REFERENCE_FACTOR, {"references": target})
 
-    def _files(self, names: list[str], scored: dict[str, tuple[int, float, dict[str, Any]]]
-               ) -> None:
+    def _files(self, names: list[str], scored: dict[str, tuple[int, float, dict[str, Any]]],
+               generation: int | None) -> None:
         """The first chunks of files the query names (tier 1)."""
         if not names:
             return
-        paths = self._paths.get(self.context.store)
+        paths = self._paths.get(self.context.store, generation)
         wanted = [fid for path, fid in paths.items()
                   if any(path == n or path.endswith("/" + n) or path.startswith(n.rstrip("/") + "/")
                          for n in names)]
