@@ -4,10 +4,10 @@ Prints, in one run: throughput (chunks/s, lines/s) of torch fp32, ONNX fp32 and 
 warm query-embedding latency p50/p95; cold-process time to the first query vector (a fresh
 interpreter per backend, so torch's import cost shows); and how well the vectors agree.
 
-    .venv/bin/python benchmarks/bench_embedders.py            # 2000 chunks
+    .venv/bin/python benchmarks/bench_embedders.py            # 1000 chunks, 3 rounds
     .venv/bin/python benchmarks/bench_embedders.py --limit 500 --json
 
-The ONNX models are prepared (exported) before timing; export time is reported separately.
+The ONNX models are prepared (exported) before timing (`contextd embedders prepare` times that).
 """
 
 from __future__ import annotations
@@ -85,25 +85,32 @@ def top_k_agreement(a: np.ndarray, b: np.ndarray, k: int = 10) -> float:
     return float(np.mean([len(set(x) & set(y)) / k for x, y in zip(na, nb)]))
 
 
-def measure(name: str, chunks: list[str], lines: int) -> tuple[dict, np.ndarray]:
+def throughput(chunks: list[str], rounds: int) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Median seconds to embed all chunks per backend, the backends taking turns each round
+    so that load from other processes on a shared machine hits them alike."""
+    seconds: dict[str, list[float]] = {name: [] for name in BACKENDS}
+    vectors = {}
+    for _ in range(rounds):
+        for name in BACKENDS:
+            started = time.perf_counter()
+            vectors[name] = get_embedder(config_for(name)).embed(chunks)
+            seconds[name].append(time.perf_counter() - started)
+    return {name: statistics.median(s) for name, s in seconds.items()}, vectors
+
+
+def measure(name: str, chunks: list[str], lines: int, elapsed: float) -> dict:
+    """One backend's row: throughput from ``elapsed`` and warm single-query latencies."""
     embedder = get_embedder(config_for(name))
-    started = time.perf_counter()
-    getattr(embedder, "prepare", lambda: None)()
-    prepare_s = time.perf_counter() - started
-    embedder.embed(chunks[:32])  # load the model and warm up the runtime
-    started = time.perf_counter()
-    vectors = embedder.embed(chunks)
-    elapsed = time.perf_counter() - started
     latencies = []
     for query in QUERIES * 8:
         t0 = time.perf_counter()
         embedder.embed_query(query)
         latencies.append((time.perf_counter() - t0) * 1000)
-    row = {"backend": name, "identity": embedder.identity, "prepare_s": round(prepare_s, 2),
+    row = {"backend": name, "identity": embedder.identity,
            "chunks_per_s": round(len(chunks) / elapsed, 1), "lines_per_s": round(lines / elapsed),
            "query_p50_ms": round(float(np.percentile(latencies, 50)), 2),
            "query_p95_ms": round(float(np.percentile(latencies, 95)), 2)}
-    return row, vectors
+    return row
 
 
 def agreement(vectors: dict[str, np.ndarray]) -> list[dict]:
@@ -119,15 +126,21 @@ def agreement(vectors: dict[str, np.ndarray]) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--limit", type=int, default=2000, help="chunks to embed")
+    parser.add_argument("--limit", type=int, default=1000, help="chunks to embed")
+    parser.add_argument("--rounds", type=int, default=3, help="throughput runs per backend")
     parser.add_argument("--cold-repeats", type=int, default=3, help="cold starts per backend")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args()
     chunks = stdlib_chunks(args.limit)
     lines = sum(c.count("\n") + 1 for c in chunks)
-    rows, vectors = [], {}
+    for name in BACKENDS:  # export/load and warm up outside the timings
+        embedder = get_embedder(config_for(name))
+        getattr(embedder, "prepare", lambda: None)()
+        embedder.embed(chunks[:32])
+    elapsed, vectors = throughput(chunks, args.rounds)
+    rows = []
     for name in BACKENDS:
-        row, vectors[name] = measure(name, chunks, lines)
+        row = measure(name, chunks, lines, elapsed[name])
         row["cold_first_query_s"] = round(cold_start_seconds(name, args.cold_repeats), 2)
         rows.append(row)
         print(f"measured {name}", file=sys.stderr)
