@@ -131,9 +131,10 @@ class EmbeddingConfig:
     batch_size: int = _opt(64, min=1, max=4096, help="Chunks per embedding batch.")
     normalize: bool = _opt(True, help="L2-normalise vectors.")
     cache_enabled: bool = _opt(True, help="Reuse vectors of identical chunk text.")
-    backend: str = _opt("onnx", choices=("onnx", "torch"),
+    backend: str = _opt("onnx",
                         help="onnx: ONNX Runtime (fast, no torch on the query path); torch: "
-                             "sentence-transformers reference.")
+                             "sentence-transformers reference; or a plugin's backend name "
+                             "(`contextd embedders list`).")
     quantize: str = _opt("int8", choices=("int8", "none"),
                          help="int8: dynamic per-channel quantisation (ONNX only).")
     max_seq_length: int = _opt(256, min=8, max=8192, help="Tokens the model reads per chunk.")
