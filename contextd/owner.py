@@ -289,26 +289,35 @@ class _BadRequest(Exception):
 
 
 class OwnerDuties:
-    """What a long-running owner does besides answering calls: load the embedding model in
-    the background, catch the index up with the files (edits made while nobody owned it
-    included), and keep it current with the watcher."""
+    """What a long-running owner does besides answering calls: load the embedding model,
+    catch the index up with the files (edits made while nobody owned it included), and keep
+    it current with the watcher. Both run in threads this object joins before the Engine
+    closes, so nothing is still reading the database when it does."""
 
     def __init__(self, engine):
         self.engine = engine
         self._watcher = None
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="contextd-owner-duties",
-                                        daemon=True)
+        self._threads = [
+            threading.Thread(target=self._warm_up, name="contextd-owner-warm-up", daemon=True),
+            threading.Thread(target=self._keep_current, name="contextd-owner-index",
+                             daemon=True)]
 
     def start(self) -> "OwnerDuties":
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
-    def _run(self) -> None:
+    def _warm_up(self) -> None:
+        try:
+            self.engine.module.warm_up(wait=True)
+        except Exception as exc:  # queries go on with the lexical and symbol providers
+            log.warning("owner: the embedding model is unavailable: %s", exc)
+
+    def _keep_current(self) -> None:
         from contextd.watcher import Watcher
 
         try:
-            self.engine.module.warm_up()
             if self.engine.project.config.watcher.enabled:
                 self._watcher = Watcher(self.engine.project, self.engine.indexer).start()
             # After the watcher starts, so an edit during the catch-up is not missed.
@@ -319,10 +328,12 @@ class OwnerDuties:
                 log.exception("owner: background indexing failed")
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Cancel the catch-up after its current batch and stop the watcher, before the
-        Engine closes under them."""
+        """Cancel the catch-up after its current batch, let the model finish loading, and
+        stop the watcher, before the Engine closes under them."""
         self._stopped.set()
-        self._thread.join(timeout)
+        for thread in self._threads:
+            if thread.ident is not None:
+                thread.join(timeout)
         if self._watcher is not None:
             self._watcher.stop()
 
