@@ -1,7 +1,7 @@
 """The ``contextd`` command line.
 
 One click group with global options; each command family lives in its own module and is
-added by :func:`_add_commands`. Results go to stdout (``--json`` for machines), diagnostics
+imported lazily from COMMANDS. Results go to stdout (``--json`` for machines), diagnostics
 and progress to stderr. Expected failures (:class:`contextd.errors.ContextdError`) print one
 line and exit 1 (usage errors 2); set ``CONTEXTD_RAISE_ERRORS=1`` to see tracebacks.
 """
@@ -19,19 +19,42 @@ from contextd import __version__
 from contextd.cli.common import CliState
 from contextd.errors import ContextdError
 
-# Command modules; each defines ``commands``: a list of click commands.
-COMMAND_MODULES = (
-    "contextd.cli.boundary_cmds",
-    "contextd.cli.chunks_cmd",
-    "contextd.cli.embedders_cmd",
-    "contextd.cli.index_cmds",
-    "contextd.cli.query_cmds",
-    "contextd.cli.serve_cmd",
-    "contextd.cli.plugins_cmd",
-)
+# Every command, by name, as "module:attribute". Modules are imported only when their command
+# runs (or for --help), so `contextd query` does not pay for tree-sitter, and `contextd serve`
+# answers its first MCP request sooner.
+COMMANDS = {
+    "init": "contextd.cli.boundary_cmds:init_cmd",
+    "validate-config": "contextd.cli.boundary_cmds:validate_config_cmd",
+    "list-indexable": "contextd.cli.boundary_cmds:list_indexable_cmd",
+    "check-file": "contextd.cli.boundary_cmds:check_file_cmd",
+    "project-stats": "contextd.cli.boundary_cmds:project_stats_cmd",
+    "chunks": "contextd.cli.chunks_cmd:chunks_command",
+    "embedders": "contextd.cli.embedders_cmd:embedders_group",
+    "rebuild": "contextd.cli.index_cmds:rebuild",
+    "refresh": "contextd.cli.index_cmds:refresh",
+    "watch": "contextd.cli.index_cmds:watch",
+    "query": "contextd.cli.query_cmds:query_command",
+    "stats": "contextd.cli.query_cmds:stats_command",
+    "serve": "contextd.cli.serve_cmd:serve",
+    "plugins": "contextd.cli.plugins_cmd:plugins_command",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attribute = target.split(":")
+        return getattr(importlib.import_module(module_name), attribute)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="contextd")
 @click.option("--root", type=click.Path(file_okay=False), envvar="CONTEXTD_ROOT",
               help="Project root (default: detected from the working directory).")
@@ -54,16 +77,6 @@ def cli(ctx: click.Context, root: str | None, config_path: str | None, as_json: 
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, stream=sys.stderr, format="contextd: %(message)s")
     ctx.obj = CliState(root=root, config_path=config_path, as_json=as_json, verbose=verbose)
-
-
-def _add_commands() -> None:
-    for module_name in COMMAND_MODULES:
-        module = importlib.import_module(module_name)
-        for command in module.commands:
-            cli.add_command(command)
-
-
-_add_commands()
 
 
 def main() -> None:

@@ -357,7 +357,3 @@ def _print_stats(stats: ProjectStats) -> None:
 def project_stats_cmd(state: CliState, top: int) -> None:
     """Files per watch path and per exclusion reason (spec 004 §8.0.14)."""
     emit(state, _stats(state, top), _print_stats)
-
-
-commands = [init_cmd, validate_config_cmd, list_indexable_cmd, check_file_cmd,
-            project_stats_cmd]

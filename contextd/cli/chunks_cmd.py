@@ -53,6 +53,3 @@ def chunks_command(state: CliState, path: str, as_json: bool) -> None:
     if as_json:
         state.as_json = True
     emit(state, result, _human)
-
-
-commands = [chunks_command]

@@ -105,6 +105,3 @@ def prepare_command(state: CliState, backend: str | None, quantize: str | None,
         click.echo(f"{r.identity}: {verb} in {r.seconds:.2f} s: {r.path}")
 
     emit(state, result, human)
-
-
-commands = [embedders_group]

@@ -13,6 +13,3 @@ from contextd.plugins import describe_plugins
 def plugins_command() -> None:
     """List installed plugins (built-in and third-party), their versions and hooks, as JSON."""
     click.echo(json.dumps(describe_plugins(), indent=2))
-
-
-commands = [plugins_command]

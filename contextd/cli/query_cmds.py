@@ -120,6 +120,3 @@ def stats_command(state: CliState) -> None:
     finally:
         engine.close()
     emit(state, data, _print_stats)
-
-
-commands = [query_command, stats_command]

@@ -40,6 +40,3 @@ def serve(state: CliState, http_port: int | None, root: str | None) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
-
-
-commands = [serve]
