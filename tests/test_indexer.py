@@ -1,0 +1,191 @@
+"""The indexer on real git repositories in tmp_path and a real DuckDB file: bootstrap, edits,
+deletes, renames, directory moves, failures, and SIGKILL at any point followed by a resume."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import duckdb
+
+from contextd.indexer import Indexer
+from contextd.project import Project
+from contextd.store.duckdb_store import DuckDBStore
+
+FUNC = "def {name}(x):\n    \"\"\"{doc}\"\"\"\n    return x + {n}\n\n\n"
+
+
+def make_repo(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def open_indexer(root: Path, embed: bool = False) -> Indexer:
+    project = Project.open(root)
+    return Indexer(project, DuckDBStore(project.db_path), embed=embed)
+
+
+def stored(indexer: Indexer) -> dict[str, list[str]]:
+    """Chunk texts by file path."""
+    out: dict[str, list[str]] = {}
+    for row in indexer.store.chunks_for_files():
+        out.setdefault(row.file_path, []).append(row.text)
+    return out
+
+
+def small_repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", {
+        "src/app.py": FUNC.format(name="alpha", doc="Alpha adds one.", n=1)
+        + FUNC.format(name="beta", doc="Beta adds two.", n=2),
+        "src/util/helpers.py": FUNC.format(name="gamma", doc="Gamma helper.", n=3),
+        "docs/guide.md": "# Guide\n\nHow to use the app.\n\n## Install\n\nRun it.\n",
+        "config.yaml": "name: demo\nport: 8080\n",
+        "node_modules/dep/index.js": "module.exports = 1;\n",
+    })
+
+
+def test_bootstrap_indexes_the_repository(tmp_path):
+    indexer = open_indexer(small_repo(tmp_path))
+    report = indexer.ensure_indexed()
+    assert report.mode == "bootstrap"
+    assert report.files_indexed == 4 and report.files_failed == 0
+    chunks = stored(indexer)
+    assert set(chunks) == {"src/app.py", "src/util/helpers.py", "docs/guide.md", "config.yaml"}
+    assert any("def beta" in t for t in chunks["src/app.py"])
+    assert indexer.store.find_symbols(["gamma"])
+    assert indexer.status()["text"] == "4 / 4 files"
+    assert indexer.store.progress_pending() == (None, [])
+    again = indexer.ensure_indexed()
+    assert again.mode == "incremental" and again.files_indexed == 0
+    assert again.files_unchanged == 4
+
+
+def test_edit_delete_rename_and_directory_move(tmp_path):
+    root = small_repo(tmp_path)
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    (root / "src/app.py").write_text(FUNC.format(name="alpha", doc="Edited.", n=10))
+    assert indexer.refresh(["src/app.py"]).files_indexed == 1
+    assert stored(indexer)["src/app.py"] == [FUNC.format(name="alpha", doc="Edited.",
+                                                         n=10).strip()]
+    (root / "config.yaml").unlink()
+    assert indexer.refresh(["config.yaml"]).files_removed == 1
+    (root / "docs/guide.md").rename(root / "docs/manual.md")
+    indexer.refresh(["docs/guide.md", "docs/manual.md"])
+    os.rename(root / "src/util", root / "lib")
+    indexer.refresh(["src/util", "lib"])
+    assert set(stored(indexer)) == {"src/app.py", "docs/manual.md", "lib/helpers.py"}
+    # A whole-project refresh finds nothing left to do.
+    report = indexer.refresh()
+    assert report.files_indexed == report.files_removed == 0
+
+
+def test_unchanged_content_is_not_rechunked(tmp_path):
+    root = small_repo(tmp_path)
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    generation = indexer.store.generation()
+    os.utime(root / "src/app.py", ns=(1, 1))  # new mtime, same bytes
+    report = indexer.refresh()
+    assert report.files_unchanged == 4 and report.files_indexed == 0
+    assert indexer.store.generation() == generation
+    assert indexer.store.file_states()["src/app.py"].mtime_ns == 1
+    assert indexer.refresh().files_seen == 4  # the fast path now holds
+
+
+def test_undecodable_file_is_recorded_and_the_rest_indexed(tmp_path):
+    root = small_repo(tmp_path)
+    (root / "src/latin1.py").write_bytes(b"# caf\xe9\n" + b"x = 1\n" * 50)
+    indexer = open_indexer(root)
+    report = indexer.ensure_indexed()
+    assert report.files_failed == 1 and report.files_indexed == 4
+    errors = indexer.store.list_errors()
+    assert [(e["file_path"], e["error_type"]) for e in errors] == [("src/latin1.py",
+                                                                     "decode_error")]
+    (root / "src/latin1.py").write_text("# cafe\n")
+    indexer.refresh(["src/latin1.py"])
+    assert indexer.store.list_errors() == []
+    assert "src/latin1.py" in stored(indexer)
+
+
+BOOTSTRAP_SCRIPT = textwrap.dedent("""
+    import sys
+    from contextd.indexer import Indexer
+    from contextd.project import Project
+    from contextd.store.duckdb_store import DuckDBStore
+    project = Project.open(sys.argv[1])
+    store = DuckDBStore(project.db_path)
+    print(Indexer(project, store, embed=False).ensure_indexed().mode, flush=True)
+    store.close()
+""")
+
+
+def run_bootstrap(root: Path, kill_after: float | None = None) -> str:
+    proc = subprocess.Popen([sys.executable, "-c", BOOTSTRAP_SCRIPT, str(root)],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    if kill_after is None:
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0
+        return out.strip()
+    time.sleep(kill_after)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return "killed"
+
+
+def snapshot(db: Path) -> dict[str, object]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {
+            "files": con.execute("SELECT path, content_hash, chunk_count, size_bytes FROM "
+                                 "file_state ORDER BY path").fetchall(),
+            "chunks": con.execute("SELECT f.path, c.ordinal, c.chunk_id, c.text, c.embed_hash "
+                                  "FROM chunks c JOIN file_state f USING (file_id) "
+                                  "ORDER BY 1, 2").fetchall(),
+            "symbols": con.execute("SELECT f.path, s.name, s.line FROM symbols s JOIN "
+                                   "file_state f USING (file_id) ORDER BY ALL").fetchall(),
+            "links": con.execute("SELECT count(*) FROM links").fetchone(),
+            "orphans": con.execute(
+                "SELECT (SELECT count(*) FROM chunks WHERE file_id NOT IN "
+                "(SELECT file_id FROM file_state)) + (SELECT count(*) FROM symbols WHERE "
+                "file_id NOT IN (SELECT file_id FROM file_state)) + (SELECT count(*) FROM "
+                "links WHERE file_id NOT IN (SELECT file_id FROM file_state))").fetchone(),
+            "pending": con.execute("SELECT count(*) FROM bootstrap_progress WHERE status IN "
+                                   "('pending', 'processing')").fetchone(),
+        }
+    finally:
+        con.close()
+
+
+def test_sigkill_at_any_point_then_resume_gives_the_uninterrupted_rows(tmp_path):
+    files = {f"pkg{i % 40}/mod{i}.py": FUNC.format(name=f"f{i}", doc=f"Doc {i}.", n=i)
+             + FUNC.format(name=f"g{i}", doc=f"Other {i}.", n=i + 1) for i in range(3000)}
+    reference = make_repo(tmp_path / "reference", files)
+    started = time.monotonic()
+    assert run_bootstrap(reference) == "bootstrap"
+    full = time.monotonic() - started
+    expected = snapshot(Project.open(reference).db_path)
+    assert len(expected["files"]) == 3000
+    victim = make_repo(tmp_path / "victim", files)
+    db = Project.open(victim).db_path
+    interrupted = 0
+    for fraction in (0.35, 0.55, 0.75):
+        run_bootstrap(victim, kill_after=full * fraction)
+        if db.exists() and snapshot(db)["pending"][0]:
+            interrupted += 1
+    assert interrupted >= 1, "no kill landed mid-bootstrap"
+    assert run_bootstrap(victim) in ("resume", "bootstrap", "incremental")
+    got = snapshot(db)
+    assert got["orphans"] == (0,) and got["pending"] == (0,)
+    for key in ("files", "chunks", "symbols", "links"):
+        assert got[key] == expected[key], key

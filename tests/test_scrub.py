@@ -1,0 +1,124 @@
+"""Secret scrubbing: every pattern redacted with its structure kept, and planted secrets of
+every kind found in no text column of any table after indexing a real repository."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import duckdb
+import pytest
+
+from contextd.config import SecurityConfig
+from contextd.indexer import Indexer
+from contextd.project import Project
+from contextd.scrub import REDACTED, Scrubber, get_scrubber
+from contextd.store.duckdb_store import DuckDBStore
+from test_indexer import make_repo, open_indexer
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+PEM_BODY = "MIIEowIBAAKCAQEAx7secretkeymaterialZZ"
+SECRETS = {
+    "password": "super_secret_123",
+    "api_key": "sk_live_api_value_42",
+    "token": "tok_abcdef_987",
+    "dbpass": "pgpass_hunter2",
+    "aws": AWS_KEY,
+    "pem": PEM_BODY,
+    "yaml": "yaml_client_secret_55",
+    "env": "env_password_77",
+    "custom": "custom_pattern_value",
+    "ts": "ts_api_key_value_31",
+}
+
+CODE = f'''"""Settings."""
+password = "{SECRETS["password"]}"
+API_KEY = '{SECRETS["api_key"]}'
+access_token = "{SECRETS["token"]}"
+DATABASE_URL = "postgres://admin:{SECRETS["dbpass"]}@db.example.com:5432/app"
+AWS_ID = "{SECRETS["aws"]}"
+PRIVATE = """-----BEGIN RSA PRIVATE KEY-----
+{PEM_BODY}
+-----END RSA PRIVATE KEY-----"""
+SIGNING = "internal-{SECRETS["custom"]}"
+
+
+def connect(password=None):
+    """Uses the password."""
+    return password
+'''
+
+
+@pytest.fixture(scope="module")
+def scrubber() -> Scrubber:
+    return get_scrubber(True, tuple(SecurityConfig().secret_patterns))
+
+
+@pytest.mark.parametrize("before, after", [
+    ('password = "super_secret_123"', f'password = "{REDACTED}"'),
+    ("apiKey: 'abc123'", f"apiKey: '{REDACTED}'"),
+    ('const apiKey: string = "abc123";', f'const apiKey: string = "{REDACTED}";'),
+    ('{"client_secret": "s3cr3t"}', f'{{"client_secret": "{REDACTED}"}}'),
+    ("url = 'mysql://root:pw123@localhost/db'", f"url = 'mysql://root:{REDACTED}@localhost/db'"),
+    (f"key = {AWS_KEY}", f"key = {REDACTED}"),
+    ("max_tokens = \"256\"", "max_tokens = \"256\""),
+    ("token = get_token()", "token = get_token()"),
+])
+def test_patterns_keep_structure(scrubber, before, after):
+    assert scrubber.scrub(before, "x.py").text == after
+
+
+def test_config_files_redact_unquoted_values(scrubber):
+    text = "DB_PASSWORD=hunter2\nexport API_KEY=xyz # note\nname: bob\nsecret: abc\n"
+    result = scrubber.scrub(text, ".env")
+    assert result.text == (f"DB_PASSWORD={REDACTED}\nexport API_KEY={REDACTED} # note\n"
+                           f"name: bob\nsecret: {REDACTED}\n")
+    assert result.redactions == 3
+
+
+def test_private_key_keeps_line_count(scrubber):
+    text = "a\n-----BEGIN PRIVATE KEY-----\nAAA\nBBB\nCCC\n-----END PRIVATE KEY-----\nz\n"
+    result = scrubber.scrub(text, "k.pem")
+    assert "AAA" not in result.text and REDACTED in result.text
+    assert result.text.count("\n") == text.count("\n")
+
+
+def test_switch_off():
+    assert Scrubber(enabled=False).scrub('password = "x1"').text == 'password = "x1"'
+
+
+def test_planted_secrets_appear_in_no_table(tmp_path):
+    root = make_repo(tmp_path / "repo", {
+        "settings.py": CODE,
+        "deploy.yaml": f"service:\n  client_secret: {SECRETS['yaml']}\n  replicas: 2\n",
+        ".env.example": f"ADMIN_PASSWORD={SECRETS['env']}\n",
+        "client.ts": f"export const apiKey: string = '{SECRETS['ts']}';\n",
+    })
+    (root / "context.toml").write_text(
+        '[security]\nsecret_patterns = ["internal-[a-z_]+"]\n'
+        '[indexing]\nallowed_extensions = [".py", ".yaml", ".ts", ".example"]\n')
+    indexer = open_indexer(root)
+    report = indexer.ensure_indexed()
+    assert report.files_indexed == 4 and report.secrets_redacted >= len(SECRETS)
+    indexer.store.close()
+    con = duckdb.connect(str(indexer.project.db_path), read_only=True)
+    columns = con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                          "WHERE data_type IN ('VARCHAR', 'VARCHAR[]', 'JSON')").fetchall()
+    assert len(columns) > 20
+    for table, column in columns:
+        values = " ".join(str(v) for (v,) in con.execute(
+            f'SELECT "{column}" FROM "{table}"').fetchall())
+        for name, secret in SECRETS.items():
+            assert secret not in values, f"{name} found in {table}.{column}"
+    stored = " ".join(t for (t,) in con.execute("SELECT text FROM chunks").fetchall())
+    assert f'password = "{REDACTED}"' in stored and "connect(password=None)" in stored
+    assert con.execute("SELECT sum(secrets_redacted) FROM file_state").fetchone()[0] >= 10
+    con.close()
+
+
+def test_scrubbing_can_be_switched_off_in_config(tmp_path):
+    root = make_repo(tmp_path / "repo", {"settings.py": 'password = "kept_value"\n'})
+    project = open_indexer(root).project
+    config = dataclasses.replace(project.config, security=SecurityConfig(scrub_secrets=False))
+    indexer = Indexer(Project(root, config), DuckDBStore(tmp_path / "off.duckdb"), embed=False)
+    indexer.ensure_indexed()
+    assert "kept_value" in indexer.store.chunks_for_files()[0].text

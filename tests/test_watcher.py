@@ -1,0 +1,85 @@
+"""The watcher on a real directory with a real inotify observer: every kind of change reaches
+the index within a few seconds, ignored paths cost nothing, bursts become one batch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+from test_indexer import FUNC, open_indexer, small_repo, stored
+
+from contextd.watcher import Watcher
+
+
+def eventually(predicate, timeout: float = 8.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("the index did not catch up")
+
+
+@pytest.fixture
+def watched(tmp_path):
+    root = small_repo(tmp_path)
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    batches: list[list[str]] = []
+    watcher = Watcher(indexer.project, indexer, on_batch=lambda p, r: batches.append(p),
+                      debounce_ms=150).start()
+    yield root, indexer, batches
+    watcher.stop()
+    indexer.store.close()
+
+
+def test_create_modify_delete_rename(watched):
+    root, indexer, _ = watched
+    (root / "src/new.py").write_text(FUNC.format(name="fresh", doc="New.", n=1))
+    eventually(lambda: "src/new.py" in stored(indexer))
+    (root / "src/new.py").write_text(FUNC.format(name="fresher", doc="Newer.", n=2))
+    eventually(lambda: any("fresher" in t for t in stored(indexer).get("src/new.py", [])))
+    os.rename(root / "src/new.py", root / "src/renamed.py")
+    eventually(lambda: "src/renamed.py" in stored(indexer)
+               and "src/new.py" not in stored(indexer))
+    (root / "src/renamed.py").unlink()
+    eventually(lambda: "src/renamed.py" not in stored(indexer))
+
+
+def test_directory_move_and_delete(watched):
+    root, indexer, _ = watched
+    os.rename(root / "src/util", root / "lib")
+    eventually(lambda: "lib/helpers.py" in stored(indexer)
+               and "src/util/helpers.py" not in stored(indexer))
+    subprocess.run(["rm", "-rf", str(root / "lib")], check=True)
+    eventually(lambda: not any(p.startswith("lib/") for p in stored(indexer)))
+
+
+def test_editor_save_via_temp_file_and_rename(watched):
+    root, indexer, _ = watched
+    tmp = root / "src/.app.py.swp"
+    tmp.write_text(FUNC.format(name="saved", doc="Saved by an editor.", n=7))
+    os.replace(tmp, root / "src/app.py")
+    eventually(lambda: any("def saved" in t for t in stored(indexer)["src/app.py"]))
+    assert not any(".swp" in p for p in stored(indexer))
+
+
+def test_burst_is_one_batch_and_ignored_paths_are_dropped(watched):
+    root, indexer, batches = watched
+    (root / "node_modules/dep/more.js").write_text("x = 1;\n")
+    (root / "burst").mkdir()
+    for i in range(40):
+        (root / f"burst/b{i}.py").write_text(FUNC.format(name=f"b{i}", doc="Burst.", n=i))
+    eventually(lambda: sum(p.startswith("burst/") for p in stored(indexer)) == 40)
+    assert len(batches) <= 2
+    assert not any("node_modules" in p for batch in batches for p in batch)
+
+
+def test_gitignore_change_reevaluates_the_boundary(watched):
+    root, indexer, _ = watched
+    (root / ".gitignore").write_text("docs/\n")
+    eventually(lambda: "docs/guide.md" not in stored(indexer))
+    (root / ".gitignore").write_text("")
+    eventually(lambda: "docs/guide.md" in stored(indexer))
