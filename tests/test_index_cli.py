@@ -13,7 +13,7 @@ from test_indexer import small_repo
 def contextd(root, *args):
     env = dict(os.environ, CONTEXTD_LOAD_PLUGINS="")
     return subprocess.run([sys.executable, "-m", "contextd", "--root", str(root), *args],
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env, cwd=root,
                           timeout=120)
 
 
