@@ -151,7 +151,8 @@ class IndexStore(abc.ABC):
     # ----- reading for providers ----------------------------------------------------------
     @abc.abstractmethod
     def generation(self) -> int:
-        """A counter bumped by every write; in-memory indexes compare it to stay fresh."""
+        """A counter bumped by every write; in-memory indexes compare it to stay fresh.
+        Called once per query, so it should not cost a database round trip."""
 
     @abc.abstractmethod
     def changes_since(self, generation: int) -> Changes:
@@ -178,6 +179,17 @@ class IndexStore(abc.ABC):
     @abc.abstractmethod
     def find_references(self, targets_lower: Sequence[str]) -> list[tuple[str, str]]:
         """Chunks referencing one of the names: (src_chunk_id, target)."""
+
+    @abc.abstractmethod
+    def symbols_for_files(self, file_ids: Sequence[int] | None = None
+                          ) -> list[tuple[int, str, str, str, int]]:
+        """Definitions of the given files (None: all): (file_id, chunk_id, name, kind, line)."""
+
+    @abc.abstractmethod
+    def links_for_files(self, file_ids: Sequence[int] | None = None
+                        ) -> list[tuple[int, str, str]]:
+        """Distinct references made by chunks of the given files (None: all):
+        (file_id, src_chunk_id, target)."""
 
     # ----- jobs, progress, errors, metrics, metadata ----------------------------------
     @abc.abstractmethod
