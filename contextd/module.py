@@ -31,6 +31,7 @@ from contextd.errors import UsageError
 from contextd.providers.base import (
     DEFAULT_CANDIDATES, EmbedderHandle, ProviderContext, ProviderQuery,
 )
+from contextd.providers.catalog import ChunkCatalog
 from contextd.providers.runner import ProviderRun, run_providers
 from contextd.query_api import Hit, QueryRequest, QueryResponse
 from contextd.ranking import FusionStrategy, deduplicate, fuse, mmr_select
@@ -99,6 +100,8 @@ class ContextModule:
         self.config = project.config
         self.budgets = BudgetManager(self.config.budget)
         self.embedder = EmbedderHandle(self.config)
+        # Chunk rows, paths, symbols and links in memory, shared by every provider.
+        self.catalog = ChunkCatalog(store)
         self._lock = threading.RLock()
         self._factories: dict[str, Any] | None = None
         self._providers: dict[str, Any] = {}
@@ -149,7 +152,8 @@ class ContextModule:
                 instance = factory()
                 instance.initialize(ProviderContext(project=self.project, config=self.config,
                                                     store=self.store, embedder=self.embedder,
-                                                    provider=self.provider))
+                                                    provider=self.provider,
+                                                    catalog=self.catalog))
                 self._providers[provider_id] = instance
             return instance
 
@@ -163,6 +167,7 @@ class ContextModule:
         self.embedder.start()
 
         def build() -> None:
+            self.catalog.sync()
             self.embedder.wait(timeout)
             for pid in self.enabled_ids():
                 self.provider(pid).warm_up()

@@ -3,9 +3,10 @@
 A provider (spec 004 §3.1) answers ``query(query, scope, budget)`` with ranked
 :class:`~contextd.records.ContextSnippet` objects whose scores lie in [0, 1]. It receives a
 :class:`ProviderContext` in ``initialize``: the project, its configuration, the store and a
-lazily-loading embedder handle shared by every provider of one module. Providers that keep
-in-memory indexes use :class:`IncrementalIndex` so that a write to the store is visible to the
-very next query (never stale), at the cost of re-reading only the files that changed.
+lazily-loading embedder handle shared by every provider of one module, and the module's
+:class:`~contextd.providers.catalog.ChunkCatalog`: chunk rows, paths, definitions and
+references in memory, kept in step with the store so a write is visible to the very next
+query (never stale) while a warm query costs no database round trip.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from contextd.config import ContextConfig, ProviderConfig
+from contextd.providers.catalog import ChunkCatalog
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 from contextd.store.base import ChunkRow, IndexStore
 
@@ -108,7 +110,8 @@ class ProviderContext:
     """What a provider is initialised with.
 
     ``provider`` returns another initialised provider by id (the hybrid provider fuses them);
-    ``run_providers`` is the module's parallel, isolated, time-limited runner.
+    ``catalog`` is shared by the providers of one module (a context made without one gets its
+    own).
     """
 
     project: Any
@@ -117,48 +120,20 @@ class ProviderContext:
     embedder: EmbedderHandle
     provider: Callable[[str], "ContextProvider | None"] = lambda _id: None
     extras: dict[str, Any] = field(default_factory=dict)
+    catalog: ChunkCatalog | None = None
 
     def settings(self, provider_id: str) -> ProviderConfig:
         """The [providers.<id>] section (defaults for an unconfigured third-party provider)."""
         return self.config.provider(provider_id)
 
     def __post_init__(self) -> None:
-        self._rows = RowCache(self.store)
+        if self.catalog is None:
+            self.catalog = ChunkCatalog(self.store)
 
     def rows(self, chunk_ids: Sequence[str], generation: int | None = None
              ) -> dict[str, ChunkRow]:
-        """Stored chunks by id, cached until the store's generation moves."""
-        return self._rows.get(chunk_ids, generation)
-
-
-class RowCache:
-    """Chunk rows by id for one store generation: the providers of one query (and the next
-    queries, until a write) ask for overlapping chunks, and each database round trip costs
-    milliseconds under load."""
-
-    def __init__(self, store: IndexStore):
-        self.store = store
-        self._generation = -1
-        self._rows: dict[str, ChunkRow] = {}
-        self._lock = threading.Lock()
-
-    def get(self, chunk_ids: Sequence[str], generation: int | None = None
-            ) -> dict[str, ChunkRow]:
-        """Rows of the given ids that exist."""
-        generation = self.store.generation() if generation is None else generation
-        with self._lock:
-            if generation != self._generation:
-                self._rows, self._generation = {}, generation
-            rows = self._rows
-        missing = [cid for cid in chunk_ids if cid not in rows]
-        if missing:
-            fetched = self.store.chunks_by_id(missing)
-            with self._lock:
-                if self._generation == generation:
-                    rows.update(fetched)
-            return {cid: rows.get(cid) or fetched[cid] for cid in chunk_ids
-                    if cid in rows or cid in fetched}
-        return {cid: rows[cid] for cid in chunk_ids}
+        """Stored chunks by id, from memory (caught up with the store first)."""
+        return self.catalog.rows_by_id(chunk_ids, generation)
 
 
 class ContextProvider:
@@ -192,6 +167,14 @@ class ContextProvider:
     def pending_note(self) -> str | None:
         """Why the provider cannot answer yet, when it will be able to later (else None)."""
         return None
+
+    def answers_from_memory(self, generation: int | None) -> bool:
+        """Whether a query at store ``generation`` is answered from in-memory state with
+        nothing to catch up on (a few milliseconds). Such a provider runs on the caller's
+        thread: the hand-offs to and from a pool thread cost more than the answer on a loaded
+        machine. Default False: plugins, slow providers and providers with a backlog run in
+        the pool, under their timeout."""
+        return False
 
     def query(self, query: ProviderQuery, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
@@ -279,61 +262,3 @@ def snippet_from_row(row: ChunkRow, score: float, provider_id: str,
         label=row.label or "", kind=row.kind, text=row.text, language=row.language or "",
         start_line=row.start_line, end_line=row.end_line, tokens=row.tokens,
         providers=(provider_id,), metadata=dict(metadata or {}))
-
-
-class FilePaths:
-    """Indexed paths → file ids, re-read from the store only after a write."""
-
-    def __init__(self) -> None:
-        self._generation = -1
-        self._paths: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def get(self, store: IndexStore, generation: int | None = None) -> dict[str, int]:
-        """The mapping at ``generation`` (None: the store's current one)."""
-        with self._lock:
-            generation = store.generation() if generation is None else generation
-            if generation != self._generation:
-                self._paths = {p: s.file_id for p, s in store.file_states().items()}
-                self._generation = generation
-            return self._paths
-
-
-# ----- incremental in-memory indexes ------------------------------------------------------
-class IncrementalIndex:
-    """Keeps an in-memory structure in step with the store, file by file.
-
-    :meth:`sync` asks the store what changed since the last generation seen and hands the
-    removed and re-written file ids to :meth:`apply`; it runs before every query, so a write
-    is visible to the next query. Cost: one small SQL query when nothing changed.
-    """
-
-    def __init__(self, store: IndexStore):
-        self.store = store
-        self.generation = -1
-        # Held by sync and by readers, so a query never sees a half-applied update.
-        self.lock = threading.RLock()
-
-    def sync(self, generation: int | None = None) -> None:
-        """Bring the structure up to date with the store (thread-safe); ``generation`` is the
-        store's current one when the caller has just read it."""
-        with self.lock:
-            current = self.store.generation() if generation is None else generation
-            if current == self.generation:
-                return
-            if self.generation < 0:
-                self.apply(None, ())
-                self.generation = current
-                return
-            changes = self.store.changes_since(self.generation)
-            self.apply(list(changes.changed_file_ids) + list(self.extra_file_ids()),
-                       changes.removed_file_ids)
-            self.generation = changes.generation
-
-    def extra_file_ids(self) -> Sequence[int]:
-        """Files to re-read on any change even if not re-written (e.g. still missing vectors)."""
-        return ()
-
-    def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
-        """Drop ``removed`` and (re)load ``changed`` files; ``changed is None``: load all."""
-        raise NotImplementedError

@@ -9,6 +9,10 @@ The index (:class:`BM25Index`) holds postings per term and document lengths per 
 removed and re-added as the store changes, so it is never stale and never fully rebuilt after
 the first load. Scores equal ``rank_bm25.BM25Okapi`` on the same tokens (tests/test_bm25.py),
 including its treatment of negative IDF (replaced by ε × the average IDF).
+
+A query costs one vectorised add per query term: each term's BM25 contribution to every
+document containing it (slots and weights as numpy arrays) is computed once and kept until
+the next change of the index, and only the best ``limit`` scores are sorted.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from contextd.providers.base import (
-    ContextProvider, IncrementalIndex, ProviderQuery, ScopeFilter, snippet_from_row,
+    ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
+from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
-from contextd.store.base import ChunkRow, IndexStore
+from contextd.store.base import ChunkRow
 
 # BM25 Okapi parameters: rank_bm25's defaults, the usual choice for short documents.
 BM25_K1 = 1.5
@@ -94,7 +99,8 @@ class BM25Index:
         self.slot_of: dict[str, int] = {}
         self.free: list[int] = []
         self.total_len = 0
-        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # Per term: (slots, BM25 contribution) at the current N and average length.
+        self._weights: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._average_idf: float | None = None
 
     def __len__(self) -> int:
@@ -113,7 +119,11 @@ class BM25Index:
         self.total_len += len(tokens)
         for term, tf in counts.items():
             self.postings.setdefault(term, {})[slot] = tf
-            self._arrays.pop(term, None)
+        self._changed()
+
+    def _changed(self) -> None:
+        """Forget what depends on N, the average length or the postings."""
+        self._weights.clear()
         self._average_idf = None
 
     def _grow(self) -> int:
@@ -134,13 +144,12 @@ class BM25Index:
             del docs[slot]
             if not docs:
                 del self.postings[term]
-            self._arrays.pop(term, None)
         self.total_len -= int(self.doc_len[slot])
         self.doc_len[slot] = 0
         self.slot_ids[slot] = None
         self.slot_terms[slot] = ()
         self.free.append(slot)
-        self._average_idf = None
+        self._changed()
 
     def idf(self, term: str) -> float:
         """rank_bm25's IDF: log((N − df + 0.5) / (df + 0.5)), negatives → ε × average IDF."""
@@ -159,14 +168,18 @@ class BM25Index:
                 if len(dfs) else 0.0
         return self._average_idf
 
-    def _posting_arrays(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        arrays = self._arrays.get(term)
-        if arrays is None:
+    def _term_weights(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(slots containing ``term``, the term's BM25 contribution to each)."""
+        cached = self._weights.get(term)
+        if cached is None:
             docs = self.postings[term]
-            arrays = (np.fromiter(docs.keys(), np.int64, len(docs)),
-                      np.fromiter(docs.values(), np.float64, len(docs)))
-            self._arrays[term] = arrays
-        return arrays
+            slots = np.fromiter(docs.keys(), np.int64, len(docs))
+            tf = np.fromiter(docs.values(), np.float64, len(docs))
+            avgdl = self.total_len / len(self.slot_of)
+            norm = self.k1 * (1 - self.b + self.b * self.doc_len[slots] / avgdl)
+            cached = (slots, self.idf(term) * tf * (self.k1 + 1) / (tf + norm))
+            self._weights[term] = cached
+        return cached
 
     def score_slots(self, query_tokens: Sequence[str]) -> np.ndarray:
         """BM25 score of every slot (free slots score 0); repeated query tokens count again,
@@ -174,13 +187,10 @@ class BM25Index:
         scores = np.zeros(len(self.slot_ids), dtype=np.float64)
         if not self.slot_of:
             return scores
-        avgdl = self.total_len / len(self.slot_of)
         for term in query_tokens:
-            if term not in self.postings:
-                continue
-            slots, tf = self._posting_arrays(term)
-            norm = self.k1 * (1 - self.b + self.b * self.doc_len[slots] / avgdl)
-            scores[slots] += self.idf(term) * tf * (self.k1 + 1) / (tf + norm)
+            if term in self.postings:
+                slots, weights = self._term_weights(term)
+                scores[slots] += weights
         return scores
 
     def scores(self, query_tokens: Sequence[str]) -> dict[str, float]:
@@ -193,6 +203,11 @@ class BM25Index:
         """The ``limit`` best (id, score) with a positive score, optionally filtered."""
         dense = self.score_slots(query_tokens)
         candidates = np.flatnonzero(dense > 0)
+        if accept is None and len(candidates) > limit > 0:
+            # Only the best ``limit`` (and any tied with the last) need sorting.
+            values = dense[candidates]
+            cut = np.partition(values, len(values) - limit)[len(values) - limit]
+            candidates = candidates[values >= cut]
         order = candidates[np.argsort(-dense[candidates], kind="stable")]
         out = []
         for slot in order:
@@ -211,22 +226,22 @@ def document_text(row: ChunkRow) -> str:
 
 
 class FullTextIndex(IncrementalIndex):
-    """A BM25Index over the store's chunks, updated file by file."""
+    """A BM25Index over the store's chunks, updated file by file (rows from the catalog)."""
 
-    def __init__(self, store: IndexStore):
-        super().__init__(store)
+    def __init__(self, catalog: ChunkCatalog):
+        super().__init__(catalog.store)
+        self.catalog = catalog
         self.bm25 = BM25Index()
-        self.meta: dict[str, tuple[str, str, str]] = {}
         self.file_chunks: dict[int, list[str]] = {}
 
     def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
+        if changed is None:
+            self.bm25, self.file_chunks = BM25Index(), {}
         for file_id in list(removed) + list(changed or ()):
             for chunk_id in self.file_chunks.pop(file_id, ()):
                 self.bm25.remove(chunk_id)
-                self.meta.pop(chunk_id, None)
-        for row in self.store.chunks_for_files(changed):
+        for row in self.catalog.chunks_for_files(changed):
             self.bm25.add(row.chunk_id, code_tokens(document_text(row)))
-            self.meta[row.chunk_id] = (row.file_path, row.language or "", row.kind)
             self.file_chunks.setdefault(row.file_id, []).append(row.chunk_id)
 
 
@@ -243,10 +258,14 @@ class FullTextProvider(ContextProvider):
 
     def initialize(self, context) -> None:
         super().initialize(context)
-        self.index = FullTextIndex(context.store)
+        self.index = FullTextIndex(context.catalog)
 
     def warm_up(self) -> None:
         self.index.sync()
+
+    def answers_from_memory(self, generation: int | None) -> bool:
+        return (self.index is not None and self.index.is_current(generation)
+                and self.context.catalog.is_current(generation))
 
     def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
@@ -258,13 +277,14 @@ class FullTextProvider(ContextProvider):
         scope_filter = ScopeFilter(scope)
         with index.lock:
             index.sync(query.generation)
+            rows = self.context.catalog.rows
             accept = None if scope_filter.unrestricted else (
-                lambda cid: scope_filter.accepts(*index.meta[cid]))
+                lambda cid: (row := rows.get(cid)) is not None and scope_filter.accepts_row(row))
             hits = index.bm25.top(tokens, query.limit, accept)
         if not hits:
             return []
         best = hits[0][1]
-        rows = self.context.rows([cid for cid, _ in hits], index.generation)
+        rows = self.context.rows([cid for cid, _ in hits], query.generation)
         results = [snippet_from_row(rows[cid], score / best, self.id, {"bm25": round(score, 4)})
                    for cid, score in hits if cid in rows]
         return [s for s in results if s.score >= query.min_score]

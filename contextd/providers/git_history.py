@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from contextd.providers.base import (
-    ContextProvider, FilePaths, ProviderQuery, ScopeFilter, snippet_from_row,
+    ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.fulltext import code_tokens
 from contextd.providers.symbol import extract_candidates
@@ -85,7 +85,6 @@ class GitHistoryProvider(ContextProvider):
         self._head = ""
         self._checked_at = 0.0
         self._commits: list[Commit] = []
-        self._paths = FilePaths()
 
     def is_available(self) -> bool:
         if self.context is None:
@@ -171,13 +170,14 @@ class GitHistoryProvider(ContextProvider):
         extensions = frozenset(e.lower() for e in config.indexing.allowed_extensions)
         candidates, names = extract_candidates(text, extensions,
                                                config.ranking.max_symbol_candidates)
+        catalog = self.context.catalog
         paths = set()
-        for path in self._paths.get(self.context.store, generation):
+        for path in catalog.file_paths(generation):
             if any(path == n or path.endswith("/" + n) for n in names):
                 paths.add(path)
         strong = [c.lower for c in candidates if c.weight >= 1.0]
         if strong:
-            ids = [row[0] for row in self.context.store.find_symbols(strong)]
+            ids = [row[0] for row in catalog.find_symbols(strong, (), generation)]
             paths |= {r.file_path for r in self.context.rows(ids, generation).values()}
         return paths
 
@@ -195,11 +195,12 @@ class GitHistoryProvider(ContextProvider):
 
     def _snippets(self, found: dict[str, tuple[float, str, list[Commit]]], words: set[str],
                   scope: ContextScope, query: ProviderQuery) -> list[ContextSnippet]:
-        paths = self._paths.get(self.context.store, query.generation)
+        catalog = self.context.catalog
+        paths = catalog.file_paths(query.generation)
         scope_filter = ScopeFilter(scope)
         ranked = sorted((p for p in found if p in paths and scope_filter.accepts_path(p)),
                         key=lambda p: (-found[p][0], p))[:query.limit]
-        rows = self.context.store.chunks_for_files([paths[p] for p in ranked])
+        rows = catalog.chunks_for_files([paths[p] for p in ranked], query.generation)
         best = {}
         for row in rows:
             if scope_filter.accepts_row(row):

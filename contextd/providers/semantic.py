@@ -2,7 +2,7 @@
 
 Vectors live in memory as one float32 matrix (exact top-k by one matrix product: ~0.4 ms at
 10k chunks, ~4 ms at 100k on this machine kind) and follow the store file by file through
-:class:`~contextd.providers.base.IncrementalIndex`. Chunks written before their vectors exist
+:class:`~contextd.providers.catalog.IncrementalIndex`. Chunks written before their vectors exist
 are remembered per file and picked up as soon as the vectors are stored, so results are never
 stale. Until the embedding model has loaded the provider reports a pending note instead of
 blocking the query.
@@ -10,89 +10,128 @@ blocking the query.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from contextd.providers.base import (
-    ContextProvider, IncrementalIndex, ProviderQuery, ScopeFilter, snippet_from_row,
+    ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
+from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
-from contextd.store.base import IndexStore
 
 # When a scope is set, look this many times deeper into the ranking before sorting it all.
 SCOPE_OVERFETCH = 8
 PENDING_NOTE = "semantic results pending: model loading"
-
-
-@dataclass(frozen=True)
-class _Rows:
-    """Per-chunk metadata aligned with the rows of the matrix."""
-
-    ids: list[str]
-    file_ids: np.ndarray
-    paths: list[str]
-    languages: list[str]
-    kinds: list[str]
+# Rows of re-written or removed files are only marked dead; the matrix is compacted when dead
+# rows exceed this share of it (and this many), so a small write never copies 150 MB.
+COMPACT_DEAD_SHARE = 0.25
+COMPACT_MIN_DEAD = 1024
+MIN_CAPACITY = 1024
 
 
 class VectorIndex(IncrementalIndex):
-    """Chunk vectors of one embedding model, in memory, kept in step with the store."""
+    """Chunk vectors of one embedding model, in memory, kept in step with the store.
 
-    def __init__(self, store: IndexStore, model: str, dimension: int):
-        super().__init__(store)
+    One contiguous float32 matrix with spare capacity: a re-written file's rows are marked
+    dead (``alive``) and its new rows appended, so an update costs its own rows.
+    """
+
+    def __init__(self, catalog: ChunkCatalog, model: str, dimension: int):
+        super().__init__(catalog.store)
+        self.catalog = catalog
         self.model = model
-        self.matrix = np.zeros((0, dimension), dtype=np.float32)
-        self.rows = _Rows([], np.zeros(0, dtype=np.int64), [], [], [])
+        self.dimension = dimension
+        self._clear()
+
+    def _clear(self) -> None:
+        self.matrix = np.zeros((0, self.dimension), dtype=np.float32)
+        self.alive = np.zeros(0, dtype=bool)
+        self.size = 0
+        self.ids: list[str | None] = []
         self.position: dict[str, int] = {}
+        self.file_rows: dict[int, list[int]] = {}
         self.files_missing_vectors: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.position)
 
     def extra_file_ids(self) -> Sequence[int]:
         return sorted(self.files_missing_vectors)
 
     def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
-        rows, matrix = self.rows, self.matrix
         if changed is None:
-            keep = np.zeros(len(rows.ids), dtype=bool)
-        else:
-            drop = np.fromiter(set(changed) | set(removed), dtype=np.int64)
-            keep = ~np.isin(rows.file_ids, drop)
-            self.files_missing_vectors -= set(changed) | set(removed)
-        chunk_rows = self.store.chunks_for_files(changed)
+            self._clear()
+        for file_id in set(changed or ()) | set(removed):
+            self.files_missing_vectors.discard(file_id)
+            for row in self.file_rows.pop(file_id, ()):
+                self.alive[row] = False
+                del self.position[self.ids[row]]
+                self.ids[row] = None
+        chunk_rows = self.catalog.chunks_for_files(changed)
         ids, vectors = self.store.chunk_vectors(self.model, changed)
         found = dict(zip(ids, range(len(ids))))
         new = [r for r in chunk_rows if r.chunk_id in found]
         self.files_missing_vectors |= {r.file_id for r in chunk_rows if r.chunk_id not in found}
-        take = [i for i, k in enumerate(keep) if k]
-        order = np.array([found[r.chunk_id] for r in new], dtype=np.int64)
-        added = vectors[order] if len(order) else np.zeros((0, matrix.shape[1]), np.float32)
-        self.matrix = np.ascontiguousarray(np.vstack([matrix[keep], added]), dtype=np.float32)
-        self.rows = _Rows(
-            ids=[rows.ids[i] for i in take] + [r.chunk_id for r in new],
-            file_ids=np.concatenate([rows.file_ids[keep],
-                                     np.array([r.file_id for r in new], dtype=np.int64)]),
-            paths=[rows.paths[i] for i in take] + [r.file_path for r in new],
-            languages=[rows.languages[i] for i in take] + [r.language or "" for r in new],
-            kinds=[rows.kinds[i] for i in take] + [r.kind for r in new])
-        self.position = {cid: i for i, cid in enumerate(self.rows.ids)}
+        if new:
+            self._append(new, vectors[[found[r.chunk_id] for r in new]])
+        if self.size - len(self.position) > max(COMPACT_MIN_DEAD,
+                                                 COMPACT_DEAD_SHARE * self.size):
+            self._compact()
+
+    def _append(self, rows: list[Any], vectors: np.ndarray) -> None:
+        """Add rows at the end, doubling the capacity when it runs out."""
+        end = self.size + len(rows)
+        if end > len(self.matrix):
+            capacity = max(MIN_CAPACITY, end, 2 * len(self.matrix))
+            grown = np.zeros((capacity, self.dimension), dtype=np.float32)
+            grown[:self.size] = self.matrix[:self.size]
+            alive = np.zeros(capacity, dtype=bool)
+            alive[:self.size] = self.alive[:self.size]
+            self.matrix, self.alive = grown, alive
+        self.matrix[self.size:end] = vectors
+        self.alive[self.size:end] = True
+        for offset, row in enumerate(rows, start=self.size):
+            self.ids.append(row.chunk_id)
+            self.position[row.chunk_id] = offset
+            self.file_rows.setdefault(row.file_id, []).append(offset)
+        self.size = end
+
+    def _compact(self) -> None:
+        """Drop dead rows (one copy of the live ones)."""
+        keep = np.flatnonzero(self.alive[:self.size])
+        remap = np.full(self.size, -1, dtype=np.int64)
+        remap[keep] = np.arange(len(keep))
+        self.matrix = np.ascontiguousarray(self.matrix[keep])
+        self.alive = np.ones(len(keep), dtype=bool)
+        self.ids = [self.ids[i] for i in keep]
+        self.position = {cid: i for i, cid in enumerate(self.ids)}
+        self.file_rows = {fid: [int(remap[r]) for r in rows]
+                          for fid, rows in self.file_rows.items()}
+        self.size = len(keep)
 
     def search(self, query_vector: np.ndarray, limit: int, scope: ScopeFilter,
                min_score: float) -> list[tuple[str, float]]:
         """(chunk id, cosine) of the best ``limit`` chunks inside the scope."""
-        n = len(self.rows.ids)
-        if n == 0 or limit <= 0:
+        n = self.size
+        if not self.position or limit <= 0:
             return []
-        scores = self.matrix @ query_vector
+        scores = self.matrix[:n] @ query_vector
+        if len(self.position) < n:
+            scores[~self.alive[:n]] = -np.inf
         depth = limit if scope.unrestricted else limit * SCOPE_OVERFETCH
+        rows = self.catalog.rows
         while True:
             order = _top(scores, min(depth, n))
-            hits = [(self.rows.ids[i], float(scores[i])) for i in order
-                    if scores[i] >= min_score and scope.accepts(
-                        self.rows.paths[i], self.rows.languages[i], self.rows.kinds[i])]
+            hits = [(self.ids[i], float(scores[i])) for i in order
+                    if scores[i] >= min_score and self._accepts(scope, rows.get(self.ids[i]))]
             if len(hits) >= limit or depth >= n or scores[order[-1]] < min_score:
                 return hits[:limit]
             depth *= SCOPE_OVERFETCH
+
+    @staticmethod
+    def _accepts(scope: ScopeFilter, row: Any) -> bool:
+        return scope.unrestricted or (row is not None and scope.accepts_row(row))
 
     def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of the given chunks (those without one are left out)."""
@@ -138,12 +177,18 @@ class SemanticProvider(ContextProvider):
         if embedder is None:
             return None
         if self.index is None or self.index.model != embedder.identity:
-            self.index = VectorIndex(self.context.store, embedder.identity, embedder.dimension)
+            self.index = VectorIndex(self.context.catalog, embedder.identity, embedder.dimension)
         self.index.sync(generation)
         return self.index
 
     def warm_up(self) -> None:
         self.ready_index()
+
+    def answers_from_memory(self, generation: int | None) -> bool:
+        embedder = self._embedder()
+        return (embedder is not None and self.index is not None
+                and self.index.model == embedder.identity and self.index.is_current(generation)
+                and self.context.catalog.is_current(generation))
 
     def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
@@ -155,7 +200,7 @@ class SemanticProvider(ContextProvider):
         min_score = max(query.min_score, self.context.config.query.min_score_threshold)
         with index.lock:
             hits = index.search(vector, query.limit, ScopeFilter(scope), min_score)
-        rows = self.context.rows([cid for cid, _ in hits], index.generation)
+        rows = self.context.rows([cid for cid, _ in hits], query.generation)
         return [snippet_from_row(rows[cid], score, self.id, {"cosine": round(score, 4)})
                 for cid, score in hits if cid in rows]
 
@@ -168,5 +213,5 @@ class SemanticProvider(ContextProvider):
     def stats(self) -> dict[str, Any]:
         if self.index is None:
             return {"loaded": False}
-        return {"loaded": True, "model": self.index.model, "vectors": len(self.index.rows.ids),
+        return {"loaded": True, "model": self.index.model, "vectors": len(self.index),
                 "files_missing_vectors": len(self.index.files_missing_vectors)}

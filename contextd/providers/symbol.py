@@ -7,6 +7,7 @@ identifiers are written ("rate limiter" → ``ratelimiter``, ``rate_limiter``, a
 ``ratelimit``). Names are
 matched exactly, case-insensitively and (for identifiers) by prefix; definitions come first,
 then the chunks that reference them (callers, importers, subclasses) through the links table.
+Both tables are read from the module's in-memory catalog, not from the database.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextd.providers.base import (
-    ContextProvider, FilePaths, ProviderQuery, ScopeFilter, snippet_from_row,
+    ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.fulltext import STOPWORDS, light_stem
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
@@ -117,9 +118,8 @@ class SymbolProvider(ContextProvider):
     name = "Symbols (definitions and references)"
     type = ProviderType.SYMBOL
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._paths = FilePaths()
+    def answers_from_memory(self, generation: int | None) -> bool:
+        return self.context is not None and self.context.catalog.is_current(generation)
 
     def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
@@ -129,7 +129,7 @@ class SymbolProvider(ContextProvider):
         candidates, files = extract_candidates(query.text, extensions,
                                                config.ranking.max_symbol_candidates)
         scored: dict[str, tuple[int, float, dict[str, Any]]] = {}
-        self._definitions(candidates, scored)
+        self._definitions(candidates, scored, query.generation)
         self._files(files, scored, query.generation)
         if not scored:
             return []
@@ -141,23 +141,24 @@ class SymbolProvider(ContextProvider):
                 for cid in ranked if scored[cid][1] >= query.min_score][:query.limit]
 
     def _definitions(self, candidates: list[Candidate],
-                     scored: dict[str, tuple[int, float, dict[str, Any]]]) -> None:
+                     scored: dict[str, tuple[int, float, dict[str, Any]]],
+                     generation: int | None) -> None:
         """Definitions (tier 0), then chunks referencing names written as identifiers
         (tier 2)."""
         if not candidates:
             return
-        store = self.context.store
+        catalog = self.context.catalog
         exact = [c.lower for c in candidates]
         prefixes = [c.lower for c in candidates if c.prefix]
         found_names: dict[str, float] = {}
-        for chunk_id, name, kind, _line in store.find_symbols(exact, prefixes):
+        for chunk_id, name, kind, _line in catalog.find_symbols(exact, prefixes, generation):
             score = max(_match_score(c, name) for c in candidates)
             if score > 0 and score > scored.get(chunk_id, (0, 0.0))[1]:
                 scored[chunk_id] = (0, score, {"symbol": name, "symbol_kind": kind})
             if any(c.weight >= STRONG_NAME_WEIGHT and _match_score(c, name) for c in candidates):
                 short = name.rsplit(".", 1)[-1].lower()
                 found_names[short] = max(found_names.get(short, 0.0), score)
-        for chunk_id, target in store.find_references(list(found_names)):
+        for chunk_id, target in catalog.find_references(list(found_names), generation):
             if chunk_id in scored:
                 continue
             short = target.rsplit(".", 1)[-1].lower()
@@ -169,12 +170,13 @@ class SymbolProvider(ContextProvider):
         """The first chunks of files the query names (tier 1)."""
         if not names:
             return
-        paths = self._paths.get(self.context.store, generation)
+        catalog = self.context.catalog
+        paths = catalog.file_paths(generation)
         wanted = [fid for path, fid in paths.items()
                   if any(path == n or path.endswith("/" + n) or path.startswith(n.rstrip("/") + "/")
                          for n in names)]
         shown: dict[int, int] = {}
-        for row in self.context.store.chunks_for_files(wanted):
+        for row in catalog.chunks_for_files(wanted, generation):
             shown[row.file_id] = shown.get(row.file_id, 0) + 1
             if shown[row.file_id] <= FILE_CHUNKS_PER_MATCH and row.chunk_id not in scored:
                 scored[row.chunk_id] = (1, FILE_SCORE, {"file_match": row.file_path})
