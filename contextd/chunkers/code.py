@@ -137,25 +137,28 @@ class CodeChunker:
         units = walker.units(root.named_children, "", "", "", 0)
         units = fill_gaps(src, units, 0, len(src.data), walker.gap_factory(root))
         overlap = cap * settings.overlap_percent // 100
-        chunks = [c for unit in units for c in emit_unit(src, unit, cap, overlap)]
-        return self._with_references(root, chunks)
+        references = self._reference_finder(root)
+        return [c for unit in units for c in emit_unit(src, unit, cap, overlap, references)]
 
-    def _with_references(self, root: Node, chunks: list[Chunk]) -> list[Chunk]:
-        """Give each chunk the names the reference query found inside its bytes."""
+    def _reference_finder(self, root: Node) -> Callable[[int, int], tuple[str, ...]]:
+        """``(start, end) ->`` the sorted names the reference query found inside those bytes:
+        the query runs once per file, each chunk then costs two bisections."""
         captures = QueryCursor(self._query).captures(root).get("ref", [])
-        if not captures:
-            return chunks
-        refs = sorted((n.start_byte, node_text(n).strip("\"'<>`")) for n in captures)
+        refs = sorted((n.start_byte, n.text) for n in captures)
         starts = [offset for offset, _ in refs]
-        out = []
-        for chunk in chunks:
-            lo = bisect_left(starts, chunk.start_byte)
-            hi = bisect_left(starts, chunk.end_byte, lo)
-            if hi > lo:
-                names = tuple(sorted({name for _, name in refs[lo:hi] if name}))
-                chunk = Chunk(**{**chunk.__dict__, "references": names})
-            out.append(chunk)
-        return out
+        # Names stay bytes until a chunk needs them: UTF-8 bytes sort and compare as the text.
+        names = [name.strip(b"\"'<>`") for _, name in refs]
+
+        def find(start: int, end: int) -> tuple[str, ...]:
+            lo = bisect_left(starts, start)
+            hi = bisect_left(starts, end, lo)
+            if hi == lo:
+                return ()
+            found = set(names[lo:hi])
+            found.discard(b"")
+            return tuple(name.decode("utf-8", "replace") for name in sorted(found))
+
+        return find
 
 
 def _unusable(root: Node, size: int) -> bool:

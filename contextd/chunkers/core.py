@@ -108,13 +108,17 @@ class Source:
 
     def chunk(self, start: int, end: int, kind: ChunkKind, label: str, *,
               defines: tuple[SymbolDef, ...] = (), references: tuple[str, ...] = (),
-              context: str = "", parent: str = "", text: str | None = None) -> Chunk:
-        """Build a chunk of the bytes ``[start, end)``; lines and tokens are derived."""
+              context: str = "", parent: str = "", text: str | None = None,
+              tokens: int | None = None) -> Chunk:
+        """Build a chunk of the bytes ``[start, end)``; lines and tokens are derived unless the
+        caller already has them (``text``, ``tokens``)."""
         if text is None:
             text = self.slice(start, end)
+        if tokens is None:
+            tokens = self.tokens(start, end, text)
         return Chunk(text=text, kind=kind, label=label, language=self.language,
                      start_line=self.line_of(start), end_line=self.line_of(max(start, end - 1)),
-                     start_byte=start, end_byte=end, tokens=self.tokens(start, end, text),
+                     start_byte=start, end_byte=end, tokens=tokens,
                      defines=defines, references=references, context=context, parent=parent)
 
 
@@ -239,13 +243,20 @@ class Unit:
     references: tuple[str, ...] = ()
 
 
-def emit_unit(src: Source, unit: Unit, cap: int, overlap_tokens: int = 0) -> list[Chunk]:
-    """Chunks of one unit: itself when under the cap, else its pieces (all with its label)."""
+def emit_unit(src: Source, unit: Unit, cap: int, overlap_tokens: int = 0,
+              references: Callable[[int, int], tuple[str, ...]] | None = None) -> list[Chunk]:
+    """Chunks of one unit: itself when under the cap, else its pieces (all with its label).
+
+    ``references(start, end)``, when given, names what each chunk's bytes use (instead of
+    ``unit.references``), so a chunk is built once with everything it carries.
+    """
     text = src.slice(unit.start, unit.end)
-    if src.tokens(unit.start, unit.end, text) <= cap:
+    tokens = src.tokens(unit.start, unit.end, text)
+    if tokens <= cap:
+        refs = unit.references if references is None else references(unit.start, unit.end)
         return [src.chunk(unit.start, unit.end, unit.kind, unit.label, defines=unit.defines,
-                          references=unit.references, context=unit.context, parent=unit.parent,
-                          text=text)]
+                          references=refs, context=unit.context, parent=unit.parent,
+                          text=text, tokens=tokens)]
     bounds = unit.boundaries() if unit.boundaries is not None else None
     pieces = split_span(src, unit.start, unit.end, cap, bounds, overlap_tokens)
     chunks = []
@@ -253,8 +264,9 @@ def emit_unit(src: Source, unit: Unit, cap: int, overlap_tokens: int = 0) -> lis
         first, last = src.line_of(start), src.line_of(max(start, end - 1))
         defines = tuple(d for d in unit.defines if first <= d.line <= last)
         context = unit.context if n == 0 else (unit.piece_context or unit.context)
+        refs = unit.references if references is None else references(start, end)
         chunks.append(src.chunk(start, end, unit.kind, unit.label, defines=defines,
-                                references=unit.references, context=context,
+                                references=refs, context=context,
                                 parent=unit.parent))
     return chunks
 
