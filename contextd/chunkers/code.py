@@ -98,13 +98,15 @@ def body_of(node: Node) -> Node | None:
     return None
 
 
-def signature_of(node: Node, body: Node | None) -> str:
-    """The header of a definition (up to its body), whitespace collapsed: the context that
-    split-out members and later pieces of a long function carry."""
+def signature_of(data: bytes, node: Node, body: Node | None) -> str:
+    """The header of a definition (up to its body, else its first line), whitespace collapsed:
+    the context that split-out members and later pieces of a long function carry. Sliced from
+    the file's bytes ``data``, so only the header is copied and decoded."""
+    start = node.start_byte
     if body is None:
-        return node_text(node).split("\n", 1)[0].strip()
-    head = node.text[: body.start_byte - node.start_byte].decode("utf-8", "replace")
-    return " ".join(head.split())
+        stop = data.find(b"\n", start, node.end_byte)
+        return data[start:node.end_byte if stop == -1 else stop].decode("utf-8", "replace").strip()
+    return " ".join(data[start:body.start_byte].decode("utf-8", "replace").split())
 
 
 class CodeChunker:
@@ -180,8 +182,11 @@ def node_boundaries(nodes, first: int, last: int, depth: int = 0,
     lines ``first..last``: where an oversize unit prefers to be cut."""
     out = {} if out is None else out
     for node in nodes:
-        row_start, row_end = node.start_point[0] + 1, node.end_point[0] + 1
-        if row_end < first or row_start > last:
+        row_start = node.start_point[0] + 1
+        if row_start > last:
+            break  # siblings are in order: the rest start later still
+        row_end = node.end_point[0] + 1
+        if row_end < first:
             continue
         if row_start >= first and out.get(row_start, depth + 1) > depth:
             out[row_start] = depth
@@ -261,14 +266,14 @@ class _Walker:
         line = inner.start_point[0] + 1
         defines = (SymbolDef(label, kind, line),) if d.symbol else ()
         body = body_of(inner) if d.container else inner.child_by_field_name("body")
-        signature = signature_of(inner, body)
+        signature = signature_of(self.src.data, inner, body)
         if d.container and body is not None:
             if (self.settings.split_by_class
                     and self.src.tokens(start, end) > self.cap):
                 return self._split_container(start, end, d, label, body, signature, parent,
                                              context, defines)
             defines += self._member_defines(body, label)
-        scope = body.named_children if body is not None else inner.named_children
+        scope = body if body is not None else inner
         return [Unit(start, end, d.kind, label, defines, context, parent,
                      self._bounds(scope, start, end), signature)]
 
@@ -282,7 +287,7 @@ class _Walker:
 
         def gap(g_start: int, g_end: int) -> Unit:
             return Unit(g_start, g_end, d.kind, label, (), signature, parent,
-                        self._bounds(body.named_children, g_start, g_end), signature)
+                        self._bounds(body, g_start, g_end), signature)
 
         units = fill_gaps(self.src, members, start, end, gap)
         if units and units[0].label == label:
@@ -301,9 +306,11 @@ class _Walker:
                                          found[0].start_point[0] + 1))
         return tuple(defines)
 
-    def _bounds(self, nodes: list[Node], start: int, end: int) -> Callable[[], dict[int, int]]:
+    def _bounds(self, scope: Node, start: int, end: int) -> Callable[[], dict[int, int]]:
+        """Preferred cut lines among ``scope``'s children, listed only if the unit is cut."""
         src = self.src
-        return lambda: node_boundaries(nodes, src.line_of(start), src.line_of(max(start, end - 1)))
+        return lambda: node_boundaries(scope.named_children, src.line_of(start),
+                                       src.line_of(max(start, end - 1)))
 
     def _attach_docs(self, node: Node, bound: int) -> int:
         """Start of a definition's unit: its line's indentation and the comment/attribute lines
@@ -353,7 +360,7 @@ class _Walker:
                             and all(c.type in import_types for c in inside))
             label = "imports" if only_imports else "module code"
             return Unit(start, end, ChunkKind.CODE_BLOCK, label,
-                        boundaries=self._bounds(children, start, end))
+                        boundaries=self._bounds(scope, start, end))
 
         return gap
 
