@@ -9,8 +9,8 @@ Values are replaced by ``[REDACTED]`` with the surrounding structure kept
 key keeps its line count so line numbers of later chunks stay true.
 
 Speed matters (every indexed byte passes through here): the detectors are compiled once per
-configuration, and a cheap substring pre-check on the lower-cased text skips files that
-contain none of the trigger words, which is nearly all of them.
+configuration, and they run only on the lines where a C-level substring search finds a
+keyword or a token marker, which is a small fraction of any code base.
 """
 
 from __future__ import annotations
@@ -23,9 +23,14 @@ from typing import Callable, Sequence
 
 REDACTED = "[REDACTED]"
 
-# Words whose presence makes a file worth running the detectors on (lower-case).
-_TRIGGERS = ("pass", "pwd", "secret", "token", "key", "auth", "credential", "://", "akia",
-             "asia", "ghp_", "gho_", "ghs_", "github_pat_", "xox")
+# Lower-case words that put a line under the line detectors, and case-sensitive markers of
+# provider tokens. Finding them is a C-level substring search; the regexes then run on those
+# lines only, so a file without them costs two scans of its text.
+_KEYWORDS = ("password", "passwd", "pwd", "passphrase", "secret", "token", "api_key", "api-key",
+             "apikey", "access_key", "access-key", "private_key", "private-key", "credential",
+             "://")
+_TOKEN_MARKERS = ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "ghp_",
+                  "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox")
 
 # Names of settings that hold a secret: the keyword ends the identifier (``DB_PASSWORD``,
 # ``githubToken``, ``client_secret``) so ``max_tokens`` or ``password_hash`` stay untouched.
@@ -157,19 +162,42 @@ class Scrubber:
         if not self.enabled:
             return ScrubResult(text, 0)
         total = 0
-        lower = text.lower()
-        if any(word in lower for word in _TRIGGERS):
-            steps = [(_PRIVATE_KEY, True), (_URL_PASSWORD, False), (_TOKEN_FORMATS, False),
-                     (_QUOTED_ASSIGNMENT, False)]
+        if "PRIVATE KEY" in text:
+            text, total = _redact_group(_PRIVATE_KEY, "value", text, keep_lines=True)
+        spans = _candidate_lines(text)
+        if spans:
+            line_steps = [_URL_PASSWORD, _TOKEN_FORMATS, _QUOTED_ASSIGNMENT]
             if is_config_like(path):
-                steps.append((_BARE_ASSIGNMENT, False))
-            for pattern, keep_lines in steps:
-                text, count = _redact_group(pattern, "value", text, keep_lines)
-                total += count
+                line_steps.append(_BARE_ASSIGNMENT)
+            pieces, last = [], 0
+            for start, end in spans:
+                line = text[start:end]
+                for pattern in line_steps:
+                    line, count = _redact_group(pattern, "value", line)
+                    total += count
+                pieces += [text[last:start], line]
+                last = end
+            text = "".join(pieces) + text[last:]
         for apply in self._custom:
             text, count = apply(text)
             total += count
         return ScrubResult(text, total)
+
+
+def _candidate_lines(text: str) -> list[tuple[int, int]]:
+    """Sorted (start, end) of the lines holding a keyword or a token marker."""
+    spans: set[tuple[int, int]] = set()
+    lower = text.lower()
+    for haystack, words in ((lower, _KEYWORDS), (text, _TOKEN_MARKERS)):
+        for word in words:
+            found = haystack.find(word)
+            while found >= 0:
+                start = text.rfind("\n", 0, found) + 1
+                end = text.find("\n", found)
+                end = len(text) if end < 0 else end
+                spans.add((start, end))
+                found = haystack.find(word, end)
+    return sorted(spans)
 
 
 @lru_cache(maxsize=8)
