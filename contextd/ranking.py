@@ -76,12 +76,13 @@ def _cascade_scores(ranked: Mapping[str, Sequence[ContextSnippet]], order: Seque
 
 def fuse(ranked: Mapping[str, Sequence[ContextSnippet]], weights: Mapping[str, float],
          strategy: FusionStrategy = FusionStrategy.RRF, rrf_k: int = 60,
-         order: Sequence[str] = ()) -> list[ContextSnippet]:
-    """One ranked list from several providers' lists (each best first).
+         order: Sequence[str] = (), limit: int | None = None) -> list[ContextSnippet]:
+    """One ranked list from several providers' lists (each best first), at most ``limit``.
 
     Scores are rescaled into [0, 1] (RRF: divided by the score of a chunk ranked first by
     every provider that answered). Each result names every provider that returned it and
-    keeps their ranks in ``metadata["provider_ranks"]``.
+    keeps their ranks in ``metadata["provider_ranks"]``. Only the results kept are built
+    (a query fuses a few hundred candidates and keeps ~50).
     """
     if strategy is FusionStrategy.RRF:
         rankings = {p: [s.chunk_id for s in items] for p, items in ranked.items()}
@@ -92,11 +93,12 @@ def fuse(ranked: Mapping[str, Sequence[ContextSnippet]], weights: Mapping[str, f
         scores = _weighted_average_scores(ranked, weights)
     else:
         scores = _cascade_scores(ranked, order)
-    fused = [dataclasses.replace(snippet, score=min(1.0, scores[cid]), providers=providers,
-                                 metadata=meta)
-             for cid, (snippet, providers, meta) in _merge_attribution(ranked).items()]
-    fused.sort(key=lambda s: (-s.score, s.file_path, s.start_line))
-    return fused
+    merged = sorted(_merge_attribution(ranked).items(),
+                    key=lambda item: (-min(1.0, scores[item[0]]), item[1][0].file_path,
+                                      item[1][0].start_line))
+    return [dataclasses.replace(snippet, score=min(1.0, scores[cid]), providers=providers,
+                                metadata=meta)
+            for cid, (snippet, providers, meta) in merged[:limit]]
 
 
 def _merge_attribution(ranked: Mapping[str, Sequence[ContextSnippet]]

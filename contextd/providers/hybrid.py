@@ -59,8 +59,8 @@ class HybridProvider(ContextProvider):
         ranked = {pid: run.snippets for pid, run in runs.items() if not run.error}
         weights = {pid: config.provider(pid).weight for pid in ranked}
         fused = fuse(ranked, weights, FusionStrategy(self.settings.fusion_strategy),
-                     self.settings.rrf_k, order=self.settings.combines)
-        fused = [s for s in fused if s.score >= query.min_score][:query.limit]
+                     self.settings.rrf_k, order=self.settings.combines, limit=query.limit)
+        fused = [s for s in fused if s.score >= query.min_score]
         return HybridResult(fused, runs, notes)
 
     def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget

@@ -248,6 +248,10 @@ class IndexStore(abc.ABC):
         """Append a usage_metrics row."""
 
     @abc.abstractmethod
+    def record_usage_many(self, rows: Sequence[tuple]) -> None:
+        """Append several usage_metrics rows (``record_usage`` arguments) in one transaction."""
+
+    @abc.abstractmethod
     def get_meta(self, key: str) -> str | None:
         """A value of index_meta."""
 

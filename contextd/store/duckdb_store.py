@@ -583,12 +583,19 @@ class DuckDBStore(IndexStore):
     # ----- metrics, metadata, prefixes, config -------------------------------------------
     def record_usage(self, task_id: str, query: str, providers: Sequence[str], snippets: int,
                      tokens: int, latency_ms: float, cache_hits: int | None = None) -> None:
+        self.record_usage_many([(task_id, query, providers, snippets, tokens, latency_ms,
+                                 cache_hits)])
+
+    def record_usage_many(self, rows: Sequence[tuple]) -> None:
+        if not rows:
+            return
+        values = [(task_id, query, list(providers), snippets, tokens, latency_ms,
+                   extra[0] if extra else None)
+                  for task_id, query, providers, snippets, tokens, latency_ms, *extra in rows]
         with self._transaction() as cur:
-            cur.execute("""INSERT INTO usage_metrics (task_id, query, providers_used,
-                           snippets_count, context_tokens, query_latency_ms, cache_hits)
-                           VALUES (?, ?, ?, ?, ?, ?, ?)""",
-                        [task_id, query, list(providers), snippets, tokens, latency_ms,
-                         cache_hits])
+            cur.executemany("""INSERT INTO usage_metrics (task_id, query, providers_used,
+                               snippets_count, context_tokens, query_latency_ms, cache_hits)
+                               VALUES (?, ?, ?, ?, ?, ?, ?)""", values)
 
     def get_meta(self, key: str) -> str | None:
         row = self._cursor().execute("SELECT value FROM index_meta WHERE key = ?",
