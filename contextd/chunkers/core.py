@@ -10,7 +10,7 @@ here guarantee the two invariants every chunker promises: each non-blank line la
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Callable
 
@@ -152,13 +152,12 @@ def split_span(src: Source, start: int, end: int, cap: int, boundaries: dict[int
     bounds = boundaries or {}
     spans: list[tuple[int, int]] = []
     line_start, line_end = src.line_start, src.line_end
-    costs = _line_costs(src, start, end, first, last)
+    # totals[k]: cost of lines first..first+k-1; every line costs at least 1, so the longest
+    # run of lines from i under the cap ends where a bisection of the running totals says.
+    totals = _line_totals(src, start, end, first, last)
     i = first
     while i <= last:
-        total, j = 0, i
-        while j <= last and total + costs[j] <= cap:
-            total += costs[j]
-            j += 1
+        j = bisect_right(totals, totals[i - first] + cap, i - first) + first - 1
         if j == i:  # one line alone is over the cap
             spans.extend(_char_windows(src, max(start, line_start(i)), min(end, line_end(i)), cap))
             i += 1
@@ -167,13 +166,14 @@ def split_span(src: Source, start: int, end: int, cap: int, boundaries: dict[int
         spans.append((max(start, line_start(i)), min(end, line_end(cut - 1))))
         if cut > last:
             break
-        i = _overlap_start(i, cut, costs, overlap_tokens)
+        i = _overlap_start(i - first, cut - first, totals, overlap_tokens) + first
     trimmed = (trim_span(src, s, e) for s, e in spans)
     return [(s, e) for s, e in trimmed if e > s]
 
 
-def _line_costs(src: Source, start: int, end: int, first: int, last: int) -> dict[int, int]:
-    """Byte-table token cost of each line ``first..last`` clipped to ``[start, end)``."""
+def _line_totals(src: Source, start: int, end: int, first: int, last: int) -> list[int]:
+    """Running totals of the byte-table token cost of lines ``first..last`` clipped to
+    ``[start, end)``, starting at 0 (one entry more than there are lines)."""
     prefix = src.cost_prefix()
     starts = np.maximum(start, np.asarray(src.line_starts[first - 1:last], dtype=np.int64))
     nexts = src.line_starts[first:last + 1]
@@ -181,7 +181,7 @@ def _line_costs(src: Source, start: int, end: int, first: int, last: int) -> dic
                       dtype=np.int64) - 1
     ends = np.minimum(end, ends)
     costs = (prefix[ends] - prefix[starts]).astype(np.int64) + 1
-    return dict(zip(range(first, last + 1), costs.tolist()))
+    return [0, *np.cumsum(costs).tolist()]
 
 
 def _best_cut(i: int, j: int, bounds: dict[int, int]) -> int:
@@ -193,14 +193,10 @@ def _best_cut(i: int, j: int, bounds: dict[int, int]) -> int:
     return -min(candidates)[1] if candidates else j
 
 
-def _overlap_start(i: int, cut: int, costs: dict[int, int], overlap_tokens: int) -> int:
-    """Start of the next piece: ``cut`` moved back over at most ``overlap_tokens`` of lines,
-    always after ``i`` so the cutting advances."""
-    start, spent = cut, 0
-    while start - 1 > i and spent + costs[start - 1] <= overlap_tokens:
-        start -= 1
-        spent += costs[start]
-    return start
+def _overlap_start(i: int, cut: int, totals: list[int], overlap_tokens: int) -> int:
+    """Start of the next piece (as an index into ``totals``): ``cut`` moved back over at most
+    ``overlap_tokens`` of lines, always after ``i`` so the cutting advances."""
+    return bisect_left(totals, totals[cut] - overlap_tokens, i + 1, cut)
 
 
 def _char_windows(src: Source, start: int, end: int, cap: int) -> list[tuple[int, int]]:
