@@ -44,10 +44,16 @@ def estimate_tokens(text: str) -> int:
     words = _WORD_RE.findall(text)
     word_chars = sum(map(len, words))
     blank = text.count(" ") + text.count("\n") + text.count("\t") + text.count("\r")
-    punct = len(text) - blank - word_chars
     digits = sum(map(text.count, _DIGITS))
-    estimate = (PUNCT_WEIGHT * punct + WORD_WEIGHT * len(words)
+    wide = 0 if text.isascii() else len(_WIDE_RE.findall(text))
+    return combine_counts(len(text) - blank - word_chars, len(words), word_chars, digits, wide)
+
+
+def combine_counts(punct: int, words: int, word_chars: int, digits: int, wide: int) -> int:
+    """The estimate from its counts: the one formula behind ``estimate_tokens`` and the
+    per-span counts that ``contextd.chunkers.core.Source`` keeps for non-ASCII files."""
+    estimate = (PUNCT_WEIGHT * punct + WORD_WEIGHT * words
                 + WORD_CHAR_WEIGHT * word_chars + DIGIT_WEIGHT * digits)
-    if not text.isascii():
-        estimate += len(_WIDE_RE.findall(text))
+    if wide:
+        estimate += wide
     return int(estimate) + 1

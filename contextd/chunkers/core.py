@@ -18,7 +18,7 @@ import numpy as np
 
 from contextd.records import Chunk, ChunkKind, SymbolDef
 from contextd.tokens import (DIGIT_WEIGHT, PUNCT_WEIGHT, WORD_CHAR_WEIGHT, WORD_WEIGHT,
-                             estimate_tokens)
+                             combine_counts)
 
 # Extra weight of a non-ASCII byte in the byte-level estimate: a CJK character (3 bytes) then
 # costs more than estimate_tokens gives it, so cuts made on byte costs stay under the cap.
@@ -42,6 +42,33 @@ def _byte_tables() -> tuple[np.ndarray, np.ndarray]:
 _IS_WORD, _BYTE_WEIGHTS = _byte_tables()
 
 _ALNUM_RE = re.compile(r"[^\W_]")
+_NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
+
+
+def _char_counts(text: str, data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """What ``estimate_tokens`` counts, as running sums over a non-ASCII file's bytes, so any
+    span's estimate is O(1) and equal to the estimator's: columns are characters, blanks, word
+    characters, digits, wide characters and word starts, each character counted at its first
+    byte. Also returns per-byte "in a word" flags (continuation bytes carry their character's),
+    for a word that a span cuts at its start."""
+    b = np.frombuffer(data, dtype=np.uint8)
+    first = (b & 0xC0) != 0x80
+    lead = b >= 0xC0
+    others = _NON_ASCII_RE.findall(text)  # the characters whose first byte is a lead byte
+    classes = {c: (c.isalnum(), "\u2e80" <= c <= "\uffff") for c in set(others)}
+    flags = np.array([classes[c] for c in others], dtype=bool).reshape(-1, 2)
+    word = _IS_WORD[b] & ~(b >= 128)
+    word[lead] = flags[:, 0]
+    wide = np.zeros(len(b), dtype=bool)
+    wide[lead] = flags[:, 1]
+    word = word[np.maximum.accumulate(np.where(first, np.arange(len(b)), 0))]
+    starts = word & first
+    starts[1:] &= ~word[:-1]
+    columns = (first, np.isin(b, (9, 10, 13, 32)), word & first, (b >= 48) & (b <= 57), wide,
+               starts)
+    prefix = np.zeros((len(b) + 1, len(columns)), dtype=np.int64)
+    np.cumsum(np.stack(columns, axis=1), axis=0, out=prefix[1:])
+    return prefix, word
 
 
 class Source:
@@ -50,7 +77,8 @@ class Source:
     Offsets are byte offsets into ``data`` (tree-sitter's unit); lines are 1-based.
     """
 
-    __slots__ = ("text", "path", "language", "data", "line_starts", "ascii", "_prefix")
+    __slots__ = ("text", "path", "language", "data", "line_starts", "ascii", "_prefix",
+                 "_counts")
 
     def __init__(self, text: str, path: str, language: str):
         self.text = text
@@ -62,13 +90,22 @@ class Source:
         self.line_starts: list[int] = [0, *(newlines + 1).tolist()]
         self.ascii = text.isascii()
         self._prefix: np.ndarray | None = None
+        self._counts: tuple[np.ndarray, np.ndarray] | None = None
 
-    def tokens(self, start: int, end: int, text: str | None = None) -> int:
-        """``estimate_tokens`` of bytes ``[start, end)``: O(1) from the byte table for ASCII
-        files (the same formula), by the estimator itself otherwise."""
+    def tokens(self, start: int, end: int) -> int:
+        """``estimate_tokens`` of bytes ``[start, end)`` in O(1): from the byte table for ASCII
+        files (the same formula), from running counts of what the estimator counts otherwise."""
         if self.ascii:
             return self.cost(start, end)
-        return estimate_tokens(self.slice(start, end) if text is None else text)
+        if start >= end:
+            return 0
+        if self._counts is None:
+            self._counts = _char_counts(self.text, self.data)
+        prefix, word = self._counts
+        chars, blank, word_chars, digits, wide, words = (prefix[end] - prefix[start]).tolist()
+        if start and word[start] and word[start - 1]:
+            words += 1  # the span starts inside a word: the estimator sees a word start there
+        return combine_counts(chars - blank - word_chars, words, word_chars, digits, wide)
 
     def cost(self, start: int, end: int) -> int:
         """Token estimate of bytes ``[start, end)`` in O(1), never below ``estimate_tokens``
@@ -115,7 +152,7 @@ class Source:
         if text is None:
             text = self.slice(start, end)
         if tokens is None:
-            tokens = self.tokens(start, end, text)
+            tokens = self.tokens(start, end)
         return Chunk(text=text, kind=kind, label=label, language=self.language,
                      start_line=self.line_of(start), end_line=self.line_of(max(start, end - 1)),
                      start_byte=start, end_byte=end, tokens=tokens,
@@ -246,13 +283,12 @@ def emit_unit(src: Source, unit: Unit, cap: int, overlap_tokens: int = 0,
     ``references(start, end)``, when given, names what each chunk's bytes use (instead of
     ``unit.references``), so a chunk is built once with everything it carries.
     """
-    text = src.slice(unit.start, unit.end)
-    tokens = src.tokens(unit.start, unit.end, text)
+    tokens = src.tokens(unit.start, unit.end)
     if tokens <= cap:
         refs = unit.references if references is None else references(unit.start, unit.end)
         return [src.chunk(unit.start, unit.end, unit.kind, unit.label, defines=unit.defines,
                           references=refs, context=unit.context, parent=unit.parent,
-                          text=text, tokens=tokens)]
+                          tokens=tokens)]
     bounds = unit.boundaries() if unit.boundaries is not None else None
     pieces = split_span(src, unit.start, unit.end, cap, bounds, overlap_tokens)
     chunks = []
