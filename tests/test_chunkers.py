@@ -396,3 +396,19 @@ def test_estimate_tokens_is_conservative_on_code() -> None:
     assert under <= len(chunks) * 0.1
     assert all(r <= c.tokens * 1.25 for r, c in zip(real, chunks))
     assert estimate_tokens("") == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab_9 \n\t(é½²日本０😀") + ["\u2e80", "\uffff"]),
+               min_size=1, max_size=60), st.data())
+def test_source_tokens_match_estimator_on_non_ascii_spans(text: str, data) -> None:
+    """Source.tokens keeps running counts for non-ASCII files: any span at character
+    boundaries must give exactly what estimate_tokens gives for its text."""
+    from contextd.chunkers.core import Source
+
+    src = Source(text + "é", "x.py", "python")
+    starts = [i for i in range(len(src.data) + 1)
+              if i == len(src.data) or src.data[i] & 0xC0 != 0x80]
+    start = data.draw(st.sampled_from(starts))
+    end = data.draw(st.sampled_from([i for i in starts if i >= start]))
+    assert src.tokens(start, end) == estimate_tokens(src.data[start:end].decode("utf-8"))
