@@ -60,6 +60,10 @@ def _task_field(task: Any, name: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
+# Queued after the last row to end the usage thread.
+_STOP = object()
+
+
 class UsageRecorder:
     """Writes usage_metrics rows on a background thread, in order; ``flush`` waits for them.
 
@@ -83,7 +87,8 @@ class UsageRecorder:
         self._queue.put(row)
 
     def _run(self) -> None:
-        while True:
+        stopping = False
+        while not stopping:
             rows = [self._queue.get()]
             time.sleep(USAGE_BATCH_DELAY_S)
             while True:
@@ -91,8 +96,11 @@ class UsageRecorder:
                     rows.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
+            stopping = _STOP in rows
+            batch = [row for row in rows if row is not _STOP]
             try:
-                self.store.record_usage_many(rows)
+                if batch:
+                    self.store.record_usage_many(batch)
             except Exception as exc:  # metrics must never cost anyone an answer
                 log.warning("could not record usage metrics: %s", exc)
             finally:
@@ -102,6 +110,16 @@ class UsageRecorder:
     def flush(self) -> None:
         """Wait until every queued row is written."""
         self._queue.join()
+
+    def stop(self) -> None:
+        """Write what is queued and end the thread. A thread left waiting would keep the
+        store (and its DuckDB connection) alive until the interpreter exits, where DuckDB's
+        bindings report it as leaked."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(_STOP)
+            thread.join()
 
 
 class ContextModule:
@@ -368,7 +386,7 @@ class ContextModule:
         with self._lock:
             providers, self._providers = self._providers, {}
             engine, self._engine = self._engine, None
-        self._usage.flush()
+        self._usage.stop()
         for provider in providers.values():
             try:
                 provider.shutdown()

@@ -121,6 +121,10 @@ class DuckDBStore(IndexStore):
             raise StoreError(f"cannot open index {self.path}: {exc}") from None
         self._write_lock = threading.RLock()
         self._local = threading.local()
+        # Every thread's cursor, so close() can close them all: a cursor left in the
+        # thread-local of a still-running pool thread would outlive the connection and be
+        # reported as leaked by DuckDB's bindings when the interpreter exits.
+        self._cursors: list[duckdb.DuckDBPyConnection] = []
         self._counter_key: str | None = None
         self._counter: _GenerationCounter | None = None
         if not read_only:
@@ -180,6 +184,8 @@ class DuckDBStore(IndexStore):
         if cur is None:
             cur = self._con.cursor()
             self._local.cursor = cur
+            with self._write_lock:
+                self._cursors.append(cur)
         return cur
 
     @contextlib.contextmanager
@@ -379,7 +385,10 @@ class DuckDBStore(IndexStore):
         if file_ids is not None:
             sql += " WHERE c.file_id IN (SELECT unnest(?))"
             params.append(list(file_ids))
-        table = self._cursor().execute(sql, params).to_arrow_table()
+        # A relation on a cursor of its own: Arrow straight from the query (a DB-API result
+        # would copy every vector once more), free of the thread cursor's pending results.
+        with self._con.cursor() as cur:
+            table = cur.sql(sql, params=params).to_arrow_table()
         ids = table.column("chunk_id").to_pylist()
         if not ids:
             return [], np.zeros((0, 0), dtype=np.float32)
@@ -677,6 +686,10 @@ class DuckDBStore(IndexStore):
         with self._write_lock:
             if not self.read_only:
                 self._con.execute("CHECKPOINT")
+            for cur in self._cursors:
+                cur.close()
+            self._cursors.clear()
+            self._local = threading.local()
             self._con.close()
             if self._counter_key is not None:
                 _GenerationCounter.release(self._counter_key)
