@@ -72,8 +72,11 @@ class LineProgress(Progress):
         self.stream = stream or sys.stderr
         self._fig = _Figures()
         self._last = 0.0
+        self._quiet = False
 
     def start(self, total_files: int, label: str = "indexing") -> None:
+        # A catch-up with nothing to do (every query of an unchanged project) says nothing.
+        self._quiet = total_files == 0
         self._fig.begin(total_files, label)
         self._last = time.monotonic()
         self._write(f"{label}: {total_files:,} files to process")
@@ -90,6 +93,8 @@ class LineProgress(Progress):
         self._write(message or self._fig.line())
 
     def _write(self, text: str) -> None:
+        if self._quiet:
+            return
         self.stream.write(f"contextd: {text}\n")
         self.stream.flush()
 
@@ -112,6 +117,8 @@ class RichProgress(Progress):
 
     def start(self, total_files: int, label: str = "indexing") -> None:
         self._started = time.monotonic()
+        if total_files == 0:  # nothing to show: no bar at all
+            return
         self._bar.start()
         self._task = self._bar.add_task(label, total=total_files, chunks=0, rate=0.0)
 
@@ -122,6 +129,8 @@ class RichProgress(Progress):
             self._bar.update(self._task, completed=files_done, chunks=chunks_done, rate=rate)
 
     def finish(self, message: str = "") -> None:
+        if self._task is None:
+            return
         self._bar.stop()
         if message:
             self._bar.console.print(f"contextd: {message}")
