@@ -177,3 +177,36 @@ def test_cli_embedders_list_json_and_prepare():
     assert Path(result["path"]).is_file() and result["identity"] == rows["onnx"]["identity"]
     listed = runner.invoke(cli, ["embedders", "list", "--json"], catch_exceptions=False)
     assert json.loads(listed.stdout)[0]["prepared"] is True
+
+
+CLI_QUERY_IN_FRESH_PROCESS = """
+import json, sys
+from contextd.cli import cli
+try:
+    cli(["--root", sys.argv[1], "--json", "query", "shipping price of a parcel"],
+        standalone_mode=False)
+finally:
+    print(json.dumps({"torch": sorted(m for m in ("torch", "sentence_transformers")
+                                      if m in sys.modules)}), file=sys.stderr)
+"""
+
+
+def test_cli_query_indexes_and_answers_without_torch(tmp_path):
+    """The whole query path of a cold process (ContextModule, indexing with embeddings, the
+    semantic provider) runs on ONNX without importing torch."""
+    get_embedder(EmbeddingConfig()).prepare()  # the export itself is allowed to use torch
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src/rates.py").write_text(
+        'def shipping_rate(weight_kg: float) -> float:\n'
+        '    """Price of shipping a parcel of the given weight."""\n'
+        '    return 4.5 + 1.2 * weight_kg\n')
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    done = subprocess.run([sys.executable, "-c", CLI_QUERY_IN_FRESH_PROCESS, str(root)],
+                          capture_output=True, text=True, cwd=REPO, timeout=300,
+                          env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "run")})
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["hits"][0]["file_path"] == "src/rates.py"
+    assert "semantic" in answer["hits"][0]["providers"], answer  # the model did embed
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == {"torch": []}

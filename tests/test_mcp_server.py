@@ -134,6 +134,7 @@ def test_tools_are_listed_with_valid_schemas(served):
     assert set(tools) == TOOLS
     for tool in tools.values():
         Draft202012Validator.check_schema(tool.input_schema)
+        assert tool.input_schema["additionalProperties"] is False  # unknown arguments refused
         Draft202012Validator.check_schema(tool.output_schema or {})
         assert len(tool.description) > 80
     assert "DESTRUCTIVE" in tools["rebuild_context"].description
@@ -163,6 +164,7 @@ def test_query_context_returns_budgeted_hits(served):
     ({"query": "x", "k": 500}, "k"),
     ({"query": "x", "filters": {"maxTokens": 10**6}}, "maxTokens"),
     ({"query": "x", "scope": {"folders": ["src"]}}, "folders"),
+    ({"query": "x", "maxTokens": 400}, "maxTokens"),  # belongs in filters: not dropped silently
 ])
 def test_query_context_rejects_bad_arguments(served, arguments, hint):
     assert hint in error_text(served.call("query_context", arguments))
@@ -185,6 +187,17 @@ def test_get_context_stats(served):
     assert stats["storage"]["totalFiles"] == len(REPO_FILES)
     assert {p["id"] for p in stats["providers"]} >= {"semantic", "symbol", "full_text"}
     assert stats["owner"]["this_process"] is True
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc")
+def test_query_path_of_the_server_never_loads_torch(served):
+    """With the default ONNX backend, the server embeds and answers without torch (whose
+    import alone costs seconds): no torch library is mapped into the serving process."""
+    answer = structured(served.call("query_context", {"query": "tax on an amount"}))
+    assert any("semantic" in hit["providers"] for hit in answer["hits"]), answer
+    pid = structured(served.call("get_context_stats", {}))["owner"]["pid"]
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    assert "onnxruntime" in maps and "torch" not in maps
 
 
 def test_rebuild_runs_as_a_job_to_completion(served):
@@ -218,6 +231,8 @@ def test_rebuild_runs_as_a_job_to_completion(served):
     ("get_rebuild_status", {"jobId": "nope"}, "no job with that jobId"),
     ("get_rebuild_status", {}, "jobId"),
     ("cancel_rebuild", {"jobId": "nope"}, "no job with that jobId"),
+    ("get_context_stats", {"verbose": True}, "verbose"),
+    ("refresh_context", {"paths": ["."], "run_async": False}, "run_async"),
 ])
 def test_job_tools_reject_bad_arguments(served, tool, arguments, hint):
     assert hint in error_text(served.call(tool, arguments))
@@ -256,6 +271,16 @@ def _start_raw(tmp_path, monkeypatch):
     _request(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     assert len(_read_answer(proc, 2)["result"]["tools"]) == len(TOOLS)
     return proc, Project.open(str(root))
+
+
+@pytest.mark.parametrize("args", [["serve", "--bogus"], ["serve", "--http", "notaport"],
+                                  ["--no-such-global", "serve"]])
+def test_bad_command_line_writes_nothing_to_stdout(tmp_path, args):
+    """An MCP client reads stdout as protocol: usage errors go to stderr only."""
+    proc = subprocess.run([sys.executable, "-m", "contextd", *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, env=server_env(tmp_path / "run"), timeout=60)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"Usage:" in proc.stderr
 
 
 def test_stdin_close_during_startup_exits_cleanly(tmp_path, monkeypatch):

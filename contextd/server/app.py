@@ -17,8 +17,9 @@ from typing import Annotated, Any, Callable
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from contextd import __version__
 from contextd.errors import ContextdError, JobConflictError
@@ -57,12 +58,27 @@ def _answer(model: BaseModel, text: str) -> CallToolResult:
                           structured_content=model.model_dump(mode="json", by_alias=True))
 
 
+def _strict(tool: Tool) -> Tool:
+    """Refuse unknown arguments instead of ignoring them: a misplaced or misspelt parameter
+    (``maxTokens`` beside ``query`` instead of inside ``filters``) would otherwise be dropped
+    without a word and the call would run with defaults. The schema says so too
+    (``additionalProperties: false``), as the nested objects' schemas already do."""
+    base = tool.fn_metadata.arg_model
+    strict = type(base.__name__, (base,), {
+        "__module__": base.__module__,
+        "model_config": ConfigDict(**{**base.model_config, "extra": "forbid"})})
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = strict.model_json_schema(by_alias=True)
+    return tool
+
+
 def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
     """The server with every tool registered, talking to the engine behind ``handle``."""
-    app = MCPServer("contextd", version=__version__, instructions=INSTRUCTIONS,
-                    log_level=log_level, middleware=[start_after_handshake(handle)])
     tools = ContextTools(handle)
-    for name, annotations in (
+    registered = [
+        _strict(Tool.from_function(_tool_errors(getattr(tools, name)), name=name,
+                                   annotations=annotations))
+        for name, annotations in (
             ("query_context", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
             ("refresh_context", ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                                 idempotent_hint=True, open_world_hint=False)),
@@ -71,9 +87,10 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
                                                 idempotent_hint=False, open_world_hint=False)),
             ("get_rebuild_status", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
             ("cancel_rebuild", ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                               idempotent_hint=True, open_world_hint=False))):
-        app.add_tool(_tool_errors(getattr(tools, name)), name=name, annotations=annotations)
-    return app
+                                               idempotent_hint=True, open_world_hint=False)))]
+    return MCPServer("contextd", version=__version__, instructions=INSTRUCTIONS,
+                     log_level=log_level, middleware=[start_after_handshake(handle)],
+                     tools=registered)
 
 
 class ContextTools:
