@@ -328,6 +328,16 @@ class ContextConfig:
 
 SECTIONS = {f.name: f for f in dataclasses.fields(ContextConfig) if not f.metadata.get("internal")}
 
+
+class InvalidConfig(ConfigError):
+    """A config file with errors in names, types or ranges. ``partial`` is the config built
+    from its valid keys (defaults elsewhere), so that ``validate-config`` can run the file-system
+    checks too and report every problem of the file at once, not in two rounds."""
+
+    def __init__(self, issues: list[ConfigIssue], partial: ContextConfig):
+        super().__init__(issues)
+        self.partial = partial
+
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -388,9 +398,10 @@ def config_from_dict(raw: dict[str, Any], fname: str = "<dict>") -> ContextConfi
             values[key] = merged
         else:
             values[key] = _build(sec_field.default_factory, value, dotted, fname, issues)
+    config = ContextConfig(source=None if fname == "<dict>" else fname, **values)
     if issues:
-        raise ConfigError(issues)
-    return ContextConfig(source=None if fname == "<dict>" else fname, **values)
+        raise InvalidConfig(issues, config)
+    return config
 
 
 def _build_map(cls, table: dict, dotted: str, fname: str, issues: list[ConfigIssue],

@@ -39,13 +39,16 @@ class ConfigIssue:
 
 
 class ConfigError(ContextdError):
-    """The configuration is invalid; carries every issue found, not only the first."""
+    """The configuration is invalid; ``issues`` carries every issue found, not only the first.
+
+    The message is one line (the first issue and how many more), like every CLI error;
+    ``contextd validate-config`` lists them all."""
 
     def __init__(self, issues: list[ConfigIssue]):
         self.issues = list(issues)
-        lines = [f"invalid configuration ({len(self.issues)} problem(s)):"]
-        lines += [f"  {issue}" for issue in self.issues]
-        super().__init__("\n".join(lines))
+        more = f" (and {len(self.issues) - 1} more)" if len(self.issues) > 1 else ""
+        first = self.issues[0] if self.issues else "invalid configuration"
+        super().__init__(f"{first}{more}; run 'contextd validate-config'")
 
 
 class BoundaryError(ContextdError):

@@ -94,6 +94,21 @@ def test_validate_config_reports_every_problem(proj: Path) -> None:
     assert set(report["errors"][0]) == {"file", "key", "message", "severity"}
 
 
+def test_validate_config_lists_type_and_disk_problems_together(proj: Path) -> None:
+    (proj / "context.toml").write_text(
+        '[watcher]\nwatch_paths = ["src", "src/", "missing"]\nignore_patterns = ["[z-a]"]\n'
+        'debounce_mss = 10\n[query]\nmmr_lambda = 1.5\n')
+    code, report = run_json(proj, "validate-config")
+    assert code == 1 and report["valid"] is False
+    assert [e["key"] for e in report["errors"]] == [
+        "watcher.debounce_mss", "query.mmr_lambda", "watcher.watch_paths[2]",
+        "watcher.ignore_patterns[0]"]
+    assert report["errors"][0]["message"] == ("unknown key 'debounce_mss'; did you mean "
+                                              "'debounce_ms'?")
+    assert [w["key"] for w in report["warnings"]] == ["watcher.watch_paths[1]"]
+    assert {e["file"] for e in report["errors"]} == {str(proj / "context.toml")}
+
+
 def test_validate_config_warnings_alone_pass(proj: Path) -> None:
     (proj / "context.toml").write_text('[watcher]\nwatch_paths = ["src", "src"]\n')
     proc = run(proj, "validate-config")
@@ -152,3 +167,9 @@ def test_errors_are_one_line(proj: Path, tmp_path: Path) -> None:
     line = assert_one_line_error(run(proj, "check-file", "src/app.py"))
     assert "watch path does not exist" in line
     assert line.endswith("run 'contextd validate-config'")
+    (proj / "context.toml").write_text('[query]\nmmr_lambda = 1.5\ndefault_k = "ten"\n')
+    line = assert_one_line_error(run(proj, "list-indexable"))
+    assert line == (f"contextd: error: {proj / 'context.toml'}: query.mmr_lambda: 1.5 is out of "
+                    "range; allowed 0.0 to 1.0 (and 1 more); run 'contextd validate-config'")
+    (proj / "context.toml").write_text("[query\n")
+    assert "not valid TOML" in assert_one_line_error(run(proj, "project-stats"))

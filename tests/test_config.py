@@ -118,9 +118,8 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
         load_config(path)
     keys = [i.key for i in info.value.issues]
     assert keys == ["query.mmr_lambda", "query.default_k", "storag"]
-    text = str(info.value)
-    assert text.splitlines()[0] == "invalid configuration (3 problem(s)):"
-    assert f"{path}: query.mmr_lambda: 1.5 is out of range; allowed 0.0 to 1.0" in text
+    assert str(info.value) == (f"{path}: query.mmr_lambda: 1.5 is out of range; allowed 0.0 "
+                               "to 1.0 (and 2 more); run 'contextd validate-config'")
 
 
 def test_unreadable_and_malformed_files(tmp_path: Path) -> None:
@@ -244,3 +243,25 @@ def test_issues_name_defaults_when_there_is_no_file() -> None:
     issues = check_project(Project(root=Path("/"), config=ContextConfig()))
     assert issues and all(i.file == "<defaults>" for i in issues)
     assert str(issues[0]).startswith("<defaults>: watcher.watch_paths: ")
+
+
+def _dotted_keys(table: dict, prefix: str = "") -> set[str]:
+    out = set()
+    for key, value in table.items():
+        dotted = f"{prefix}{key}"
+        out |= _dotted_keys(value, dotted + ".") if isinstance(value, dict) else {dotted}
+    return out
+
+
+def test_the_repository_context_toml_is_valid_and_names_every_key() -> None:
+    """The repo's own context.toml is the documented reference (issue 2): it must load and
+    list every key ``contextd init`` writes, so a new key cannot be left undocumented."""
+    import tomli
+
+    from contextd.cli.boundary_cmds import render_documented_config
+
+    repo_file = Path(__file__).resolve().parent.parent / "context.toml"
+    load_config(repo_file)
+    written = tomli.loads(repo_file.read_text())
+    assert _dotted_keys(tomli.loads(render_documented_config())) <= _dotted_keys(
+        written.get("context", written))

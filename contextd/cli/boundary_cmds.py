@@ -22,11 +22,11 @@ import click
 
 from contextd.boundary import Boundary, Decision, FileEntry, RejectReason, Rejection
 from contextd.cli.common import CliState, emit, pass_state
-from contextd.config import (CONFIG_FILENAME, SECTIONS, ContextConfig,
+from contextd.config import (CONFIG_FILENAME, SECTIONS, ContextConfig, InvalidConfig,
                              iter_documented_fields)
 from contextd.config_checks import WARNING, check_project
 from contextd.errors import ConfigError, ConfigIssue, ContextdError
-from contextd.project import detect_project_root
+from contextd.project import Project, detect_project_root
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _WIDTH = 96
@@ -161,10 +161,16 @@ def _reason_counts(rejected: list[Rejection]) -> list[ReasonCount]:
 def _validate(state: CliState) -> ValidationReport:
     try:
         project = state.project()
+        issues = []
+    except InvalidConfig as exc:
+        # Bad names/types/ranges: check the disk with the valid rest, to list every problem.
+        root = Path(state.root).resolve() if state.root else detect_project_root(Path.cwd())
+        project = Project(root=root, config=exc.partial)
+        issues = exc.issues
     except ConfigError as exc:
         source = state.config_path or exc.issues[0].file
         return ValidationReport(False, source, errors=exc.issues)
-    issues = check_project(project)
+    issues = issues + check_project(project)
     report = ValidationReport(
         valid=True, config_file=project.config.source,
         errors=[i for i in issues if i.severity != WARNING],
