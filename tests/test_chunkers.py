@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import os
 import random
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,8 @@ from contextd.records import ChunkKind
 from contextd.tokens import estimate_tokens
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chunkers"
-STDLIB = "/root/.pyenv/versions/3.11.7/lib/python3.11"
+# The running interpreter's own standard library: real code no one here wrote, on any machine.
+STDLIB = sysconfig.get_paths()["stdlib"]
 CONFIG = ContextConfig()
 
 GOLDEN = {
@@ -40,8 +42,9 @@ GOLDEN = {
         (50, 54, "CODE_FUNCTION", "Pipeline.step_4"),
         (56, 60, "CODE_FUNCTION", "Pipeline.step_5"),
         (63, 66, "CODE_FUNCTION", "authenticate"),
-        *[(69 if n == 0 else 75 + 4 * (n - 1), 74 if n == 0 else (78 + 4 * (n - 1) if n < 9
-          else 112), "CODE_FUNCTION", "long_function") for n in range(10)],
+        # split at statement starts, each piece as full as the cap allows
+        *[(start, end, "CODE_FUNCTION", "long_function") for start, end in
+          [(69, 75), *[(76 + 5 * n, 80 + 5 * n) for n in range(7)], (111, 112)]],
         (115, 116, "CODE_BLOCK", "module code"),
     ],
     "sample.ts": [
@@ -252,6 +255,20 @@ def test_text_formats_details() -> None:
     assert "semi;colon" in sql["INSERT INTO users"].text
     assert "$$ LANGUAGE plpgsql;" in sql["CREATE FUNCTION touch"].text
     assert "value = not a key" in by_label("sample.toml")["plugins"].text
+
+
+def test_long_markdown_section_is_cut_at_paragraphs_into_full_pieces() -> None:
+    para = "Paragraph {n} " + "lorem ipsum dolor sit amet " * 12  # ~85 tokens each
+    text = "# Title\n\n" + "\n\n".join(para.format(n=n) for n in range(40)) + "\n"
+    data = text.encode()
+    result = chunk_path("long.md", data)
+    check_invariants("long.md", data, result)
+    lines = text.split("\n")
+    assert all(lines[c.start_line - 1].startswith(("# Title", "Paragraph"))
+               for c in result.chunks)
+    # two paragraphs fit under the cap, so a piece never holds just one (but the last)
+    assert all(c.text.count("Paragraph") == 2 for c in result.chunks[:-1])
+    assert len(result.chunks) == 20
 
 
 def test_large_yaml_and_json_keys_split_by_key_path() -> None:

@@ -20,7 +20,7 @@ def test_human_output_lists_lines_kind_tokens_and_label() -> None:
     result = invoke("chunks", str(FIXTURES / "sample.py"))
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].endswith("sample.py: python, 22 chunks")
+    assert lines[0].endswith("sample.py: python, 21 chunks")
     assert lines[1].split() == ["1-4", "DOCSTRING", lines[1].split()[2], "tok", "sample"]
     assert any(line.split()[-1] == "Pipeline.step_0" and "CODE_FUNCTION" in line
                for line in lines)

@@ -222,9 +222,12 @@ def _line_totals(src: Source, start: int, end: int, first: int, last: int) -> li
 
 
 def _best_cut(i: int, j: int, bounds: dict[int, int]) -> int:
-    """The line that starts the next piece, for a piece spanning lines ``i .. j-1``."""
+    """The line that starts the next piece, for a piece spanning lines ``i .. j-1``.
+
+    ``j`` itself is a candidate: when the first line that does not fit opens a paragraph or
+    statement, the whole window fits and cutting earlier would only make pieces smaller."""
     half = i + max(1, (j - i) // 2)
-    candidates = [(bounds[n], -n) for n in range(half, j) if n in bounds]
+    candidates = [(bounds[n], -n) for n in range(half, j + 1) if n in bounds]
     if not candidates:
         candidates = [(bounds[n], -n) for n in range(i + 1, j) if n in bounds]
     return -min(candidates)[1] if candidates else j
