@@ -1,4 +1,5 @@
-"""The wheel installs providers/, chunkers/ and schema.sql under the contextd namespace only.
+"""The wheel installs providers/, chunkers/ and schema.sql under the contextd namespace only,
+and works once installed.
 
 In the repository the top-level ``providers``, ``chunkers`` and ``schema.sql`` are symlinks into
 contextd/ (the design card's layout); a wheel must never ship them as top-level names, or
@@ -7,6 +8,8 @@ contextd/ (the design card's layout); a wheel must never ship them as top-level 
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -48,3 +51,30 @@ def test_wheel_ships_everything_under_contextd(tmp_path: Path) -> None:
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     text = zipfile.ZipFile(wheels[0]).read(entry_points).decode()
     assert "contextd = contextd.cli:main" in text
+    assert {"contextd/migrations/001_initial.sql", "contextd/chunkers/queries/rust.scm"} <= set(
+        names)
+    _installed_wheel_works(wheels[0], tmp_path / "site")
+
+
+def _installed_wheel_works(wheel: Path, site: Path) -> None:
+    """Install the wheel alone (dependencies come from this venv) and use it from another
+    directory: the data files (tree-sitter queries, migrations) must load from the install."""
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                           "--target", str(site), str(wheel)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    script = ("import contextd, sys; from contextd.store.duckdb_store import DuckDBStore; "
+              "print(contextd.__file__); "
+              "DuckDBStore(sys.argv[1]).close()")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    proc = subprocess.run([sys.executable, "-c", script, str(site.parent / "i.duckdb")],
+                          cwd=site.parent, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(site / "contextd" / "__init__.py")
+    fixture = REPO / "tests" / "fixtures" / "chunkers" / "sample.rs"
+    proc = subprocess.run([sys.executable, "-m", "contextd", "--json", "chunks", str(fixture)],
+                          cwd=site.parent, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["language"] == "rust" and "hash_password" in {
+        c["label"] for c in result["chunks"]}
