@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 
 from contextd.indexer import Indexer
+from contextd.indexer.plan import order_by_priority
 from contextd.project import Project
 from contextd.store.duckdb_store import DuckDBStore
 
@@ -189,3 +190,23 @@ def test_sigkill_at_any_point_then_resume_gives_the_uninterrupted_rows(tmp_path)
     assert got["orphans"] == (0,) and got["pending"] == (0,)
     for key in ("files", "chunks", "symbols", "links"):
         assert got[key] == expected[key], key
+
+
+def test_priority_order_and_max_initial_files(tmp_path):
+    big = "x = 1\n" * 3000  # ~18 KB: past the small-file bucket
+    root = make_repo(tmp_path / "repo", {
+        "a_large.py": "y = 2\n" * 200_000,  # ~1.2 MB: large files come last
+        "b_config.yaml": "k: v\n" * 3000,
+        "c_doc.rst": "word\n" * 3000,
+        "d_source.py": big,
+        "e_small.yaml": "k: v\n",
+    })
+    (root / "context.toml").write_text("[bootstrap]\nmax_initial_files = 3\n")
+    indexer = open_indexer(root)
+    order = [e.path for e in order_by_priority(indexer.boundary.iter_files(),
+                                               indexer.config.bootstrap.priority_extensions)]
+    assert order[-4:] == ["d_source.py", "c_doc.rst", "b_config.yaml", "a_large.py"]
+    assert order[0] == "e_small.yaml"  # small files first, the smallest first
+    report = indexer.ensure_indexed()
+    assert report.files_indexed == 3
+    assert set(stored(indexer)) == set(order[:3])

@@ -83,3 +83,32 @@ def test_gitignore_change_reevaluates_the_boundary(watched):
     eventually(lambda: "docs/guide.md" not in stored(indexer))
     (root / ".gitignore").write_text("")
     eventually(lambda: "docs/guide.md" in stored(indexer))
+
+
+def test_contextignore_and_config_changes_reevaluate_the_boundary(watched):
+    root, indexer, _ = watched
+    (root / ".contextignore").write_text("src/util/\n")
+    eventually(lambda: "src/util/helpers.py" not in stored(indexer))
+    (root / ".contextignore").unlink()
+    eventually(lambda: "src/util/helpers.py" in stored(indexer))
+    (root / "context.toml").write_text('[indexing]\nblocked_extensions = [".yaml"]\n')
+    eventually(lambda: "config.yaml" not in stored(indexer))
+    assert "src/app.py" in stored(indexer)
+
+
+def test_git_checkout_of_another_branch_is_coalesced(watched):
+    root, indexer, batches = watched
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "main"], check=True)
+    subprocess.run([*git, "checkout", "-qb", "other"], check=True)
+    for i in range(30):
+        (root / f"src/o{i}.py").write_text(FUNC.format(name=f"o{i}", doc="Other.", n=i))
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "other"], check=True)
+    subprocess.run([*git, "checkout", "-q", "-"], check=True)
+    eventually(lambda: not any(p.startswith("src/o") for p in stored(indexer)))
+    batches.clear()
+    subprocess.run([*git, "checkout", "-q", "other"], check=True)
+    eventually(lambda: sum(p.startswith("src/o") for p in stored(indexer)) == 30)
+    assert len(batches) <= 2
