@@ -33,3 +33,18 @@ def test_dry_run_and_refresh_as_json(tmp_path):
     assert refreshed.returncode == 0, refreshed.stderr
     report = json.loads(refreshed.stdout)
     assert report["files_indexed"] == 2 and report["chunks_embedded"] >= 1
+
+
+def test_forced_rebuild_with_vacuum_of_an_existing_index_completes(tmp_path):
+    """The default rebuild vacuums: its checkpoint must not wait for ever on a read a cursor
+    left half-read (DuckDB keeps such a result's transaction open)."""
+    root = small_repo(tmp_path)
+    first = contextd(root, "refresh")
+    assert first.returncode == 0, first.stderr
+    rebuilt = contextd(root, "--json", "rebuild", "--force")
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    result = json.loads(rebuilt.stdout)
+    assert result["status"] == "completed", result["message"]
+    assert result["progress"]["filesProcessed"] == result["progress"]["filesTotal"] == 4
+    again = contextd(root, "--json", "refresh")
+    assert json.loads(again.stdout)["files_indexed"] == 0

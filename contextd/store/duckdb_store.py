@@ -107,6 +107,14 @@ class _GenerationCounter:
             self.value = max(self.value, generation)
 
 
+def _first(result: duckdb.DuckDBPyConnection) -> tuple | None:
+    """The first row of a result, read to its end. DuckDB keeps a half-read result (and its
+    transaction) open on the cursor: it makes CHECKPOINT wait for ever and the cursor refuse
+    other work."""
+    rows = result.fetchall()
+    return rows[0] if rows else None
+
+
 class DuckDBStore(IndexStore):
     """IndexStore on one DuckDB file (``":memory:"`` works too, for throwaway indexes)."""
 
@@ -143,7 +151,7 @@ class DuckDBStore(IndexStore):
             "SELECT table_name FROM information_schema.tables").fetchall()}
         if "schema_version" not in tables:
             return 0 if "file_state" in tables else None
-        row = self._con.execute("SELECT max(version) FROM schema_version").fetchone()
+        row = _first(self._con.execute("SELECT max(version) FROM schema_version"))
         return row[0] or 0
 
     def _check_version(self, version: int | None) -> None:
@@ -206,7 +214,7 @@ class DuckDBStore(IndexStore):
                 self._counter.publish(self._local.bumped)
 
     def _bump_generation(self, cur: duckdb.DuckDBPyConnection) -> int:
-        row = cur.execute("SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
+        row = _first(cur.execute("SELECT value FROM index_meta WHERE key = 'generation'"))
         gen = int(row[0]) + 1 if row else 1
         cur.execute("DELETE FROM index_meta WHERE key = 'generation'")
         cur.execute("INSERT INTO index_meta VALUES ('generation', ?)", [str(gen)])
@@ -340,10 +348,10 @@ class DuckDBStore(IndexStore):
                GROUP BY c.embed_hash ORDER BY c.embed_hash LIMIT ?""", [model, limit]).fetchall()
 
     def count_missing_embeddings(self, model: str) -> int:
-        return self._cursor().execute(
+        return _first(self._cursor().execute(
             """SELECT count(DISTINCT c.embed_hash) FROM chunks c
                ANTI JOIN (SELECT text_hash FROM embeddings WHERE model = ?) e
-               ON c.embed_hash = e.text_hash""", [model]).fetchone()[0]
+               ON c.embed_hash = e.text_hash""", [model]))[0]
 
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> int:
         if len(hashes) == 0:
@@ -369,10 +377,10 @@ class DuckDBStore(IndexStore):
 
     def prune_embeddings(self, keep_model: str) -> int:
         with self._transaction() as cur:
-            before = cur.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+            before = _first(cur.execute("SELECT count(*) FROM embeddings"))[0]
             cur.execute("""DELETE FROM embeddings WHERE model <> ? OR text_hash NOT IN
                            (SELECT embed_hash FROM chunks)""", [keep_model])
-            after = cur.execute("SELECT count(*) FROM embeddings").fetchone()[0]
+            after = _first(cur.execute("SELECT count(*) FROM embeddings"))[0]
         return before - after
 
     def chunk_vectors(self, model: str, file_ids: Sequence[int] | None = None
@@ -409,8 +417,8 @@ class DuckDBStore(IndexStore):
 
     def _stored_generation(self) -> int:
         """The generation as committed in index_meta (a database round trip)."""
-        row = self._cursor().execute(
-            "SELECT value FROM index_meta WHERE key = 'generation'").fetchone()
+        row = _first(self._cursor().execute(
+            "SELECT value FROM index_meta WHERE key = 'generation'"))
         return int(row[0]) if row else 0
 
     def changes_since(self, generation: int) -> Changes:
@@ -566,8 +574,8 @@ class DuckDBStore(IndexStore):
     def record_error(self, path: str, error_type: str, message: str,
                      stack_trace: str | None = None) -> None:
         with self._transaction() as cur:
-            row = cur.execute("SELECT max(retry_count) FROM bootstrap_errors WHERE file_path = ?",
-                              [path]).fetchone()
+            row = _first(cur.execute(
+                "SELECT max(retry_count) FROM bootstrap_errors WHERE file_path = ?", [path]))
             retries = 0 if row[0] is None else row[0] + 1
             cur.execute("DELETE FROM bootstrap_errors WHERE file_path = ?", [path])
             cur.execute("""INSERT INTO bootstrap_errors (file_path, error_type, error_message,
@@ -607,8 +615,8 @@ class DuckDBStore(IndexStore):
                                VALUES (?, ?, ?, ?, ?, ?, ?)""", values)
 
     def get_meta(self, key: str) -> str | None:
-        row = self._cursor().execute("SELECT value FROM index_meta WHERE key = ?",
-                                     [key]).fetchone()
+        row = _first(self._cursor().execute("SELECT value FROM index_meta WHERE key = ?",
+                                            [key]))
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
@@ -639,8 +647,8 @@ class DuckDBStore(IndexStore):
                 "max_file_size_mb", "follow_symlinks")
         values = [snapshot.get(k) for k in keys]
         with self._transaction() as cur:
-            row = cur.execute(f"SELECT {', '.join(keys)} FROM project_config "
-                              "WHERE config_id = 1").fetchone()
+            row = _first(cur.execute(f"SELECT {', '.join(keys)} FROM project_config "
+                                     "WHERE config_id = 1"))
             if row is not None and list(row) == values:
                 return False
             cur.execute("DELETE FROM project_config WHERE config_id = 1")
@@ -650,21 +658,21 @@ class DuckDBStore(IndexStore):
 
     def stats(self) -> dict[str, Any]:
         cur = self._cursor()
-        files, redacted, last = cur.execute(
+        files, redacted, last = _first(cur.execute(
             "SELECT count(*), coalesce(sum(secrets_redacted), 0), max(indexed_at) "
-            "FROM file_state").fetchone()
-        chunks, contextualized = cur.execute(
-            "SELECT count(*), count(*) FILTER (WHERE contextualized) FROM chunks").fetchone()
+            "FROM file_state"))
+        chunks, contextualized = _first(cur.execute(
+            "SELECT count(*), count(*) FILTER (WHERE contextualized) FROM chunks"))
         by_model = dict(cur.execute(
             """SELECT e.model, count(*) FROM chunks c JOIN embeddings e
                ON e.text_hash = c.embed_hash GROUP BY e.model""").fetchall())
         languages = dict(cur.execute(
             "SELECT coalesce(language, 'unknown'), count(*) FROM chunks GROUP BY 1 "
             "ORDER BY 2 DESC").fetchall())
-        usage = cur.execute(
+        usage = _first(cur.execute(
             "SELECT count(*), avg(query_latency_ms), avg(context_tokens) FROM usage_metrics"
-        ).fetchone()
-        errors = cur.execute("SELECT count(*) FROM bootstrap_errors").fetchone()[0]
+        ))
+        errors = _first(cur.execute("SELECT count(*) FROM bootstrap_errors"))[0]
         size = Path(self.path).stat().st_size if self.path != ":memory:" else 0
         return {
             "total_files": files, "total_chunks": chunks, "embeddings_by_model": by_model,
