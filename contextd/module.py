@@ -373,6 +373,7 @@ class ContextModule:
                 "type": getattr(getattr(factory, "type", None), "value", None),
                 "enabled": enabled,
                 "available": bool(instance and instance.is_available()) if enabled else False,
+                "pending": instance.pending_note() if instance else None,
                 "stats": instance.stats() if instance and hasattr(instance, "stats") else {}})
         storage = self.store.stats()
         performance = {key: round(sum(v) / len(v), 2) for key, v in self._latency.items() if v}
@@ -387,6 +388,11 @@ class ContextModule:
             providers, self._providers = self._providers, {}
             engine, self._engine = self._engine, None
         self._usage.stop()
+        if self.embedder.loading:
+            # ONNX Runtime aborts the whole process (exit 134) when the interpreter exits
+            # while a daemon thread is still creating its session; a short command that only
+            # started the load (``contextd stats`` asking is_available) must wait for it.
+            self.embedder.wait(MODEL_WAIT_S)
         for provider in providers.values():
             try:
                 provider.shutdown()

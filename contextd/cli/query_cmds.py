@@ -99,8 +99,12 @@ def _print_stats(data: dict[str, Any]) -> None:
                f"{storage.get('last_indexed')}")
     click.echo("providers:")
     for provider in data.get("providers", []):
-        state = ("available" if provider["available"] else "unavailable") \
-            if provider["enabled"] else "disabled"
+        if not provider["enabled"]:
+            state = "disabled"
+        elif provider["available"]:
+            state = "available"
+        else:
+            state = "loading" if provider.get("pending") else "unavailable"
         click.echo(f"  {provider['id']:<12} {state:<12} {provider['name']}")
     averages = data.get("performance", {}).get("avg_ms", {})
     if averages:
