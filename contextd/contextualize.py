@@ -6,7 +6,8 @@ so their embeddings are looked up (and if needed computed) anew through the embe
 keyed by text hash; :func:`contextualizer_signature` lets the indexer notice that change and
 re-index everything as one resumable job.
 
-Contextualizers that are costly to run declare ``cache_model``: their prefixes are cached in
+Contextualizers that are costly to run declare ``caches_prefixes`` on the class and
+``cache_model`` on the instance: their prefixes are cached in
 the store by (model, chunk hash, document hash) once per file, so a re-index, or a re-index
 resumed after a kill, never asks twice for an unchanged chunk. A chunk such a contextualizer
 could not serve (it returned "") gets the structural prefix instead, uncached, so the next run
@@ -42,6 +43,17 @@ def build_contextualizer(name: str, config: ContextConfig):
         raise ValueError(f"unknown contextualizer {name!r}; choose from: "
                          f"{', '.join(sorted(factories))}, {NO_CONTEXT}")
     return factories[name](config)
+
+
+def needs_store(config: ContextConfig) -> bool:
+    """Whether the configured contextualizer caches its prefixes in the store (it declares
+    ``caches_prefixes``, as the LLM one does). The indexer then runs this stage in its own
+    process, where the store is: worker processes cannot share the database, and such a
+    contextualizer waits on its endpoint with its own bounded thread pool, so processes would
+    add nothing."""
+    strategy = config.contextualizer.strategy
+    factory = available_contextualizers().get(strategy) if strategy != NO_CONTEXT else None
+    return bool(getattr(factory, "caches_prefixes", False))
 
 
 def contextualizer_signature(config: ContextConfig) -> str:

@@ -296,3 +296,27 @@ def test_llm_reindex_resumes_after_kill(llm_server, tmp_path):
     again = llm_server.requests[len(before):]
     assert not [title for title, _ in again if title in done]  # cached prefixes not re-asked
     assert {title for title, _ in again} >= {f"mod{n}.py" for n in range(3, 6)}
+
+
+def test_llm_through_the_indexer_caches_prefixes_across_a_rebuild(llm_server, tmp_path):
+    """The real indexer (enough files for its worker-pool path) asks once per chunk; a full
+    rebuild then asks nothing: the prefixes come from the store's cache."""
+    from contextd.engine import Engine
+    from contextd.indexer.pipeline import POOL_MIN_FILES
+
+    for n in range(POOL_MIN_FILES):
+        (tmp_path / f"mod{n}.py").write_text(PY_SOURCE.replace("Greeter", f"Greeter{n}"))
+    settings = llm_config(llm_server)["contextualizer"]
+    (tmp_path / "context.toml").write_text("[contextualizer]\n" + "".join(
+        f"{key} = {json.dumps(value)}\n" for key, value in settings.items()))
+    engine = Engine.open(str(tmp_path))
+    try:
+        engine.ensure_indexed()
+        storage = engine.stats()["storage"]
+        assert storage["contextualized_chunks"] == storage["total_chunks"] > POOL_MIN_FILES
+        assert len(llm_server.requests) == storage["total_chunks"]
+        assert engine.rebuild(vacuum=False).status == "completed"
+        assert len(llm_server.requests) == storage["total_chunks"]
+        assert engine.stats()["storage"]["contextualized_chunks"] == storage["total_chunks"]
+    finally:
+        engine.close()

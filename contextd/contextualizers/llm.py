@@ -158,6 +158,8 @@ class LLMContextualizer:
     """Prefixes from an HTTP LLM endpoint; ``cache_model`` keys the prefix cache."""
 
     name = "llm"
+    # Read from the class before one is built (contextualize.needs_store).
+    caches_prefixes = True
 
     def __init__(self, config):
         self.settings = config.contextualizer

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from contextd.boundary import Boundary, FileEntry
-from contextd.contextualize import contextualizer_signature
+from contextd.contextualize import contextualizer_signature, needs_store
 from contextd.embedders.common import cpu_count
 from contextd.embedding import get_embedder
 from contextd.errors import UsageError
@@ -250,7 +250,8 @@ class Indexer:
         self._state, self._files_total = "indexing", total
         progress.start(len(tasks), mode)
         try:
-            for outcome in outcomes(tasks, self.config, self.workers(), cancel):
+            prefix_store = self.store if needs_store(self.config) else None
+            for outcome in outcomes(tasks, self.config, self.workers(), cancel, prefix_store):
                 writer.add(outcome)
             writer.flush()
         finally:

@@ -50,14 +50,15 @@ def _task_batches(tasks: Sequence[FileTask]) -> Iterator[list[FileTask]]:
 
 
 def outcomes(tasks: Sequence[FileTask], config: ContextConfig, workers: int,
-             cancel: threading.Event) -> Iterator[Outcome]:
+             cancel: threading.Event, store: IndexStore | None = None) -> Iterator[Outcome]:
     """Process ``tasks`` (in a pool of ``workers`` processes when there are enough) and
-    yield outcomes in task order; stops submitting when ``cancel`` is set."""
-    if workers < 1 or len(tasks) < POOL_MIN_FILES:
+    yield outcomes in task order; stops submitting when ``cancel`` is set. With ``store``
+    (a contextualizer caching its prefixes there) every file is processed inline."""
+    if workers < 1 or len(tasks) < POOL_MIN_FILES or store is not None:
         for task in tasks:
             if cancel.is_set():
                 return
-            yield process_file(task, config)
+            yield process_file(task, config, store)
         return
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker,

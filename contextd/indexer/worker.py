@@ -44,8 +44,9 @@ def scrubber_for(config: ContextConfig) -> Scrubber:
     return get_scrubber(security.scrub_secrets, tuple(security.secret_patterns))
 
 
-def process_file(task: FileTask, config: ContextConfig) -> Outcome:
-    """Index one file; never raises for a problem of the file itself."""
+def process_file(task: FileTask, config: ContextConfig, store=None) -> Outcome:
+    """Index one file; never raises for a problem of the file itself. ``store``: where a
+    contextualizer that caches its prefixes keeps them (only in the indexer's process)."""
     try:
         with open(task.abs_path, "rb") as fh:
             data = fh.read()
@@ -69,7 +70,7 @@ def process_file(task: FileTask, config: ContextConfig) -> Outcome:
     try:
         chunked = chunk_file(task.path, data, config)
         # The contextualizer stage: what gets embedded and BM25-indexed for each chunk.
-        texts = index_texts(text, task.path, chunked.chunks, config)
+        texts = index_texts(text, task.path, chunked.chunks, config, store)
     except Exception as exc:  # a chunker bug must cost one file, not the run
         return Outcome(task, FAILED, error_type="parse_error",
                        message=scrubber.scrub(f"{type(exc).__name__}: {exc}").text,
