@@ -7,7 +7,12 @@ counts when it is in the function's file and covers its ``def`` line). Prints Re
 and MRR@10 per provider, then each provider's pass rate on the golden queries of
 tests/test_golden_queries.py (expected file/symbol in the top 3).
 
+With ``--backends`` the corpus is indexed once per embedding backend (written to the corpus'
+context.toml) and the providers that use vectors are scored again, so the default backend's
+quality can be compared with the torch reference on the same queries.
+
     .venv/bin/python benchmarks/bench_retrieval.py [--per-library 80]
+    .venv/bin/python benchmarks/bench_retrieval.py --backends torch-fp32 onnx-fp32 onnx-int8
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench_embedders import BACKENDS
 from contextd.module import ContextModule
 from contextd.query_api import QueryRequest
 
@@ -32,6 +38,9 @@ LIBRARIES = {"requests": ("requests==2.32.3", "src/requests"),
              "more_itertools": ("more-itertools==10.5.0", "more_itertools"),
              "toolz": ("toolz==0.12.1", "toolz")}
 PROVIDERS = ("semantic", "symbol", "full_text", "hybrid")
+# The providers whose results depend on the embedding backend.
+VECTOR_PROVIDERS = ("semantic", "hybrid")
+DEFAULT_BACKEND = "onnx-int8"
 CUTOFFS = (1, 5, 10)
 MIN_QUERY_WORDS = 4
 NO_BUDGET = 10**7
@@ -149,27 +158,39 @@ def golden_pass_rates() -> dict[str, float]:
     return rates
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-library", type=int, default=80)
-    args = parser.parse_args()
-    root = CACHE / "retrieval_corpus"
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
-    cases = build_corpus(root, args.per_library)
+def score_table(root: Path, cases: list[Case], providers: tuple[str, ...], label: str
+                ) -> None:
+    """Index ``root`` (as its context.toml says) and print one row per provider."""
     module = ContextModule.open(str(root))
     try:
         chunks = module.store.stats()["total_chunks"]
-        print(f"corpus: {', '.join(LIBRARIES)} without docstrings ({chunks} chunks); "
-              f"{len(cases)} queries (docstring first sentences)")
+        print(f"{label}: {chunks} chunks, {len(cases)} queries (docstring first sentences)")
         print(f"{'provider':<12}" + "".join(f"{m:>8}" for m in
                                           [f"R@{c}" for c in CUTOFFS] + ["MRR"]))
-        for provider in PROVIDERS:
+        for provider in providers:
             scores = evaluate(module, cases, provider)
             print(f"{provider:<12}" + "".join(f"{v:>8.3f}" for v in scores.values()),
                   flush=True)
     finally:
         module.shutdown()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--per-library", type=int, default=80)
+    parser.add_argument("--backends", nargs="*", choices=sorted(BACKENDS), default=[],
+                        help="also score the vector providers with each of these backends")
+    args = parser.parse_args()
+    root = CACHE / "retrieval_corpus"
+    for number, backend in enumerate([DEFAULT_BACKEND] + args.backends):
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        cases = build_corpus(root, args.per_library)
+        kind, quantize = BACKENDS[backend]
+        (root / "context.toml").write_text(
+            f'[embedding]\nbackend = "{kind}"\nquantize = "{quantize}"\n', encoding="utf-8")
+        score_table(root, cases, PROVIDERS if number == 0 else VECTOR_PROVIDERS,
+                    f"{', '.join(LIBRARIES)} without docstrings, embedder {backend}")
     rates = golden_pass_rates()
     print("golden queries, pass rate (top 3): "
           + ", ".join(f"{p} {r:.0%}" for p, r in rates.items()))
