@@ -13,10 +13,12 @@ how a chunker fills ``Chunk.parent``/``Chunk.context``; those are used when pres
 
 from __future__ import annotations
 
-import ast
 import bisect
+import functools
+import itertools
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 from contextd.records import Chunk
 from contextd.tokens import estimate_tokens
@@ -35,6 +37,14 @@ _CLASS_RE = re.compile(
     r"^\s*(?:export\s+)?(?:default\s+)?(?:abstract\s+)?(?:public\s+|private\s+|internal\s+)?"
     r"(?:data\s+|sealed\s+|open\s+)?(?:class|interface|struct|trait|enum|object)\s+([A-Za-z_$][\w$]*)",
     re.M)
+_PY_CLASS_RE = re.compile(r"^([ \t]*)class[ \t]+([A-Za-z_]\w*)", re.M)
+_PY_STRING_RE = re.compile(r"""[ \t]*[rRuU]?(\"\"\"|\'\'\'|"|')(.*?)\1""", re.S)
+_TRIPLE_QUOTES = ('"""', "'''")
+# Comments, triple-quoted strings and one-line strings, in the order Python reads them.
+_PY_LITERAL_RE = re.compile(r'#[^\n]*|"""(?:\\.|[^\\])*?"""|' + r"'''(?:\\.|[^\\])*?'''|"
+                            + r'"(?:\\.|[^"\\\n])*"|' + r"'(?:\\.|[^'\\\n])*'", re.S)
+# A class header longer than this many lines is not looked at as one.
+MAX_HEADER_LINES = 20
 _BLOCK_COMMENT_RE = re.compile(r"/\*+(.*?)\*/", re.S)
 _LINE_COMMENT_PREFIXES = ("///", "//!", "//", "#")
 
@@ -162,16 +172,74 @@ class DocumentOutline:
 
 
 def outline_python(document: str) -> DocumentOutline:
-    """Module docstring and classes (with docstrings) of a Python file via ``ast``; a file
-    that does not parse falls back to the generic outline."""
-    try:
-        tree = ast.parse(document)
-    except (SyntaxError, ValueError):
-        return outline_generic(document)
-    classes = [ClassInfo(node.name, node.lineno, node.end_lineno or node.lineno,
-                         first_sentence(ast.get_docstring(node) or ""))
-               for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
-    return DocumentOutline(first_sentence(ast.get_docstring(tree) or ""), classes)
+    """Module docstring and classes (with their docstrings' first sentences) of a Python file.
+
+    Read from the text with regular expressions and indentation, not ``ast``: parsing every
+    file a second time (the chunker has already parsed it with tree-sitter) cost more than the
+    whole chunker. A test checks the result against ``ast`` over the standard library."""
+    lines = document.split("\n")
+    offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    in_string = _lines_inside_strings(document, offsets)
+    classes = []
+    for match in _PY_CLASS_RE.finditer(document):
+        start = bisect.bisect_right(offsets, match.start()) - 1
+        if start in in_string:
+            continue
+        indent = len(match.group(1).expandtabs())
+        header = _header_end(lines, start)
+        if not lines[header].split("#", 1)[0].rstrip().endswith(":"):  # class A: pass
+            classes.append(ClassInfo(match.group(2), start + 1, header + 1, ""))
+            continue
+        end, first_statement = header, None
+        for n in range(header + 1, len(lines)):
+            if n in in_string:
+                end = n
+                continue
+            stripped = lines[n].lstrip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            if len(lines[n].expandtabs()) - len(stripped.expandtabs()) <= indent:
+                break
+            first_statement = n if first_statement is None else first_statement
+            end = n
+        doc = _docstring_at(document, offsets, first_statement)
+        classes.append(ClassInfo(match.group(2), start + 1, end + 1, first_sentence(doc)))
+    first = next((n for n, line in enumerate(lines) if line.strip()
+                  and not line.lstrip().startswith("#")), None)
+    return DocumentOutline(first_sentence(_docstring_at(document, offsets, first)), classes)
+
+
+def _lines_inside_strings(document: str, offsets: list[int]) -> set[int]:
+    """Indexes of the lines that begin inside a triple-quoted string (their indentation
+    says nothing about the code's structure). Comments and one-line strings are matched
+    too, so that quotes inside them open nothing."""
+    inside: set[int] = set()
+    for match in _PY_LITERAL_RE.finditer(document):
+        if match.group().startswith(_TRIPLE_QUOTES):
+            first = bisect.bisect_right(offsets, match.start())
+            last = bisect.bisect_right(offsets, match.end() - 1) - 1
+            inside.update(range(first, last + 1))
+    return inside
+
+
+def _header_end(lines: list[str], start: int) -> int:
+    """The last line of a class header that may span lines (bases in brackets)."""
+    depth = 0
+    for n in range(start, min(start + MAX_HEADER_LINES, len(lines))):
+        code = lines[n].split("#", 1)[0]
+        depth += sum(map(code.count, "([{")) - sum(map(code.count, ")]}"))
+        if depth <= 0:
+            return n
+    return start
+
+
+def _docstring_at(document: str, offsets: list[int], line: int | None) -> str:
+    """The string literal that opens line index ``line``, if any: a docstring when that line
+    is the first statement of a module or class."""
+    if line is None:
+        return ""
+    match = _PY_STRING_RE.match(document, offsets[line])
+    return match.group(2) if match else ""
 
 
 def outline_generic(document: str) -> DocumentOutline:
@@ -247,13 +315,20 @@ def prefix_lines(chunk: Chunk, path: str, doc: DocumentOutline) -> list[str]:
     return lines
 
 
-def fit_lines(lines: list[str], budget: int) -> str:
+def line_tokens(line: str) -> int:
+    """Estimated tokens of one prefix line."""
+    return estimate_tokens(line + "\n")
+
+
+def fit_lines(lines: list[str], budget: int, line_cost: Callable[[str], int] = line_tokens
+              ) -> str:
     """Join ``lines`` while they fit ``budget`` estimated tokens; a line that does not fit is
-    cut by words (when enough of it survives) and ends the prefix."""
+    cut by words (when enough of it survives) and ends the prefix. ``line_cost`` may be a
+    cache: the chunks of one file share most of their prefix lines."""
     kept: list[str] = []
     spent = 0
     for line in lines:
-        cost = estimate_tokens(line + "\n")
+        cost = line_cost(line)
         if spent + cost <= budget:
             kept.append(line)
             spent += cost
@@ -283,11 +358,13 @@ class StructuralContextualizer:
         if not chunks:
             return []
         outlines: dict[str, DocumentOutline] = {}
+        line_cost = functools.lru_cache(maxsize=None)(line_tokens)
         out = []
         for chunk in chunks:
             doc = outlines.get(chunk.language)
             if doc is None:
                 doc = outlines[chunk.language] = outline(document, chunk.language)
             budget = min(self.max_prefix_tokens, self.window - chunk.tokens)
-            out.append(fit_lines(prefix_lines(chunk, path, doc), budget) if budget > 0 else "")
+            out.append(fit_lines(prefix_lines(chunk, path, doc), budget, line_cost)
+                       if budget > 0 else "")
         return out
