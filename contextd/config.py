@@ -162,6 +162,9 @@ class QueryConfig:
     min_score_threshold: float = _opt(0.0, min=0.0, max=1.0,
                                       help="Drop results scoring below this (0..1).")
     rerank_enabled: bool = _opt(True, help="Apply MMR re-ranking.")
+    understanding_enabled: bool = _opt(True, help="Send each provider the query meant for "
+                                       "it (prose, words, symbol names) and apply the "
+                                       "[ranking] boosts.")
 
 
 @dataclass(frozen=True)

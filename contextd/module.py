@@ -2,9 +2,13 @@
 
 CLI, MCP tools, the owner's socket and an orchestrator's pre-task hook all come here:
 
-    task/query → scope + budget → enabled providers in parallel (isolated, time-limited)
-               → fusion → de-duplication → MMR on embeddings within the token budget
-               → TaskContext / QueryResponse (snippets, tokens, attribution, timings)
+    task/query → query understanding (a dense, a lexical and a symbol query)
+               → scope + budget → enabled providers in parallel (isolated, time-limited),
+                 each sent the query meant for its kind
+               → fusion → [ranking] boosts → de-duplication
+               → MMR on embeddings within the token budget
+               → TaskContext / QueryResponse (snippets, tokens, attribution, timings;
+                 files ranked by their chunks when asked ``by_file``)
 
 Python API (embedded, in-process)::
 
@@ -33,7 +37,10 @@ from contextd.providers.base import (
 )
 from contextd.providers.catalog import ChunkCatalog
 from contextd.providers.runner import ProviderRun, run_providers
-from contextd.query_api import Hit, QueryRequest, QueryResponse
+from contextd.query_api import FileResult, Hit, QueryRequest, QueryResponse
+from contextd.query_understanding import (
+    UnderstoodQuery, aggregate_files, apply_boosts, understand,
+)
 from contextd.ranking import FusionStrategy, deduplicate, fuse, mmr_select
 from contextd.records import ContextScope, ContextSnippet, TaskContext, TokenBudget
 from contextd.render import render_context
@@ -250,29 +257,50 @@ class ContextModule:
             self.embedder.wait(MODEL_WAIT_S)
         budget = (self.budgets.for_snippets(request.max_tokens) if request.max_tokens
                   else self.budgets.calculate())
-        context = self.retrieve(request.query, scope=request.scope, budget=budget,
-                                k=request.k or self.config.query.default_k,
-                                providers=request.providers, min_score=request.min_score,
-                                task_id=request.task_id)
+        k = request.k or self.config.query.default_k
+        context, pool = self._retrieve(request.query, scope=request.scope, budget=budget, k=k,
+                                       providers=request.providers,
+                                       min_score=request.min_score, task_id=request.task_id)
         hits = tuple(Hit.from_snippet(s) for s in context.snippets)
+        files = self._files(pool, k) if request.by_file else ()
         return QueryResponse(query=request.query, total=len(hits), hits=hits,
                              total_tokens=context.total_tokens, providers=context.providers,
-                             timings_ms=context.timings_ms, notes=context.notes)
+                             timings_ms=context.timings_ms, notes=context.notes, files=files)
+
+    def _files(self, pool: list[ContextSnippet], k: int) -> tuple[FileResult, ...]:
+        """The best ``k`` files of the whole candidate pool. Not of the snippets MMR chose:
+        those are cut to the token budget, which bounds what an agent reads, not how many
+        files it is told about."""
+        return tuple(FileResult.from_file_hit(hit)
+                     for hit in aggregate_files(pool, self.config.ranking)[:k])
 
     def retrieve(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
                  providers: Iterable[str] | None = None, min_score: float | None = None,
                  task_id: str = "") -> TaskContext:
         """The whole pipeline for one query text; see the module docstring."""
+        return self._retrieve(query, scope=scope, budget=budget, k=k, providers=providers,
+                              min_score=min_score, task_id=task_id)[0]
+
+    def _retrieve(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
+                  providers: Iterable[str] | None, min_score: float | None, task_id: str
+                  ) -> tuple[TaskContext, list[ContextSnippet]]:
+        """:meth:`retrieve`'s TaskContext plus the pool MMR chose from (fused, boosted and
+        de-duplicated candidates, best first), which ``by_file`` ranks files from."""
         started = time.perf_counter()
         if not self.config.core.enabled:
-            return TaskContext.empty(task_id, query, "context disabled (core.enabled = false)")
+            return TaskContext.empty(task_id, query,
+                                     "context disabled (core.enabled = false)"), []
         if not query.strip():
-            return TaskContext.empty(task_id, query, "empty query")
+            return TaskContext.empty(task_id, query, "empty query"), []
         selected = self._select(providers)
         generation = self.store.generation()
+        understood = self._understand(query)
         provider_query = ProviderQuery(query, max(DEFAULT_CANDIDATES, k * CANDIDATES_PER_RESULT),
-                                       min_score or 0.0, generation)
+                                       min_score or 0.0, generation,
+                                       understood.texts_by_kind() if understood else {})
         runs, candidates, notes = self._gather(selected, provider_query, scope, budget)
+        if understood:
+            candidates = apply_boosts(candidates, understood, self.config.ranking)
         unique = deduplicate(candidates)
         vectors = self._vectors([s.chunk_id for s in unique], generation)
         selection = mmr_select(unique, vectors, self.config.query.mmr_lambda,
@@ -290,7 +318,15 @@ class ContextModule:
         self._record(task_id, query, chosen, selection.total_tokens, timings)
         return TaskContext(task_id=task_id, query=query, snippets=tuple(chosen),
                            total_tokens=selection.total_tokens, providers=dict(attribution),
-                           timings_ms=timings, notes=tuple(dict.fromkeys(notes)))
+                           timings_ms=timings, notes=tuple(dict.fromkeys(notes))), unique
+
+    def _understand(self, query: str) -> UnderstoodQuery | None:
+        """The per-provider texts and boost inputs of a query, or None when
+        ``query.understanding_enabled`` is off (every provider then gets the raw text and no
+        boost applies)."""
+        if not self.config.query.understanding_enabled:
+            return None
+        return understand(query, self.config.ranking)
 
     def _select(self, providers: Iterable[str] | None) -> list[Any]:
         """Requested providers, or the enabled set (hybrid plus what it does not combine)."""

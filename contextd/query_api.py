@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from contextd.query_understanding import FileHit
 from contextd.records import ContextScope, ContextSnippet, to_dict
 
 
@@ -27,7 +28,9 @@ class QueryRequest:
     (applied to each provider's own scores), ``providers`` (the hybrid provider plus enabled
     providers it does not combine). ``wait_for_model``: wait for the embedding model to load
     instead of answering without semantic results meanwhile (a one-shot CLI wants this; a
-    long-lived server does not)."""
+    long-lived server does not). ``by_file``: also rank the files the hits lie in
+    (``QueryResponse.files``, at most ``k``), for a caller that wants to know which files a
+    change touches rather than read snippets."""
 
     query: str
     k: int | None = None
@@ -37,6 +40,7 @@ class QueryRequest:
     providers: tuple[str, ...] | None = None
     task_id: str = ""
     wait_for_model: bool = False
+    by_file: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
@@ -48,7 +52,8 @@ class QueryRequest:
                    max_tokens=data.get("max_tokens"), min_score=data.get("min_score"),
                    providers=tuple(providers) if providers is not None else None,
                    task_id=data.get("task_id", ""),
-                   wait_for_model=bool(data.get("wait_for_model", False)))
+                   wait_for_model=bool(data.get("wait_for_model", False)),
+                   by_file=bool(data.get("by_file", False)))
 
 
 @dataclass(frozen=True)
@@ -84,8 +89,30 @@ class Hit:
 
 
 @dataclass(frozen=True)
+class FileResult:
+    """One file of a ``by_file`` answer: its aggregated score (best chunk plus a decaying
+    share of the others, see :func:`contextd.query_understanding.aggregate_files`) and the
+    1-based inclusive line ranges of the candidate chunks found in it, best first."""
+
+    file_path: str
+    score: float
+    ranges: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def from_file_hit(cls, hit: FileHit) -> "FileResult":
+        return cls(file_path=hit.file_path, score=round(hit.score, 6),
+                   ranges=tuple((s.start_line, s.end_line) for s in hit.snippets))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FileResult":
+        return cls(file_path=data["file_path"], score=data["score"],
+                   ranges=tuple((start, end) for start, end in data.get("ranges", ())))
+
+
+@dataclass(frozen=True)
 class QueryResponse:
-    """Hits best first, their total tokens, hits per provider, timings and notes."""
+    """Hits best first, their total tokens, hits per provider, timings and notes; ``files``
+    ranked best first when the request asked ``by_file``."""
 
     query: str
     total: int
@@ -94,6 +121,7 @@ class QueryResponse:
     providers: dict[str, int] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    files: tuple[FileResult, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
@@ -104,4 +132,5 @@ class QueryResponse:
                    hits=tuple(Hit.from_dict(h) for h in data.get("hits", ())),
                    total_tokens=data["total_tokens"], providers=dict(data.get("providers", {})),
                    timings_ms=dict(data.get("timings_ms", {})),
-                   notes=tuple(data.get("notes", ())))
+                   notes=tuple(data.get("notes", ())),
+                   files=tuple(FileResult.from_dict(f) for f in data.get("files", ())))

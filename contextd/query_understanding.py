@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from contextd.config import DEFAULT_ALLOWED_EXTENSIONS, RankingConfig
-from contextd.records import ContextSnippet
+from contextd.records import ContextSnippet, ProviderType
 
 _QUOTED_RE = re.compile(r"`([^`]+)`|\"([^\"]+)\"|'([^'\s][^']*[^'\s])'")
 _FILE_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+(\.[A-Za-z][A-Za-z0-9]{0,5}))(?![\w/])")
@@ -37,6 +37,8 @@ _BOILERPLATE_RE = re.compile(
     r"(?:\([^)]*\))?!?\s*:\s*)+", re.I)
 _ISSUE_REF_RE = re.compile(r"(?:\b(?:closes|fixes|resolves|see)\s+)?#\d+\b", re.I)
 _MARKDOWN_RE = re.compile(r"[`*]+|^\s*[#>]+", re.M)
+# What is left of "(#42)" or "[closes #42]" once the reference is gone (not the "()" of a call).
+_EMPTY_BRACKETS_RE = re.compile(r"(?<!\w)(?:\(\s*\)|\[\s*\])")
 _FILE_EXTENSIONS = frozenset(DEFAULT_ALLOWED_EXTENSIONS)
 _TEST_WORDS = frozenset({"test", "tests", "testing", "pytest", "unittest", "spec", "fixture",
                          "fixtures"})
@@ -68,6 +70,20 @@ class UnderstoodQuery:
     quoted: tuple[str, ...]
     about_tests: bool
 
+    def texts_by_kind(self) -> dict[ProviderType, str]:
+        """The text each kind of provider is sent (see the module docstring); a kind whose
+        text came out empty is left out, so its provider falls back to the original.
+
+        The symbol provider also gets the file names (it has a tier for named files) and,
+        when the task names no code, the lexical words: it joins adjacent words the way
+        identifiers are written. The git history provider gets the dense query: it tokenises
+        for itself, and needs names in their original case (``RateLimiter``, which the
+        lower-cased lexical query loses) to find the files that define them."""
+        symbol = " ".join((*self.symbols, *self.files)) or self.lexical
+        texts = {ProviderType.SEMANTIC: self.dense, ProviderType.FULL_TEXT: self.lexical,
+                 ProviderType.SYMBOL: symbol, ProviderType.GIT_HISTORY: self.dense}
+        return {kind: text for kind, text in texts.items() if text}
+
 
 def split_identifier(name: str) -> list[str]:
     """``retry_after`` / ``RetryAfter`` / ``Session.send`` -> their lower-case word parts."""
@@ -94,7 +110,7 @@ def dense_query(task: str) -> str:
     """The task as prose for the embedder: tracker boilerplate and Markdown markers removed."""
     text = _BOILERPLATE_RE.sub("", task.strip())
     text = _ISSUE_REF_RE.sub("", text)
-    text = _MARKDOWN_RE.sub(" ", text)
+    text = _EMPTY_BRACKETS_RE.sub(" ", _MARKDOWN_RE.sub(" ", text))
     return " ".join(text.split())
 
 
@@ -112,7 +128,10 @@ def understand(task: str, settings: RankingConfig) -> UnderstoodQuery:
             symbols.append(name)
     lexical: list[str] = []
     for token in tokens + [w for q in quoted for w in _TOKEN_RE.findall(q)]:
-        words = [token.rstrip("()")] + (split_identifier(token) if looks_like_code(token) else [])
+        # Quoted names are identifiers too: a lower-cased `LRUCache` no longer shows BM25
+        # where its parts begin.
+        named = looks_like_code(token) or token in quoted
+        words = [token.rstrip("()")] + (split_identifier(token) if named else [])
         for word in words:
             low = word.lower()
             if len(low) >= MIN_WORD_LENGTH and low not in STOP_WORDS and low not in lexical:

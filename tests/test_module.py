@@ -10,8 +10,9 @@ from contextd.budget import BudgetManager, TaskType
 from contextd.config import BudgetConfig, config_from_dict
 from contextd.module import ContextModule
 from contextd.project import Project
-from contextd.query_api import Hit, QueryRequest, QueryResponse
-from contextd.records import ContextScope, TaskContext, to_dict
+from contextd.query_api import FileResult, Hit, QueryRequest, QueryResponse
+from contextd.query_understanding import understand
+from contextd.records import ContextScope, ProviderType, TaskContext, to_dict
 
 pytest_plugins = ["conftest_providers"]
 
@@ -95,11 +96,13 @@ def test_usage_metrics_and_stats(golden_module):
 
 def test_request_and_response_round_trip_through_json(golden_module):
     request = QueryRequest("x", k=3, scope=ContextScope(paths=("src",), kinds=("CODE_CLASS",)),
-                           max_tokens=100, min_score=0.1, providers=("symbol",), task_id="t")
+                           max_tokens=100, min_score=0.1, providers=("symbol",), task_id="t",
+                           by_file=True)
     assert QueryRequest.from_dict(json.loads(json.dumps(to_dict(request)))) == request
-    response = golden_module.query(QueryRequest("LRUCache", k=3))
+    response = golden_module.query(QueryRequest("LRUCache", k=3, by_file=True))
     again = QueryResponse.from_dict(json.loads(json.dumps(to_dict(response))))
     assert again == response and isinstance(again.hits[0], Hit)
+    assert isinstance(again.files[0], FileResult)
 
 
 def test_unknown_provider_is_a_usage_error(golden_module):
@@ -114,3 +117,55 @@ def test_render_of_a_task_context(golden_module):
     block = golden_module.render(context)
     assert block.startswith("<project_context>") and block.endswith("</project_context>")
     assert isinstance(context, TaskContext) and 'path="src/shoptrack/db.py"' in block
+
+
+# An issue as an agent pastes it: tracker boilerplate, an issue number, Markdown, prose.
+ISSUE_TASK = {"task_id": "T-42", "title": "Fix: refreshing fails with an access token (#42)",
+              "description": "`JwtValidator.refresh_token` should raise TokenError when it is "
+                             "given an access token instead of a refresh token."}
+
+
+def embedded_texts(module: ContextModule) -> set[str]:
+    """The query texts the semantic provider embedded (its query-vector cache)."""
+    return {text for _model, text in module.provider("semantic")._query_vectors}
+
+
+def test_issue_style_task_reaches_its_file_through_query_understanding(golden_module):
+    raw = golden_module.build_query(ISSUE_TASK)
+    texts = understand(raw, golden_module.config.ranking).texts_by_kind()
+    assert all(texts[kind] != raw for kind in (ProviderType.SEMANTIC, ProviderType.FULL_TEXT,
+                                               ProviderType.SYMBOL))
+    assert texts[ProviderType.SYMBOL] == "JwtValidator.refresh_token TokenError"
+    context = golden_module.get_task_context(ISSUE_TASK)
+    top = context.snippets[0]
+    assert (top.file_path, top.label) == ("src/shoptrack/auth.py", "JwtValidator.refresh_token")
+    assert {"semantic", "symbol", "full_text"} <= set(top.providers)
+    assert texts[ProviderType.SEMANTIC] in embedded_texts(golden_module)  # the dense query
+    assert raw not in embedded_texts(golden_module)
+    assert context.query == raw  # reported and recorded as asked
+
+
+def test_understanding_switch_sends_every_provider_the_raw_text(golden_module):
+    config = config_from_dict({"query": {"understanding_enabled": False}})
+    module = ContextModule(Project(golden_module.project.root, config), golden_module.store)
+    module.embedder.wait(60)
+    try:
+        context = module.get_task_context(ISSUE_TASK)
+        assert context.snippets and embedded_texts(module) == {module.build_query(ISSUE_TASK)}
+    finally:
+        module.shutdown()
+
+
+def test_by_file_ranks_the_files_of_the_whole_candidate_pool(golden_module):
+    request = QueryRequest("Fix: cancelling an order does not refund the payment", k=4,
+                           max_tokens=60, by_file=True)
+    response = golden_module.query(request)
+    paths = [f.file_path for f in response.files]
+    assert len(paths) == 4 == len(set(paths))
+    assert set(paths[:2]) == {"src/shoptrack/orders.py", "src/shoptrack/payments.py"}
+    assert [f.score for f in response.files] == sorted((f.score for f in response.files),
+                                                       reverse=True)
+    # more files than the 60-token budget has room for snippets: files are not cut by it
+    assert len({h.file_path for h in response.hits}) < len(paths)
+    assert all(start <= end for f in response.files for start, end in f.ranges)
+    assert golden_module.query(QueryRequest(request.query, k=4)).files == ()

@@ -47,6 +47,19 @@ def test_query_filters_budget_and_render(fresh_repo):
     assert "src/shoptrack/cache.py" in human.stdout and "hits" in human.stdout
 
 
+def test_query_files(fresh_repo):
+    task = "Fix: cancelling an order does not refund the payment"
+    data = json.loads(run(fresh_repo, "query", task, "--files", "--k", "3", "--json").stdout)
+    assert [f["file_path"] for f in data["files"]][:1] == ["src/shoptrack/orders.py"]
+    assert len(data["files"]) == 3 and all(f["ranges"] for f in data["files"])
+    human = run(fresh_repo, "query", task, "--files", "--k", "3")
+    assert human.returncode == 0, human.stderr
+    lines = human.stdout.splitlines()
+    assert lines[0].split()[2] == "src/shoptrack/orders.py" and lines[-1].startswith("3 files")
+    refused = run(fresh_repo, "query", task, "--files", "--render")
+    assert refused.returncode != 0 and "exclude each other" in refused.stderr
+
+
 def test_stats(fresh_repo):
     run(fresh_repo, "query", "cache", "--k", "1")
     result = run(fresh_repo, "--json", "stats")

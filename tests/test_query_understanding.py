@@ -4,10 +4,11 @@ and file aggregation, on real task texts and real snippet records."""
 from __future__ import annotations
 
 from contextd.config import RankingConfig, config_from_dict
+from contextd.providers import ProviderQuery
 from contextd.query_understanding import (
     aggregate_files, apply_boosts, boost_factor, dense_query, split_identifier, understand,
 )
-from contextd.records import ContextSnippet
+from contextd.records import ContextSnippet, ProviderType
 
 SETTINGS = RankingConfig()
 
@@ -39,7 +40,31 @@ def test_identifiers_split_and_prose_words_are_not_symbols():
         ["retry", "after", "parser", "parse", "value"]
     q = understand("The progress bar shows a wrong ETA", SETTINGS)
     assert q.symbols == () and "progress" in q.lexical and "eta" in q.lexical
+    assert understand("`LRUCache`", SETTINGS).lexical.split() == ["lrucache", "lru", "cache"]
     assert dense_query("feat(cli)!: **Bold** support") == "Bold support"
+    assert dense_query("Fix: send() drops headers (#42)") == "send() drops headers"
+
+
+def test_each_provider_kind_gets_its_own_text():
+    q = understand("Fix: `merge_cookies` drops cookies in sessions.py (#7)", SETTINGS)
+    texts = q.texts_by_kind()
+    assert texts[ProviderType.SEMANTIC] == q.dense == "merge_cookies drops cookies in sessions.py"
+    assert texts[ProviderType.FULL_TEXT] == q.lexical
+    assert texts[ProviderType.SYMBOL] == "merge_cookies sessions.py"
+    assert texts[ProviderType.GIT_HISTORY] == q.dense
+    prose = understand("the progress bar is slow", SETTINGS).texts_by_kind()
+    assert prose[ProviderType.SYMBOL] == "progress bar slow"  # no names: the words
+    assert understand("Fix: #12", SETTINGS).texts_by_kind() == {}  # nothing left: raw text
+
+
+def test_provider_query_hands_each_kind_its_text():
+    texts = {ProviderType.SEMANTIC: "dense", ProviderType.SYMBOL: "names"}
+    query = ProviderQuery("raw", 10, 0.1, 3, texts)
+    assert query.for_kind(ProviderType.SEMANTIC) == ProviderQuery("dense", 10, 0.1, 3, texts)
+    assert query.for_kind(ProviderType.SYMBOL).text == "names"
+    assert query.for_kind(ProviderType.HYBRID) is query  # passes the texts on unchanged
+    assert query.for_kind(None) is query  # a duck-typed plugin without a type
+    assert ProviderQuery("raw").for_kind(ProviderType.SEMANTIC).text == "raw"
 
 
 def test_symbol_candidates_are_capped_by_config():

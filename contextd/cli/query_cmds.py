@@ -38,6 +38,13 @@ def _print_hits(response: QueryResponse) -> None:
                f"{response.timings_ms.get('total', 0):.0f} ms")
 
 
+def _print_files(response: QueryResponse) -> None:
+    for number, found in enumerate(response.files, start=1):
+        lines = ", ".join(f"{start}-{end}" for start, end in found.ranges)
+        click.echo(f"{number:>2}. {found.score:.3f}  {found.file_path}  (lines {lines})")
+    click.echo(f"{len(response.files)} files, {response.timings_ms.get('total', 0):.0f} ms")
+
+
 @click.command("query")
 @click.argument("text")
 @click.option("--k", "k", type=click.IntRange(min=1), help="Results wanted (default: "
@@ -56,11 +63,14 @@ def _print_hits(response: QueryResponse) -> None:
               "kept.")
 @click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
 @click.option("--render", "as_block", is_flag=True, help="Print a <project_context> block.")
+@click.option("--files", "by_file", is_flag=True, help="List the files to look at, ranked by "
+              "the chunks found in them, instead of the chunks.")
 @pass_state
 def query_command(state: CliState, text: str, k: int | None, providers: tuple[str, ...],
                   budget: int | None, paths: tuple[str, ...], excludes: tuple[str, ...],
                   languages: tuple[str, ...], kinds: tuple[str, ...],
-                  min_score: float | None, as_json: bool, as_block: bool) -> None:
+                  min_score: float | None, as_json: bool, as_block: bool,
+                  by_file: bool) -> None:
     """Search the project's context for TEXT.
 
     \b
@@ -68,12 +78,15 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
       contextd query "where are JWT tokens validated"
       contextd query "retry backoff" --k 5 --lang python --json
       contextd query "RateLimiter" --provider symbol --render
+      contextd query "Fix: expired tokens are not refreshed" --files
     """
     if as_json and as_block:
         raise click.UsageError("--json and --render exclude each other")
+    if by_file and as_block:
+        raise click.UsageError("--files and --render exclude each other")
     request = QueryRequest(
         query=text, k=k, max_tokens=budget, min_score=min_score,
-        providers=tuple(providers) or None, wait_for_model=True,
+        providers=tuple(providers) or None, wait_for_model=True, by_file=by_file,
         scope=ContextScope(paths=paths, languages=languages, kinds=kinds,
                            exclude_patterns=excludes))
     engine = open_engine(state)
@@ -89,7 +102,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
     elif as_json or state.as_json:
         sys.stdout.write(json.dumps(to_dict(response), indent=2, ensure_ascii=False) + "\n")
     else:
-        _print_hits(response)
+        (_print_files if by_file else _print_hits)(response)
 
 
 def _print_stats(data: dict[str, Any]) -> None:

@@ -11,11 +11,12 @@ query (never stale) while a warm query costs no database round trip.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from contextd.config import ContextConfig, ProviderConfig
 from contextd.providers.catalog import ChunkCatalog
@@ -34,7 +35,13 @@ DEFAULT_CANDIDATES = 50
 @dataclass(frozen=True)
 class ProviderQuery:
     """A query as providers receive it: the text plus how many results are wanted and the
-    lowest score worth returning. Providers accept a plain string too (:meth:`of`)."""
+    lowest score worth returning. Providers accept a plain string too (:meth:`of`).
+
+    ``texts`` holds the text meant for each kind of provider (keyed by
+    :class:`~contextd.records.ProviderType`), built by query understanding: an embedder wants
+    prose, BM25 content words, the symbol index names. :meth:`for_kind` hands each provider
+    its own, so neither the providers nor the hybrid that combines them need to know.
+    """
 
     text: str
     limit: int = DEFAULT_CANDIDATES
@@ -42,6 +49,14 @@ class ProviderQuery:
     # The store generation this query reads at (read once per query by the module, so the
     # providers need not ask the database again); None: ask the store.
     generation: int | None = None
+    texts: Mapping[str, str] = field(default_factory=dict)
+
+    def for_kind(self, kind: Any) -> "ProviderQuery":
+        """The query as a provider of type ``kind`` should see it: ``text`` replaced by the
+        text meant for that kind when there is one (``texts`` is kept, so a hybrid can pass
+        it on to the providers it combines)."""
+        text = self.texts.get(kind)
+        return dataclasses.replace(self, text=text) if text else self
 
     @classmethod
     def of(cls, query: "ProviderQuery | str") -> "ProviderQuery":

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from contextd.providers.base import ProviderQuery
 from contextd.records import ContextScope, ContextSnippet, TokenBudget
 
 log = logging.getLogger(__name__)
@@ -52,12 +53,13 @@ class ProviderRun:
     error: str | None = None
 
 
-def _timed(provider: Any, query: Any, scope: ContextScope, budget: TokenBudget
+def _timed(provider: Any, query: ProviderQuery, scope: ContextScope, budget: TokenBudget
            ) -> ProviderRun:
     begin = time.perf_counter()
     run = ProviderRun(provider.id)
     try:
-        run.snippets = list(provider.query(query, scope, budget))
+        own_query = query.for_kind(getattr(provider, "type", None))
+        run.snippets = list(provider.query(own_query, scope, budget))
     except Exception as exc:  # isolation: a plugin's bug must not break the query
         run.error = f"{type(exc).__name__}: {exc}"
         log.warning("provider %s failed: %s", provider.id, run.error)
@@ -74,12 +76,14 @@ def _in_memory(provider: Any, generation: int | None) -> bool:
         return False
 
 
-def run_providers(providers: Sequence[Any], query: Any, scope: ContextScope,
+def run_providers(providers: Sequence[Any], query: ProviderQuery | str, scope: ContextScope,
                   budget: TokenBudget, timeout_ms: Callable[[str], int]
                   ) -> dict[str, ProviderRun]:
-    """Query ``providers`` in parallel; a run per provider id, in the given order."""
+    """Query ``providers`` in parallel, each with the text meant for its kind
+    (:meth:`ProviderQuery.for_kind`); a run per provider id, in the given order."""
     started = time.perf_counter()
-    generation = getattr(query, "generation", None)
+    query = ProviderQuery.of(query)
+    generation = query.generation
     inline = [p for p in providers if _in_memory(p, generation)]
     pooled = [p for p in providers if p not in inline]
     futures = {p.id: _executor().submit(_timed, p, query, scope, budget) for p in pooled}
