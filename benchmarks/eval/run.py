@@ -9,11 +9,13 @@ benchmarks/.cache/eval/index/, then two task types are asked:
 - task-style descriptions (benchmarks/eval/tasks/*.json, written before any run): a hit is a
   gold file, chunks aggregated to files.
 
-Rows: each provider with the raw query, the hybrid with the raw query, and the hybrid with
-query understanding (per-provider queries, ranking boosts). Columns: Recall@1/5/10, MRR, and
-for the rendered context at the token budget: tokens, tokens of the whole gold files, and the
-share of cases whose rendered context holds the gold snippet (any chunk of a gold file for
-task-style queries, an overlapping chunk for docstring queries).
+Rows: each provider with the raw query, their RRF fusion with the raw query ("hybrid"), and
+"contextd": the product's own path, ``ContextModule.query`` (query understanding, fusion,
+ranking boosts, de-duplication, MMR, the token budget), files ranked with ``by_file`` for
+task-style queries. Columns: Recall@1/5/10, MRR, and for contextd's context at the
+1,500-token budget: its tokens, the tokens of the whole gold files, and the share of cases
+whose context holds the gold snippet (any chunk of a gold file for task-style queries, an
+overlapping chunk for docstring queries).
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ from pathlib import Path
 from benchmarks.eval.corpora import CACHE, CORPUS_LIST, TASKS, DocTask, original_dir, stripped_dir
 from contextd.config import config_from_dict
 from contextd.indexer import Indexer
+from contextd.module import ContextModule
 from contextd.project import Project
 from contextd.providers.base import EmbedderHandle, ProviderContext, ProviderQuery
 from contextd.providers.fulltext import FullTextProvider
 from contextd.providers.semantic import SemanticProvider
 from contextd.providers.symbol import SymbolProvider
-from contextd.query_understanding import aggregate_files, apply_boosts, understand
+from contextd.query_api import QueryRequest
+from contextd.query_understanding import aggregate_files
 from contextd.ranking import FusionStrategy, fuse
 from contextd.records import ContextScope, TokenBudget
 from contextd.store.duckdb_store import DuckDBStore
@@ -44,6 +48,7 @@ STRATEGIES = ("none", "structural")
 CUTOFFS = (1, 5, 10)
 RENDER_BUDGET = 1500
 CANDIDATES = 50
+NO_BUDGET = 10**7  # ranking figures are taken before any budget cut
 PROVIDER_CLASSES = (SemanticProvider, FullTextProvider, SymbolProvider)
 
 
@@ -127,53 +132,48 @@ def is_gold_snippet(snippet, case: Case) -> bool:
     return snippet.start_line <= case.lines[1] and snippet.end_line >= case.lines[0]
 
 
-def render(snippets, budget: int) -> list:
-    """Greedy packing of the ranked snippets into the token budget (what the agent reads)."""
-    out, spent = [], 0
-    for s in snippets:
-        if spent + s.tokens <= budget:
-            out.append(s)
-            spent += s.tokens
-    return out
-
-
-def run_systems(providers: dict, case: Case, project: Project) -> dict[str, list]:
-    """Ranked snippets of every system for one case."""
+def run_systems(providers: dict, case: Case, project: Project, files: bool
+                ) -> dict[str, list]:
+    """What each raw system ranks for one case: file paths when ``files``, else snippets."""
     config = project.config
     scope, budget = ContextScope(), TokenBudget()
     raw = {pid: p.query(ProviderQuery(case.query, CANDIDATES), scope, budget)
            for pid, p in providers.items()}
     weights = {pid: config.provider(pid).weight for pid in raw}
-    understood = understand(case.query, config.ranking)
-    per_kind = {"semantic": understood.dense, "full_text": understood.lexical,
-                "symbol": " ".join(understood.symbols) or understood.lexical}
-    smart = {pid: providers[pid].query(ProviderQuery(per_kind[pid], CANDIDATES), scope, budget)
-             for pid in providers}
-    out = {pid: hits for pid, hits in raw.items()}
+    out = dict(raw)
     out["hybrid"] = fuse(raw, weights, FusionStrategy.RRF, config.provider("hybrid").rrf_k)
-    fused = fuse(smart, weights, FusionStrategy.RRF, config.provider("hybrid").rrf_k)
-    out["hybrid+qu"] = apply_boosts(fused, understood, config.ranking)
+    if files:
+        return {system: [h.file_path for h in aggregate_files(snippets, config.ranking)]
+                for system, snippets in out.items()}
     return out
 
 
-def evaluate(cases: list[Case], providers: dict, project: Project, files: bool,
+def product_tally(module: ContextModule, case: Case, files: bool, tally: "Tally",
+                  gold_tokens: int) -> None:
+    """contextd's own answer to one case: its ranking, and the context it renders at the
+    budget."""
+    ranked = module.query(QueryRequest(case.query, k=max(CUTOFFS), max_tokens=NO_BUDGET,
+                                       by_file=files))
+    tally.ranks.append(rank_of([f.file_path for f in ranked.files] if files else ranked.hits,
+                               case, files))
+    shown = module.query(QueryRequest(case.query, max_tokens=RENDER_BUDGET)).hits
+    tally.rendered_tokens.append(sum(h.tokens for h in shown))
+    tally.gold_tokens.append(gold_tokens)
+    tally.contains_gold.append(any(is_gold_snippet(h, case) for h in shown))
+
+
+def evaluate(cases: list[Case], providers: dict, module: ContextModule, files: bool,
              root: Path) -> dict[str, Tally]:
     tallies: dict[str, Tally] = {}
     gold_cache: dict[str, int] = {}
     for case in cases:
-        for system, snippets in run_systems(providers, case, project).items():
-            tally = tallies.setdefault(system, Tally())
-            ranked = [h.file_path for h in aggregate_files(snippets, project.config.ranking)] \
-                if files else snippets
-            tally.ranks.append(rank_of(ranked, case, files))
-            if system.startswith("hybrid"):
-                shown = render(snippets, RENDER_BUDGET)
-                tally.rendered_tokens.append(sum(s.tokens for s in shown))
-                for path in case.gold_files:
-                    if path not in gold_cache:
-                        gold_cache[path] = estimate_tokens((root / path).read_text("utf-8"))
-                tally.gold_tokens.append(sum(gold_cache[p] for p in case.gold_files))
-                tally.contains_gold.append(any(is_gold_snippet(s, case) for s in shown))
+        for system, ranked in run_systems(providers, case, module.project, files).items():
+            tallies.setdefault(system, Tally()).ranks.append(rank_of(ranked, case, files))
+        for path in case.gold_files:
+            if path not in gold_cache:
+                gold_cache[path] = estimate_tokens((root / path).read_text("utf-8"))
+        product_tally(module, case, files, tallies.setdefault("contextd", Tally()),
+                      sum(gold_cache[p] for p in case.gold_files))
     return tallies
 
 
@@ -223,7 +223,9 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr)
                 project, store = build_index(corpus.name, root, variant, strategy)
                 providers = providers_for(project, store)
-                tallies = evaluate(cases, providers, project, files, root)
+                module = ContextModule(project, store)
+                tallies = evaluate(cases, providers, module, files, root)
+                module.shutdown()
                 for p in providers.values():
                     p.shutdown()
                 store.close()
