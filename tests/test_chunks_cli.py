@@ -52,3 +52,11 @@ def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["--root", str(tmp_path), "chunks",
                                       str(tmp_path / "nope.py")])
     assert result.exit_code == 2
+
+
+def test_binary_file_is_refused_with_the_reason(tmp_path: Path) -> None:
+    blob = tmp_path / "image.dat"
+    blob.write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(range(256)) * 8)
+    result = CliRunner().invoke(cli, ["--root", str(tmp_path), "chunks", str(blob)])
+    assert result.exit_code != 0 and result.output == ""
+    assert "binary" in str(result.exception) and "NUL byte" in str(result.exception)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from contextd.boundary import SNIFF_BYTES, looks_binary
 from contextd.chunking import ChunkedFile, chunk_file
 from contextd.cli.common import CliState, emit, pass_state
 from contextd.errors import UsageError
@@ -48,7 +49,11 @@ def chunks_command(state: CliState, path: str, as_json: bool) -> None:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-    chunked: ChunkedFile = chunk_file(path, data, state.project().config)
+    config = state.project().config
+    binary = looks_binary(data[:SNIFF_BYTES], config.indexing.binary_threshold)
+    if binary:  # the indexer skips such a file; cutting it would show noise
+        raise UsageError(f"{path} is binary ({binary}); it is not indexed")
+    chunked: ChunkedFile = chunk_file(path, data, config)
     result = ChunksResult(path, chunked.language, chunked.warnings, chunked.chunks)
     if as_json:
         state.as_json = True
