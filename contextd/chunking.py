@@ -19,7 +19,7 @@ import logging
 import os
 from dataclasses import dataclass
 
-from contextd.chunkers.core import Source, split_span
+from contextd.chunkers.core import Source, UnparsableFile, split_span
 from contextd.config import ContextConfig, LanguageChunking
 from contextd.plugins import collect
 from contextd.records import Chunk, ChunkKind
@@ -38,6 +38,9 @@ class ChunkedFile:
     language: str
     chunks: list[Chunk]
     warnings: tuple[str, ...] = ()
+    # Why the chunker could not cut the file (it was then cut into line windows): the indexer
+    # records it in bootstrap_errors while the file's windows stay searchable.
+    parse_error: str | None = None
 
 
 @functools.lru_cache(maxsize=1)
@@ -114,15 +117,19 @@ def chunk_file(path: str, data: bytes, config: ContextConfig) -> ChunkedFile:
     chunker = chunker_for(path) or _registry()[0].get(FALLBACK_LANGUAGE)
     language = chunker.language
     settings = effective_settings(config, language)
+    parse_error = None
     try:
         chunks = list(chunker.chunk(text, path, settings))
+    except UnparsableFile as exc:
+        parse_error = f"cannot parse as {language}: {exc}"
     except Exception as exc:  # a broken chunker must not stop indexing: fall back, say why
         log.warning("chunker %s failed on %s: %s", chunker.name, path, exc)
-        warnings += (f"chunker {chunker.name} failed ({type(exc).__name__}: {exc}); "
-                     f"fell back to line windows",)
+        parse_error = f"chunker {chunker.name} failed ({type(exc).__name__}: {exc})"
+    if parse_error is not None:
+        warnings += (f"{parse_error}; fell back to line windows",)
         chunks = []
     chunks = _enforce(text, path, language, chunks, settings.max_tokens)
-    return ChunkedFile(language, chunks, warnings)
+    return ChunkedFile(language, chunks, warnings, parse_error)
 
 
 def _enforce(text: str, path: str, language: str, chunks: list[Chunk], cap: int

@@ -119,6 +119,23 @@ def test_undecodable_file_is_recorded_and_the_rest_indexed(tmp_path):
     assert "src/latin1.py" in stored(indexer)
 
 
+def test_unparsable_file_is_recorded_and_still_searchable_as_line_windows(tmp_path):
+    root = small_repo(tmp_path)
+    (root / "src/broken.py").write_text("def ok(:\n" + ")) ]] }} unique_marker_text ((\n" * 40)
+    indexer = open_indexer(root)
+    report = indexer.ensure_indexed()
+    assert report.files_failed == 0 and report.files_indexed == 5
+    errors = indexer.store.list_errors()
+    assert [(e["file_path"], e["error_type"]) for e in errors] == [("src/broken.py",
+                                                                     "parse_error")]
+    assert "cannot parse as python" in errors[0]["error_message"]
+    rows = [r for r in indexer.store.chunks_for_files() if "unique_marker_text" in r.text]
+    assert rows and all(r.label.startswith("lines ") for r in rows)
+    (root / "src/broken.py").write_text("def ok():\n    return 1\n")
+    indexer.refresh(["src/broken.py"])
+    assert indexer.store.list_errors() == []
+
+
 BOOTSTRAP_SCRIPT = textwrap.dedent("""
     import sys
     from contextd.indexer import Indexer

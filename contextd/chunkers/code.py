@@ -20,7 +20,7 @@ from typing import Callable, Mapping
 from tree_sitter import Node, Query, QueryCursor
 from tree_sitter_language_pack import get_language, get_parser
 
-from contextd.chunkers.core import Source, Unit, emit_unit, fill_gaps, split_span
+from contextd.chunkers.core import Source, Unit, UnparsableFile, emit_unit, fill_gaps
 from contextd.config import LanguageChunking
 from contextd.records import Chunk, ChunkKind, SymbolDef
 
@@ -134,7 +134,7 @@ class CodeChunker:
         cap = settings.max_tokens
         root = self._parser.parse(src.data).root_node
         if _unusable(root, len(src.data)):
-            return window_chunks(src, cap)
+            raise UnparsableFile(f"more than {MAX_ERROR_SHARE:.0%} of the file is syntax errors")
         walker = _Walker(self.spec, src, settings)
         units = walker.units(root.named_children, "", "", "", 0)
         units = fill_gaps(src, units, 0, len(src.data), walker.gap_factory(root))
@@ -168,12 +168,6 @@ def _unusable(root: Node, size: int) -> bool:
         return False
     broken = sum(c.end_byte - c.start_byte for c in root.children if c.type == "ERROR")
     return broken > size * MAX_ERROR_SHARE or root.type == "ERROR"
-
-
-def window_chunks(src: Source, cap: int) -> list[Chunk]:
-    """Line windows under the cap: the fallback when a file cannot be parsed."""
-    return [src.chunk(s, e, ChunkKind.CODE_BLOCK, f"lines {src.line_of(s)}-{src.line_of(e - 1)}")
-            for s, e in split_span(src, 0, len(src.data), cap)]
 
 
 def node_boundaries(nodes, first: int, last: int, depth: int = 0,

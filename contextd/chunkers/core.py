@@ -25,6 +25,12 @@ from contextd.tokens import (DIGIT_WEIGHT, PUNCT_WEIGHT, WORD_CHAR_WEIGHT, WORD_
 HIGH_BYTE_WEIGHT = 0.6
 
 
+class UnparsableFile(Exception):
+    """Raised by a chunker that cannot make sense of a file (a tree that is mostly syntax
+    errors). The file is then cut into line windows and the reason is recorded, so it stays
+    searchable and the user can see why it was not cut by structure."""
+
+
 def _byte_tables() -> tuple[np.ndarray, np.ndarray]:
     """Per byte value: is it part of a word, and its weight in the estimate (word starts are
     added separately): the byte-level twin of estimate_tokens's counts."""

@@ -97,6 +97,7 @@ class Writer:
         self._same: list[FileTask] = []
         self._vanished: list[str] = []
         self._failed: list[Outcome] = []
+        self._unparsed: list[Outcome] = []  # indexed as line windows, reason recorded
         self._chunks = 0
         self._last_flush = time.monotonic()
         self._current: str | None = None
@@ -112,6 +113,8 @@ class Writer:
         if outcome.status == INDEXED:
             assert outcome.record is not None
             self._records.append(outcome.record)
+            if outcome.error_type:
+                self._unparsed.append(outcome)
             self._chunks += len(outcome.record.chunks)
             self._texts.update(hash(c.index_text) for c in outcome.record.chunks)
             self.report.lines_indexed += outcome.lines
@@ -135,6 +138,8 @@ class Writer:
         if self._records:
             store.write_files(self._records)
             store.clear_errors([r.path for r in self._records])
+            for outcome in self._unparsed:
+                store.record_error(outcome.task.path, outcome.error_type, outcome.message)
             report.files_indexed += len(self._records)
             report.chunks_written += self._chunks
         if self._same:
@@ -148,7 +153,7 @@ class Writer:
         if self.track_progress:
             store.progress_mark(done, "completed")
         self.files_done += len(done) + len(self._failed)
-        failed, self._failed = self._failed, []
+        failed, self._failed, self._unparsed = self._failed, [], []
         self._records, self._same, self._vanished, self._chunks = [], [], [], 0
         self._last_flush = time.monotonic()
         self.progress.update(self.files_done, report.chunks_written, self._current)

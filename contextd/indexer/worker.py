@@ -27,7 +27,9 @@ INDEXED, SAME, FAILED, VANISHED = "indexed", "same", "failed", "vanished"
 @dataclass(frozen=True)
 class Outcome:
     """The result for one file: ``INDEXED`` with a record, ``SAME`` (content unchanged, only
-    size/mtime to refresh), ``FAILED`` with an error, or ``VANISHED`` (deleted meanwhile)."""
+    size/mtime to refresh), ``FAILED`` with an error, or ``VANISHED`` (deleted meanwhile).
+    An ``INDEXED`` file may carry an error too: it could not be parsed and was indexed as
+    line windows."""
 
     task: FileTask
     status: str
@@ -81,6 +83,9 @@ def process_file(task: FileTask, config: ContextConfig, store=None) -> Outcome:
                         content_hash=digest, language=chunked.language, chunks=chunks,
                         warnings=tuple(chunked.warnings),
                         secrets_redacted=scrubbed.redactions)
+    if chunked.parse_error:  # indexed as line windows; the reason goes to bootstrap_errors
+        return Outcome(task, INDEXED, record, lines=count_lines(data),
+                       error_type="parse_error", message=chunked.parse_error)
     return Outcome(task, INDEXED, record, lines=count_lines(data))
 
 
