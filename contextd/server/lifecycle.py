@@ -158,10 +158,19 @@ async def _serve_http(app, handle: EngineHandle, port: int) -> None:
     starlette_app = app.streamable_http_app(transport_security=security, host="127.0.0.1")
     config = uvicorn.Config(starlette_app, host="127.0.0.1", port=port, log_config=None,
                             access_log=False, log_level="warning", lifespan="on")
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_start_later, handle)
-        await uvicorn.Server(config).serve()
-        tasks.cancel_scope.cancel()
+    # uvicorn re-raises the signal that stopped it once it has shut down, which would kill
+    # the process before serve() closes the engine (owner lock and socket): while it runs,
+    # the handlers it restores and then invokes do nothing.
+    previous = {sig: signal.signal(sig, lambda *_: None)
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_start_later, handle)
+            await uvicorn.Server(config).serve()
+            tasks.cancel_scope.cancel()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def start_after_handshake(handle: EngineHandle) -> Any:
