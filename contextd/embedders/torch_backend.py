@@ -44,6 +44,11 @@ class TorchEmbedder:
                 forbid_downloads()
                 import torch
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
+
+                # A "Loading weights" bar on every load (and every ONNX export) is noise on
+                # a CLI's stderr; progress that matters is ours.
+                transformers_logging.disable_progress_bar()
 
                 if self._explicit_threads:
                     torch.set_num_threads(self._explicit_threads)
