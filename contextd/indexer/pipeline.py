@@ -52,32 +52,43 @@ def _task_batches(tasks: Sequence[FileTask]) -> Iterator[list[FileTask]]:
 def outcomes(tasks: Sequence[FileTask], config: ContextConfig, workers: int,
              cancel: threading.Event, store: IndexStore | None = None) -> Iterator[Outcome]:
     """Process ``tasks`` (in a pool of ``workers`` processes when there are enough) and
-    yield outcomes in task order; stops submitting when ``cancel`` is set. With ``store``
-    (a contextualizer caching its prefixes there) every file is processed inline."""
+    yield their outcomes; stops when ``cancel`` is set. With ``store`` (a contextualizer
+    caching its prefixes there) every file is processed inline.
+
+    The pool works through the tasks front to back (priority order). Whenever its oldest
+    batch is not ready, this process takes the last batch not yet sent and processes it
+    itself: the writer's core would otherwise idle while the pool chunks (the pool has
+    cores - 1 workers, one core being kept for the writer and the embedding stage)."""
     if workers < 1 or len(tasks) < POOL_MIN_FILES or store is not None:
-        for task in tasks:
-            if cancel.is_set():
-                return
-            yield process_file(task, config, store)
+        yield from _inline(tasks, config, cancel, store)
         return
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker,
                              initargs=(config,)) as pool:
+        waiting = collections.deque(_task_batches(tasks))
         pending: collections.deque[Future] = collections.deque()
-        batches = _task_batches(tasks)
         try:
-            for batch in batches:
-                pending.append(pool.submit(process_batch, batch))
-                if len(pending) >= workers * 3:
-                    break
+            while waiting and len(pending) < workers * 3:
+                pending.append(pool.submit(process_batch, waiting.popleft()))
             while pending and not cancel.is_set():
+                if not pending[0].done() and waiting:
+                    yield from _inline(waiting.pop(), config, cancel)
+                    continue
                 results = pending.popleft().result()
-                nxt = next(batches, None)
-                if nxt is not None:
-                    pending.append(pool.submit(process_batch, nxt))
+                if waiting:
+                    pending.append(pool.submit(process_batch, waiting.popleft()))
                 yield from results
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _inline(tasks: Sequence[FileTask], config: ContextConfig, cancel: threading.Event,
+            store: IndexStore | None = None) -> Iterator[Outcome]:
+    """Process ``tasks`` in this process, one by one, until ``cancel`` is set."""
+    for task in tasks:
+        if cancel.is_set():
+            return
+        yield process_file(task, config, store)
 
 
 class Writer:
@@ -133,7 +144,26 @@ class Writer:
             self.flush()
 
     def flush(self) -> None:
-        """Store everything accumulated: one transaction for the files' rows."""
+        """Store everything accumulated in one transaction (one commit per batch of files;
+        a kill leaves the files of a batch and their progress rows stored together or not)."""
+        store, report = self.store, self.report
+        with store.batch():
+            self._store_batch()
+        self.files_done += (len(self._records) + len(self._same) + len(self._vanished)
+                            + len(self._failed))
+        failed, self._failed, self._unparsed = self._failed, [], []
+        self._records, self._same, self._vanished, self._chunks = [], [], [], 0
+        self._last_flush = time.monotonic()
+        self.progress.update(self.files_done, report.chunks_written, self._current)
+        self.on_written()
+        if failed and self.fail_fast:
+            first = failed[0]
+            raise ContextdError(f"indexing stopped at {first.task.path}: {first.message} "
+                                "(bootstrap.fail_fast is on)")
+
+    def _store_batch(self) -> None:
+        """The rows of everything accumulated: files, refreshed stats, removals, errors and
+        bootstrap progress (called inside one store transaction)."""
         store, report = self.store, self.report
         if self._records:
             store.write_files(self._records)
@@ -152,16 +182,6 @@ class Writer:
         done = [r.path for r in self._records] + [t.path for t in self._same] + self._vanished
         if self.track_progress:
             store.progress_mark(done, "completed")
-        self.files_done += len(done) + len(self._failed)
-        failed, self._failed, self._unparsed = self._failed, [], []
-        self._records, self._same, self._vanished, self._chunks = [], [], [], 0
-        self._last_flush = time.monotonic()
-        self.progress.update(self.files_done, report.chunks_written, self._current)
-        self.on_written()
-        if failed and self.fail_fast:
-            first = failed[0]
-            raise ContextdError(f"indexing stopped at {first.task.path}: {first.message} "
-                                "(bootstrap.fail_fast is on)")
 
     def _record_failure(self, outcome: Outcome) -> None:
         path = outcome.task.path
