@@ -8,6 +8,7 @@ default; a PostgreSQL + pgvector backend for teams would be another implementati
 from __future__ import annotations
 
 import abc
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -106,6 +107,12 @@ class IndexStore(abc.ABC):
     """The index database. Methods are thread-safe; writes are serialised."""
 
     # ----- index contents -------------------------------------------------------------
+    @abc.abstractmethod
+    def batch(self) -> contextlib.AbstractContextManager:
+        """Run the writes made inside (by this thread) as ONE transaction: the indexer stores
+        a batch of files together with their progress and error rows, atomically and at the
+        cost of one commit. Nested calls join the outer transaction."""
+
     @abc.abstractmethod
     def write_files(self, records: Sequence[FileRecord]) -> int:
         """Replace the rows of each file (file_state, chunks, symbols, links) in ONE

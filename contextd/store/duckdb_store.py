@@ -196,17 +196,26 @@ class DuckDBStore(IndexStore):
                 self._cursors.append(cur)
         return cur
 
+    def batch(self) -> contextlib.AbstractContextManager:
+        return self._transaction()
+
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         with self._write_lock:
             cur = self._cursor()
+            if getattr(self._local, "in_transaction", False):  # inside batch(): join it
+                yield cur
+                return
             self._local.bumped = None
+            self._local.in_transaction = True
             cur.execute("BEGIN TRANSACTION")
             try:
                 yield cur
             except BaseException:
                 cur.execute("ROLLBACK")
                 raise
+            finally:
+                self._local.in_transaction = False
             cur.execute("COMMIT")
             # Published only once committed: a reader that sees the new generation must also
             # see the rows written under it.
