@@ -167,6 +167,31 @@ def get_stage(config: ContextConfig, store=None) -> ContextStage:
         return stage
 
 
+def stage_stats(config: ContextConfig, store=None) -> dict[str, Any]:
+    """The strategy, and what this process's stage for ``store`` has done so far (counts and,
+    for an LLM, tokens and cost) when one was built here: a contextualizer that caches its
+    prefixes runs in the indexer's own process, so its figures are all here."""
+    with _stages_lock:
+        stage = _stages.get((config.contextualizer, config.embedding.max_seq_length,
+                             id(store)))
+    if stage is None or stage.store is not store:
+        return {"strategy": config.contextualizer.strategy}
+    return stage.stats()
+
+
+def counters_since(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """``after`` minus ``before``, number by number (nested dicts too): one run's share."""
+    out: dict[str, Any] = {}
+    for key, value in after.items():
+        if isinstance(value, dict):
+            out[key] = counters_since(before.get(key, {}), value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = value - before.get(key, 0)
+        else:
+            out[key] = value
+    return out
+
+
 def index_texts(document: str, path: str, chunks: Sequence[Chunk], config: ContextConfig,
                 store=None) -> list[tuple[str, bool]]:
     """(index text, contextualized?) per chunk of ``path`` whose scrubbed text is ``document``:

@@ -31,6 +31,7 @@ import time
 from typing import Any, Iterable
 
 from contextd.budget import BudgetManager
+from contextd.contextualize import stage_stats
 from contextd.errors import UsageError
 from contextd.providers.base import (
     DEFAULT_CANDIDATES, EmbedderHandle, ProviderContext, ProviderQuery,
@@ -416,7 +417,9 @@ class ContextModule:
         return {"providers": providers, "storage": storage,
                 "performance": {"queries": len(self._latency.get("total", ())),
                                 "avg_ms": performance},
-                "languages": storage.get("languages", {})}
+                "languages": storage.get("languages", {}),
+                "contextualizer": {**stage_stats(self.config, self.store),
+                                   "contextualized_chunks": storage.get("contextualized_chunks")}}
 
     def shutdown(self) -> None:
         """Shut every provider down (and close the index when opened by :meth:`open`)."""

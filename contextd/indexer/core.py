@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from contextd.boundary import Boundary, FileEntry
-from contextd.contextualize import contextualizer_signature, needs_store
+from contextd.contextualize import (contextualizer_signature, counters_since, needs_store,
+                                   stage_stats)
 from contextd.embedders.common import cpu_count
 from contextd.embedding import get_embedder
 from contextd.errors import UsageError
@@ -251,9 +252,13 @@ class Indexer:
         progress.start(len(tasks), mode)
         try:
             prefix_store = self.store if needs_store(self.config) else None
+            before = stage_stats(self.config, prefix_store) if prefix_store else {}
             for outcome in outcomes(tasks, self.config, self.workers(), cancel, prefix_store):
                 writer.add(outcome)
             writer.flush()
+            if prefix_store is not None:
+                report.contextualizer = counters_since(before, stage_stats(self.config,
+                                                                          prefix_store))
         finally:
             self._state = "embedding"
             if stage is not None:

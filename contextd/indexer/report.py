@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -14,6 +15,8 @@ class IndexReport:
     distinct chunk texts written whose vector was already cached (written minus embedded).
     ``embedding_error`` is set when vectors could not be computed (the lexical index is
     complete regardless); ``errors`` holds the first few failures as ``path: message``.
+    ``contextualizer`` is what a contextualizer running in this process did in the run
+    (prefixes generated, cache hits, fallbacks; an LLM's requests, tokens and cost).
     """
 
     mode: str = "refresh"
@@ -32,6 +35,7 @@ class IndexReport:
     cancelled: bool = False
     embedding_error: str | None = None
     errors: list[str] = field(default_factory=list)
+    contextualizer: dict[str, Any] = field(default_factory=dict)
 
     @property
     def summary(self) -> str:

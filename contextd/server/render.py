@@ -79,7 +79,8 @@ def stats_result(stats: dict[str, Any], config) -> StatsResult:
                      "avgTokensPerQuery": storage.get("avg_tokens_per_query"),
                      "providerLatencyMs": performance.get("avg_ms", {})},
         languages=stats.get("languages", {}), indexing=stats.get("indexing", {}),
-        recentActivity=stats.get("recent_jobs", []), owner=stats.get("owner", {}))
+        recentActivity=stats.get("recent_jobs", []), owner=stats.get("owner", {}),
+        contextualizer=stats.get("contextualizer", {}))
 
 
 def stats_text(result: StatsResult) -> str:

@@ -120,6 +120,10 @@ class StatsResult(BaseModel):
     owner: dict[str, Any] = Field(description=(
         "pid of the process that owns the database; this_process tells whether it is this "
         "server."))
+    contextualizer: dict[str, Any] = Field(default_factory=dict, description=(
+        "strategy, contextualized_chunks in the index, and what this owner's contextualizer "
+        "did since it started (prefixes generated, cache hits, fallbacks; for llm: requests, "
+        "tokens, cost)."))
 
 
 class RebuildResult(BaseModel):
