@@ -169,3 +169,49 @@ def test_by_file_ranks_the_files_of_the_whole_candidate_pool(golden_module):
     assert len({h.file_path for h in response.hits}) < len(paths)
     assert all(start <= end for f in response.files for start, end in f.ranges)
     assert golden_module.query(QueryRequest(request.query, k=4)).files == ()
+
+
+MMR_FILES = {
+    "loader/config.py": '''def load_config(path):
+    """Read the TOML configuration file and return its settings as a dict."""
+    with open(path, "rb") as fh:
+        return tomllib.load(fh)
+''',
+    "backup/config_copy.py": '''def load_config_copy(path):
+    """Read the TOML configuration file and return its settings as a dict."""
+    with open(path, "rb") as fh:
+        return tomllib.load(fh)
+''',
+    "settings/env.py": '''def settings_from_environment(prefix):
+    """Build the settings dict from environment variables that start with prefix."""
+    return {k[len(prefix):].lower(): v for k, v in os.environ.items() if k.startswith(prefix)}
+''',
+    "net/http.py": '''def fetch(url):
+    """Download a web page over HTTP and return its body."""
+    return urllib.request.urlopen(url).read()
+''',
+}
+
+
+@pytest.mark.parametrize("mmr_lambda, keeps_duplicate", [(1.0, True), (0.5, False)])
+def test_mmr_on_real_embeddings_drops_a_copied_function(tmp_path, mmr_lambda,
+                                                        keeps_duplicate):
+    """Two copies of one function rank side by side on relevance alone (lambda 1); with the
+    default diversity the real model's vectors show the copy adds nothing, and the next
+    different answer takes its place."""
+    root = tmp_path / "repo"
+    for rel, text in MMR_FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / "context.toml").write_text(f"[query]\nmmr_lambda = {mmr_lambda}\n")
+    module = ContextModule.open(str(root))
+    try:
+        hits = module.query(QueryRequest("read the settings from the configuration file", k=2,
+                                         providers=("semantic",))).hits
+    finally:
+        module.shutdown()
+    paths = {h.file_path for h in hits}
+    assert "loader/config.py" in paths or "backup/config_copy.py" in paths
+    both_copies = {"loader/config.py", "backup/config_copy.py"} <= paths
+    assert both_copies == keeps_duplicate
+    assert keeps_duplicate or "settings/env.py" in paths
