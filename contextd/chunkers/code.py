@@ -33,7 +33,7 @@ BODY_TYPES = frozenset({"class_body", "declaration_list", "field_declaration_lis
 # A tree whose top-level ERROR nodes cover more than this share of the file is not trusted.
 MAX_ERROR_SHARE = 0.5
 # Descendant levels scanned for statement starts when an oversize unit is cut.
-BOUNDARY_DEPTH = 2
+BOUNDARY_DEPTH = 4
 
 
 @dataclass(frozen=True)

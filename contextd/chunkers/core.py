@@ -198,17 +198,18 @@ def split_span(src: Source, start: int, end: int, cap: int, boundaries: dict[int
     # totals[k]: cost of lines first..first+k-1; every line costs at least 1, so the longest
     # run of lines from i under the cap ends where a bisection of the running totals says.
     totals = _line_totals(src, start, end, first, last)
-    i = first
+    i = covered = first
     while i <= last:
         j = bisect_right(totals, totals[i - first] + cap, i - first) + first - 1
         if j == i:  # one line alone is over the cap
             spans.extend(_char_windows(src, max(start, line_start(i)), min(end, line_end(i)), cap))
             i += 1
             continue
-        cut = j if j > last else _best_cut(i, j, bounds)
+        cut = j if j > last else _best_cut(i, j, bounds, covered)
         spans.append((max(start, line_start(i)), min(end, line_end(cut - 1))))
         if cut > last:
             break
+        covered = cut
         i = _overlap_start(i - first, cut - first, totals, overlap_tokens) + first
     trimmed = (trim_span(src, s, e) for s, e in spans)
     return [(s, e) for s, e in trimmed if e > s]
@@ -227,15 +228,17 @@ def _line_totals(src: Source, start: int, end: int, first: int, last: int) -> li
     return [0, *np.cumsum(costs).tolist()]
 
 
-def _best_cut(i: int, j: int, bounds: dict[int, int]) -> int:
-    """The line that starts the next piece, for a piece spanning lines ``i .. j-1``.
+def _best_cut(i: int, j: int, bounds: dict[int, int], covered: int) -> int:
+    """The line that starts the next piece, for a piece spanning lines ``i .. j-1`` whose
+    lines before ``covered`` the previous piece already holds (the overlap).
 
     ``j`` itself is a candidate: when the first line that does not fit opens a paragraph or
-    statement, the whole window fits and cutting earlier would only make pieces smaller."""
-    half = i + max(1, (j - i) // 2)
+    statement, the whole window fits and cutting earlier would only make pieces smaller. A
+    cut at or before ``covered`` would make a piece of overlap alone, so none is taken."""
+    half = max(i + max(1, (j - i) // 2), covered + 1)
     candidates = [(bounds[n], -n) for n in range(half, j + 1) if n in bounds]
     if not candidates:
-        candidates = [(bounds[n], -n) for n in range(i + 1, j) if n in bounds]
+        candidates = [(bounds[n], -n) for n in range(max(i, covered) + 1, j) if n in bounds]
     return -min(candidates)[1] if candidates else j
 
 
