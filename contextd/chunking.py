@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 # Tokens kept free in the model's window for the prefix a contextualizer may add to a chunk.
 CONTEXT_PREFIX_TOKENS = 32
 FALLBACK_LANGUAGE = "text"
+# Bumped by a code change that moves chunk boundaries, so existing indexes are re-chunked
+# (see chunking_signature).
+CHUNKING_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,13 @@ def effective_settings(config: ContextConfig, language: str) -> LanguageChunking
     if settings.max_tokens > window:
         settings = dataclasses.replace(settings, max_tokens=window)
     return settings
+
+
+def chunking_signature(config: ContextConfig) -> str:
+    """A string that changes exactly when the chunks of an unchanged file would: the chunking
+    code's version, the per-language settings and the model window that caps them."""
+    settings = sorted(config.chunking.items())
+    return f"v{CHUNKING_VERSION}:{config.embedding.max_seq_length}:{settings!r}"
 
 
 def chunk_file(path: str, data: bytes, config: ContextConfig) -> ChunkedFile:

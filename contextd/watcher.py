@@ -151,9 +151,9 @@ class Watcher:
                 return
             paths, reload = taken
             try:
-                if reload:
+                if reload:  # new rules or settings: judge every file, re-chunk if needed
                     self.indexer.reload()
-                    report = self.indexer.refresh(None)
+                    report = self.indexer.ensure_indexed()
                 else:
                     report = self.indexer.refresh(paths)
             except Exception:  # one bad batch must not stop the watcher

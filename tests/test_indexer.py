@@ -136,6 +136,23 @@ def test_unparsable_file_is_recorded_and_still_searchable_as_line_windows(tmp_pa
     assert indexer.store.list_errors() == []
 
 
+def test_changed_chunking_settings_rechunk_unchanged_files(tmp_path):
+    """Chunks depend on the settings as much as on the file: a new max_tokens re-chunks every
+    file at the next catch-up, though no file changed."""
+    body = "".join(f"    total += {n} * weight  # step {n}\n" for n in range(60))
+    root = make_repo(tmp_path / "repo", {"calc.py": f"def long(weight):\n    total = 0\n"
+                                                    f"{body}    return total\n"})
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    before = len(stored(indexer)["calc.py"])
+    assert indexer.ensure_indexed().files_indexed == 0
+    (root / "context.toml").write_text("[chunking.python]\nmax_tokens = 64\n")
+    indexer.reload()
+    report = indexer.ensure_indexed()
+    # calc.py, unchanged but re-chunked, and context.toml, new
+    assert report.files_indexed == 2 and len(stored(indexer)["calc.py"]) > before
+
+
 BOOTSTRAP_SCRIPT = textwrap.dedent("""
     import sys
     from contextd.indexer import Indexer

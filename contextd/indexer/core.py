@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from contextd.boundary import Boundary, FileEntry
+from contextd.chunking import chunking_signature
 from contextd.contextualize import (contextualizer_signature, counters_since, needs_store,
                                    stage_stats)
 from contextd.embedders.common import cpu_count
@@ -28,11 +29,17 @@ from contextd.progress import NullProgress, Progress
 from contextd.project import Project
 from contextd.store.base import IndexStore
 
-# index_meta keys: the measured indexing rate (for rebuild estimates) and the contextualizer
-# signature the stored index texts were built with.
+# index_meta keys: the measured indexing rate (for rebuild estimates) and the signature of
+# the chunking and contextualizer the stored chunks and index texts were built with.
 THROUGHPUT_META_KEY = "indexing_bytes_per_second"
-SIGNATURE_META_KEY = "contextualizer_signature"
+SIGNATURE_META_KEY = "index_text_signature"
 THROUGHPUT_MIN_BYTES = 256 * 1024  # smaller runs measure start-up, not throughput
+
+
+def index_signature(config) -> str:
+    """What the stored chunks and index texts depend on besides the files themselves: a
+    change re-indexes every file at the next catch-up."""
+    return f"{chunking_signature(config)}|{contextualizer_signature(config)}"
 
 
 class Indexer:
@@ -87,14 +94,15 @@ class Indexer:
         """Make the index current: resume an interrupted bootstrap, bootstrap an empty index,
         or catch up with changes made while nothing was watching."""
         with self._run_lock:
-            signature = contextualizer_signature(self.config)
+            signature = index_signature(self.config)
             job_id, pending = self.store.progress_pending()
             if pending:
                 report = self._resume(job_id, pending, progress, cancel)
             elif not self.store.file_states():
                 report = self.bootstrap(progress=progress, cancel=cancel)
             else:
-                # Index texts built by another contextualizer must all be rebuilt.
+                # Chunks cut by other chunking settings or code, or index texts built by
+                # another contextualizer, must all be rebuilt.
                 force = self.store.get_meta(SIGNATURE_META_KEY) not in (None, signature)
                 report = self._refresh(None, force, progress, cancel, mode="incremental")
             if not report.cancelled:
