@@ -98,10 +98,11 @@ class UsageRecorder:
         stopping = False
         while not stopping:
             rows = [self._queue.get()]
-            time.sleep(USAGE_BATCH_DELAY_S)
-            while True:
+            # Gather what arrives within the delay; a stop request ends the wait at once.
+            deadline = time.monotonic() + USAGE_BATCH_DELAY_S
+            while rows[-1] is not _STOP and (left := deadline - time.monotonic()) > 0:
                 try:
-                    rows.append(self._queue.get_nowait())
+                    rows.append(self._queue.get(timeout=left))
                 except queue.Empty:
                     break
             stopping = _STOP in rows
