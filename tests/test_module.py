@@ -83,7 +83,7 @@ def test_pending_model_still_answers_lexically(golden_module):
 
 
 def test_usage_metrics_and_stats(golden_module):
-    before = golden_module.store.stats()["queries"]
+    before = golden_module.stats()["storage"]["queries"]  # stats() writes queued usage first
     golden_module.query(QueryRequest("cache eviction", k=2))
     stats = golden_module.stats()
     assert stats["storage"]["queries"] == before + 1
