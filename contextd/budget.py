@@ -79,12 +79,13 @@ class BudgetManager:
         """Tokens the snippets may take: the budget minus the prompt reserve."""
         return max(0, budget.max_tokens - budget.reserve_for_prompt)
 
-    def usage_note(self, budget: TokenBudget, used: int) -> str | None:
-        """A note (also logged) when ``used`` passes the warn threshold of the budget."""
+    def log_usage(self, budget: TokenBudget, used: int) -> bool:
+        """Log (at info, shown with ``-v``) when ``used`` passes the warn threshold of the
+        budget; True when it did. Not a note of the answer: a full budget is the normal
+        outcome, and the answer already says how many tokens it holds of how many."""
         available = self.available(budget)
         if not available or used * 100 < available * self.config.warn_threshold_percent:
-            return None
-        note = (f"context uses {used} of {available} tokens "
-                f"(over {self.config.warn_threshold_percent}%)")
-        log.info(note)
-        return note
+            return False
+        log.info("context uses %d of %d tokens (over %d%%)", used, available,
+                 self.config.warn_threshold_percent)
+        return True

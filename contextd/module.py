@@ -310,8 +310,7 @@ class ContextModule:
                                rerank=self.config.query.rerank_enabled)
         if selection.used_word_overlap:
             notes.append("MMR used word overlap for snippets without an embedding yet")
-        usage = self.budgets.usage_note(budget, selection.total_tokens)
-        notes += [usage] if usage else []
+        self.budgets.log_usage(budget, selection.total_tokens)
         # MMR decides which snippets make the cut; they are shown most relevant first.
         chosen = sorted(selection.snippets, key=lambda s: -s.score)
         attribution = collections.Counter(p for s in chosen for p in s.providers)

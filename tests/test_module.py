@@ -25,8 +25,8 @@ def test_budget_manager_adjustments():
     assert manager.calculate(9, "architecture").max_tokens == 1950
     assert manager.calculate(5, TaskType.BUGFIX).max_tokens == 800
     assert manager.available(manager.calculate(5)) == 800
-    assert manager.usage_note(manager.calculate(5), 700) is not None
-    assert manager.usage_note(manager.calculate(5), 100) is None
+    assert manager.log_usage(manager.calculate(5), 700)
+    assert not manager.log_usage(manager.calculate(5), 100)
 
 
 @pytest.mark.parametrize("task_type,complexity", [("BUGFIX", 2), ("ARCHITECTURE", 9), (None, 5)])
