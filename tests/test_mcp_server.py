@@ -158,6 +158,31 @@ def test_query_context_returns_budgeted_hits(served):
     assert "src/billing/invoice.py:" in text and "invoice_total" in text
 
 
+def test_query_before_the_model_is_ready_answers_lexically_with_a_note(tmp_path):
+    """With an empty model cache the server must export the model first (seconds: it imports
+    torch); meanwhile query_context answers from the lexical and symbol index and says that
+    semantic results are pending, then includes them once the model is ready."""
+    root = make_repo(tmp_path / "repo")
+    env = {**server_env(tmp_path / "run"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    arguments = {"query": "invoice_total", "k": 3}
+    with mcp_session(root, env, tmp_path / "server.log") as session:
+        deadline = time.monotonic() + 120
+        first = structured(session.call("query_context", arguments))
+        while not first["hits"] and time.monotonic() < deadline:  # bootstrap still running
+            time.sleep(0.1)
+            first = structured(session.call("query_context", arguments))
+        assert first["hits"][0]["filePath"] == "src/billing/invoice.py"
+        assert "semantic results pending: model loading" in first["notes"]
+        assert all("semantic" not in hit["providers"] for hit in first["hits"])
+        later = first
+        while "semantic results pending: model loading" in later["notes"] \
+                and time.monotonic() < deadline:
+            time.sleep(0.5)
+            later = structured(session.call("query_context", arguments))
+        assert "semantic results pending: model loading" not in later["notes"]
+        assert any("semantic" in hit["providers"] for hit in later["hits"])
+
+
 @pytest.mark.parametrize("arguments, hint", [
     ({}, "query"),
     ({"query": "x", "k": 0}, "k"),
