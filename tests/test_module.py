@@ -196,9 +196,9 @@ MMR_FILES = {
 @pytest.mark.parametrize("mmr_lambda, keeps_duplicate", [(1.0, True), (0.5, False)])
 def test_mmr_on_real_embeddings_drops_a_copied_function(tmp_path, mmr_lambda,
                                                         keeps_duplicate):
-    """Two copies of one function rank side by side on relevance alone (lambda 1); with the
-    default diversity the real model's vectors show the copy adds nothing, and the next
-    different answer takes its place."""
+    """Two copies of one function rank side by side on relevance alone (lambda 1); with
+    diversity weighed as much as relevance (0.5) the real model's vectors show the copy adds
+    nothing, and the next different answer takes its place."""
     root = tmp_path / "repo"
     for rel, text in MMR_FILES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
