@@ -188,7 +188,7 @@ MMR_FILES = {
 ''',
     "net/http.py": '''def fetch(url):
     """Download a web page over HTTP and return its body."""
-    return urllib.request.urlopen(url).read()
+    return http_client.get(url).body
 ''',
 }
 
