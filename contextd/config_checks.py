@@ -101,7 +101,30 @@ def pattern_problem(pattern: str) -> str | None:
         pathspec.GitIgnoreSpec.from_lines([pattern])
     except Exception as exc:  # pathspec raises several types (ValueError, re.error, ...)
         return f"invalid pattern {pattern!r}: {exc}"
+    if _unclosed_bracket(pattern):
+        return (f"invalid pattern {pattern!r}: '[' without a closing ']' matches nothing "
+                "(write '\\[' for a literal bracket)")
     return None
+
+
+def _unclosed_bracket(pattern: str) -> bool:
+    """Whether a character class is opened and never closed: pathspec accepts such a pattern
+    but it never matches, which is surely not what its author meant."""
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":
+            # A ']' right after '[' or '[!' / '[^' is a member of the class, not its end.
+            start = i + 1 + (pattern[i + 1:i + 2] in ("!", "^"))
+            end = pattern.find("]", start + 1)
+            if end < 0:
+                return True
+            i = end
+        i += 1
+    return False
 
 
 def compile_patterns(patterns: list[str]) -> pathspec.GitIgnoreSpec:

@@ -213,12 +213,16 @@ def test_tilde_warns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_bad_globs_extensions_and_sizes(tmp_path: Path) -> None:
     found = checked(project_with(
-        tmp_path, watcher={"ignore_patterns": ["*.log", "[z-a]"]},
+        tmp_path, watcher={"ignore_patterns": ["*.log", "[z-a]", "build[", "[]]x", r"\[x"]},
         indexing={"size_exceptions": ["docs/*.md", "\\"], "allowed_extensions": ["py", ".md"],
                   "blocked_extensions": [".md", "*.exe", ". x"], "warn_file_size_mb": 9.0,
                   "max_file_size_mb": 4.0}))
     assert found["watcher.ignore_patterns[1]"][0] == "error"
     assert found["watcher.ignore_patterns[1]"][1].startswith("invalid pattern '[z-a]': ")
+    assert found["watcher.ignore_patterns[2]"] == (
+        "error", "invalid pattern 'build[': '[' without a closing ']' matches nothing "
+                 "(write '\\[' for a literal bracket)")
+    assert "watcher.ignore_patterns[3]" not in found and "watcher.ignore_patterns[4]" not in found
     assert found["indexing.size_exceptions[1]"][1].startswith("invalid pattern '\\\\': ")
     assert found["indexing.allowed_extensions[0]"] == (
         "error", "extension 'py' must start with '.' (write '.py')")
