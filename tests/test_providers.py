@@ -76,11 +76,11 @@ def test_raising_and_hanging_providers_do_not_break_the_query(golden_module):
     pm = get_plugin_manager()
     plugin = MisbehavingPlugin()
     pm.register(plugin, name="test-misbehaving")
+    config = config_from_dict({"providers": {"hanging": {"timeout_ms": 300}}})
+    project = Project(root=golden_module.project.root, config=config)
+    module = ContextModule(project, golden_module.store)
+    module.embedder = golden_module.embedder
     try:
-        config = config_from_dict({"providers": {"hanging": {"timeout_ms": 300}}})
-        project = Project(root=golden_module.project.root, config=config)
-        module = ContextModule(project, golden_module.store)
-        module.embedder = golden_module.embedder
         started = time.perf_counter()
         response = module.query(QueryRequest("where are JWT tokens validated", k=3))
         elapsed = time.perf_counter() - started
@@ -91,6 +91,7 @@ def test_raising_and_hanging_providers_do_not_break_the_query(golden_module):
     finally:
         Hanging.release.set()
         pm.unregister(name="test-misbehaving")
+        module.shutdown()
 
 
 def test_edit_is_reflected_by_every_provider(tmp_path):
