@@ -157,13 +157,23 @@ _stages: dict[tuple, ContextStage] = {}
 _stages_lock = threading.Lock()
 
 
+def _stage_key(config: ContextConfig, store) -> tuple:
+    return (config.contextualizer, config.embedding.max_seq_length, id(store))
+
+
+def _built_stage(config: ContextConfig, store) -> ContextStage | None:
+    """The stage already built for this configuration and store (call under the lock; an
+    id can be reused by a later store, hence the identity check)."""
+    stage = _stages.get(_stage_key(config, store))
+    return stage if stage is not None and stage.store is store else None
+
+
 def get_stage(config: ContextConfig, store=None) -> ContextStage:
     """The stage for this configuration and store, built once and reused by later files."""
-    key = (config.contextualizer, config.embedding.max_seq_length, id(store))
     with _stages_lock:
-        stage = _stages.get(key)
-        if stage is None or stage.store is not store:
-            stage = _stages[key] = ContextStage(config, store)
+        stage = _built_stage(config, store)
+        if stage is None:
+            stage = _stages[_stage_key(config, store)] = ContextStage(config, store)
         return stage
 
 
@@ -172,11 +182,8 @@ def stage_stats(config: ContextConfig, store=None) -> dict[str, Any]:
     for an LLM, tokens and cost) when one was built here: a contextualizer that caches its
     prefixes runs in the indexer's own process, so its figures are all here."""
     with _stages_lock:
-        stage = _stages.get((config.contextualizer, config.embedding.max_seq_length,
-                             id(store)))
-    if stage is None or stage.store is not store:
-        return {"strategy": config.contextualizer.strategy}
-    return stage.stats()
+        stage = _built_stage(config, store)
+    return stage.stats() if stage else {"strategy": config.contextualizer.strategy}
 
 
 def counters_since(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:

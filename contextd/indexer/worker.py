@@ -83,10 +83,10 @@ def process_file(task: FileTask, config: ContextConfig, store=None) -> Outcome:
                         content_hash=digest, language=chunked.language, chunks=chunks,
                         warnings=tuple(chunked.warnings),
                         secrets_redacted=scrubbed.redactions)
-    if chunked.parse_error:  # indexed as line windows; the reason goes to bootstrap_errors
-        return Outcome(task, INDEXED, record, lines=count_lines(data),
-                       error_type="parse_error", message=chunked.parse_error)
-    return Outcome(task, INDEXED, record, lines=count_lines(data))
+    # An unparsable file is indexed as line windows; its reason goes to bootstrap_errors.
+    return Outcome(task, INDEXED, record, lines=count_lines(data),
+                   error_type="parse_error" if chunked.parse_error else "",
+                   message=chunked.parse_error or "")
 
 
 def count_lines(data: bytes) -> int:
