@@ -79,8 +79,7 @@ class CitationResolver:
                 return item
             start, end = span
             if not quote:
-                quote = textwrap.dedent("\n".join(
-                    lines[start - 1:min(end, start - 1 + self.max_quote_lines)]))
+                quote = textwrap.dedent("\n".join(lines[start - 1:end]))
         quote = _trim(str(quote or ""), self.max_quote_lines)
         uri = (self.root / rel).as_uri()
         fragment = f"#page={pages[0]}" if pages else (

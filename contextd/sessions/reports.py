@@ -34,6 +34,9 @@ FORBIDDEN_PARTS = (".git", ".contextd")
 _TYPES = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
           "array": (list,), "object": (dict,)}
 _UNSAFE = re.compile(r"[^\w.-]+", re.UNICODE)
+# Letters NFKD does not split into an ASCII base and accents.
+_ASCII_FORMS = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "œ": "oe",
+                              "Œ": "OE", "đ": "d", "Đ": "D", "ł": "l", "Ł": "L", "þ": "th"})
 
 
 def create_report(project: Any, request: ReportRequest, now: datetime | None = None
@@ -179,7 +182,8 @@ def sanitise(text: str, ascii_only: bool) -> str:
     if text.lower().endswith(".md"):
         text = text[:-3]
     if ascii_only:
-        text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+        text = unicodedata.normalize("NFKD", text.translate(_ASCII_FORMS))
+        text = text.encode("ascii", "ignore").decode()
     text = _UNSAFE.sub("_", text.replace("..", "_"))
     text = re.sub(r"_+", "_", text).strip("._-")
     return text[:MAX_NAME_CHARS].rstrip("._-")
