@@ -23,7 +23,7 @@ from pathlib import Path
 
 import anyio
 
-from bench_mcp import QUERIES, _session, _wait_ready, make_project, report
+from bench_mcp import QUERIES, make_project, owner_and_client, report
 
 
 async def _timed(session, tool: str, arguments: dict) -> tuple[float, dict]:
@@ -67,9 +67,7 @@ async def _measure(session, calls: int) -> dict[str, list[float]]:
 
 async def run(root: Path, env: dict[str, str], calls: int) -> dict[str, dict]:
     async with AsyncExitStack() as stack:
-        owner = await _session(root, env, stack)
-        await _wait_ready(owner)
-        client = await _session(root, env, stack)
+        owner, client = await owner_and_client(root, env, stack)
         await _measure(owner, 3)  # warm caches (model, in-memory indexes, templates)
         await _measure(client, 3)
         return {"owner": await _measure(owner, calls), "client": await _measure(client, calls)}
