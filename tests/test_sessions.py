@@ -128,3 +128,18 @@ def test_citations_are_checked_against_the_file(tmp_path):
     assert len(resolver.check.references) == 2
     assert resolver.check.errors == ["sections[3].file: src/link.py is outside the project "
                                      f"root {root.resolve()}"]
+
+
+def test_documents_are_cited_by_page(tmp_path):
+    root = make_repo(tmp_path / "repo")
+    (root / "docs" / "manual.pdf").write_bytes(b"%PDF-1.7\n\0\0binary")
+    resolver = CitationResolver(root, max_quote_lines=5)
+    cited = resolver.resolve_all({"sections": [
+        {"file": "docs/manual.pdf", "pages": [3, 4], "quote": "Refunds take 14 days."},
+        {"file": "docs/manual.pdf", "start_line": 2}]})
+    page, lines = cited["sections"]
+    assert page["location"] == "docs/manual.pdf p.3-4"
+    assert page["uri"].endswith("docs/manual.pdf#page=3") and page["quote"]
+    assert lines == {"file": "docs/manual.pdf", "start_line": 2}
+    assert resolver.check.errors == ["sections[1]: docs/manual.pdf is not a text file; cite "
+                                     "it by pages"]

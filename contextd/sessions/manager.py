@@ -118,12 +118,13 @@ class SessionManager:
         else:
             response = self._query(request)
             notes += response.notes
-        hits = [self._hit(rank, hit) for rank, hit in enumerate(
+        session_id = new_session_id()
+        hits = [self._hit(session_id, rank, hit) for rank, hit in enumerate(
             (h for h in response.hits if h.score >= min_similarity), start=1)]
         hits = hits[:cfg.results_per_session]
         created = _utc_now()
         stored = StoredSearchSession(
-            session_id=new_session_id(), query=search.query, created_at=created,
+            session_id=session_id, query=search.query, created_at=created,
             params={key: value for key, value in to_dict(search).items()
                     if key != "query" and value not in ((), [], None)},
             result_count=len(hits), results=tuple(to_dict(h) for h in hits))
@@ -136,7 +137,7 @@ class SessionManager:
         return SearchSession(session=self._info(stored), preview=preview,
                              notes=tuple(dict.fromkeys(notes)))
 
-    def _hit(self, rank: int, hit: Hit) -> SessionHit:
+    def _hit(self, session_id: str, rank: int, hit: Hit) -> SessionHit:
         metadata = hit.metadata or {}
         return SessionHit(
             rank=rank, chunk_id=hit.chunk_id, file_path=hit.file_path,
@@ -144,7 +145,7 @@ class SessionManager:
             end_line=hit.end_line, label=hit.label, kind=hit.kind, language=hit.language,
             score=hit.score, text=hit.snippet, tokens=hit.tokens, pages=_pages(metadata),
             document=str(metadata.get("document") or ""),
-            contexts=tuple(metadata.get("contexts") or ()))
+            contexts=tuple(metadata.get("contexts") or ()), session_id=session_id)
 
     def _prune(self, now: datetime) -> None:
         hours = self.config.expire_after_hours
