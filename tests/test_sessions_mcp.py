@@ -298,3 +298,30 @@ def test_a_cli_process_sees_sessions_made_over_mcp_and_the_last_n_are_kept(serve
     cli_id = json.loads(cli.stdout)["session"]["session_id"]
     read = structured(served.call("get_search_results", {"session_id": cli_id}))
     assert read["sessions"][0]["query"] == "vat rate"
+
+
+def test_report_cli(served, tmp_path):
+    command = [sys.executable, "-m", "contextd", "--root", str(served.root), "report"]
+
+    def run(*args, stdin=None):
+        return subprocess.run([*command, *args], env=served.env, input=stdin,
+                              capture_output=True, text=True, timeout=120)
+
+    listed = run("--templates", "--json")
+    assert {t["name"] for t in json.loads(listed.stdout)} >= {"basic", "paper", "short"}
+    schema = json.loads(run("--schema", "--template", "basic", "--json").stdout)
+    assert schema["variables"]["overall_summary"]["required"] is True
+    written = run("--vars", "-", "--template", "basic", "--file-name", "cli", "--json",
+                  stdin=json.dumps(GOOD))
+    assert written.returncode == 0, written.stderr
+    path = Path(json.loads(written.stdout)["path"])
+    assert path.name.endswith("_cli.md") and cited_lines(path, served.root)
+    bad = run("--vars", "-", "--template", "basic", stdin="{not json")
+    assert bad.returncode == 2 and "not valid JSON" in bad.stderr
+    missing = run("--vars", "-", "--template", "paper", stdin="{}")
+    assert missing.returncode == 2 and "title, query, abstract, sections" in missing.stderr
+    usage = run()
+    assert usage.returncode == 2 and "--vars FILE, --schema or --templates" in usage.stderr
+    search = subprocess.run([*command[:-1], "search"], env=served.env, capture_output=True,
+                            text=True, timeout=120)
+    assert search.returncode == 2 and "QUERY, --list or --show" in search.stderr
