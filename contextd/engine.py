@@ -30,6 +30,7 @@ class Engine:
         self._indexer = None
         self._module = None
         self._jobs = None
+        self._sessions = None
 
     @classmethod
     def open(cls, root: str | None = None, config_path: str | None = None) -> "Engine":
@@ -67,6 +68,16 @@ class Engine:
                 self._jobs = JobRunner(self.indexer, self.store)
             return self._jobs
 
+    @property
+    def sessions(self):
+        """The :class:`contextd.sessions.manager.SessionManager` of search sessions."""
+        with self._lock:
+            if self._sessions is None:
+                from contextd.sessions.manager import SessionManager
+
+                self._sessions = SessionManager(self.project, self.store, self.query)
+            return self._sessions
+
     # ----- indexing --------------------------------------------------------------------
     def ensure_indexed(self, progress=None):
         """Bootstrap or catch up (resuming an interrupted bootstrap) when the index is not
@@ -99,6 +110,20 @@ class Engine:
         """Answer a :class:`contextd.module.QueryRequest` with a
         :class:`contextd.module.QueryResponse`."""
         return self.module.query(request)
+
+    # ----- search sessions (contextd.sessions) -------------------------------------------
+    def search_knowledge(self, request):
+        """Run a :class:`contextd.sessions.SearchRequest`, keep its best results as a new
+        session; returns a :class:`contextd.sessions.SearchSession` (id and preview)."""
+        return self.sessions.search(request)
+
+    def get_search_results(self, session_ids: Sequence[str], limit: int | None = None):
+        """Full results of stored sessions (:class:`contextd.sessions.SearchResults`)."""
+        return self.sessions.results(session_ids, limit)
+
+    def list_search_results(self):
+        """Live sessions, newest first (:class:`contextd.sessions.SessionList`)."""
+        return self.sessions.list()
 
     def stats(self) -> dict[str, Any]:
         """get_context_stats: providers, storage, performance, languages, indexing progress

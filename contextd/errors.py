@@ -63,5 +63,10 @@ class ModelUnavailableError(ContextdError):
     """The embedding model cannot be loaded from installed packages (nothing is downloaded)."""
 
 
+class TemplateError(ContextdError):
+    """A report template cannot be loaded or fails to render; the message names the template,
+    the line and the variable at fault."""
+
+
 class JobConflictError(ContextdError):
     """A job (rebuild) was refused because another one is already running."""

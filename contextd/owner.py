@@ -406,6 +406,19 @@ class SharedEngine:
         """See :meth:`contextd.engine.Engine.query`."""
         return self._call("query", {"request": request})
 
+    def search_knowledge(self, request):
+        """See :meth:`contextd.engine.Engine.search_knowledge`."""
+        return self._call("search_knowledge", {"request": request})
+
+    def get_search_results(self, session_ids: Sequence[str], limit: int | None = None):
+        """See :meth:`contextd.engine.Engine.get_search_results`."""
+        return self._call("get_search_results", {"session_ids": list(session_ids),
+                                                 "limit": limit})
+
+    def list_search_results(self):
+        """See :meth:`contextd.engine.Engine.list_search_results`."""
+        return self._call("list_search_results", {})
+
     def stats(self) -> dict[str, Any]:
         """See :meth:`contextd.engine.Engine.stats`; adds who owns the database."""
         data = self._call("stats", {})

@@ -28,7 +28,7 @@ from contextd.errors import ContextdError
 from contextd.records import to_dict
 
 # Bump when a message or a method's parameters change shape; peers must match exactly.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 # JSON-RPC error codes: the standard ones, plus ours in the implementation-defined range.
 METHOD_NOT_FOUND = -32601
@@ -74,6 +74,11 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("query", record_params=(("request", "contextd.module:QueryRequest"),),
                result="contextd.module:QueryResponse"),
     MethodSpec("stats"),
+    MethodSpec("search_knowledge",
+               record_params=(("request", "contextd.sessions.records:SearchRequest"),),
+               result="contextd.sessions.records:SearchSession"),
+    MethodSpec("get_search_results", result="contextd.sessions.records:SearchResults"),
+    MethodSpec("list_search_results", result="contextd.sessions.records:SessionList"),
 )}
 
 

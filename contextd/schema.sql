@@ -1,4 +1,4 @@
--- contextd index schema: the single description of a fresh database at SCHEMA_VERSION 2.
+-- contextd index schema: the single description of a fresh database at SCHEMA_VERSION 8.
 -- Older databases reach the same shape through contextd/migrations/NNN_*.sql, applied in
 -- order on open (tests/test_store.py checks that both roads give identical tables).
 -- Vectors are keyed by (model identity, BLAKE3 of the embedded text): the embeddings table
@@ -153,5 +153,16 @@ CREATE TABLE IF NOT EXISTS index_meta (
     value TEXT NOT NULL
 );
 
+-- Search sessions (contextd/sessions): the kept results of search_knowledge, newest last.
+CREATE TABLE IF NOT EXISTS search_sessions (
+    session_id TEXT NOT NULL,
+    query TEXT NOT NULL,
+    created_at TIMESTAMP NOT NULL,      -- UTC
+    params JSON,                        -- the search's arguments (scope, min_similarity, ...)
+    result_count INTEGER NOT NULL,
+    results JSON NOT NULL               -- the kept hits, best first, with their text
+);
+
 CREATE INDEX IF NOT EXISTS idx_jobs_status ON jobs(status);
 CREATE INDEX IF NOT EXISTS idx_jobs_created ON jobs(started_at);
+CREATE INDEX IF NOT EXISTS idx_search_sessions_created ON search_sessions(created_at);

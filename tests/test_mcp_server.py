@@ -28,7 +28,10 @@ from contextd.owner import OwnerLock, lock_path, socket_path
 from contextd.project import Project
 
 TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_context",
-         "get_rebuild_status", "cancel_rebuild"}
+         "get_rebuild_status", "cancel_rebuild",
+         # search sessions and reports (tests/test_sessions_mcp.py)
+         "search_knowledge", "get_search_results", "list_search_results",
+         "get_template_schema", "create_rag_report"}
 REPO_FILES = {
     "src/billing/invoice.py": '''"""Invoices."""
 

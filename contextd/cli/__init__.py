@@ -37,6 +37,8 @@ COMMANDS = {
     "stats": "contextd.cli.query_cmds:stats_command",
     "serve": "contextd.cli.serve_cmd:serve",
     "plugins": "contextd.cli.plugins_cmd:plugins_command",
+    "search": "contextd.cli.search_cmd:search_command",
+    "report": "contextd.cli.report_cmd:report_command",
 }
 
 

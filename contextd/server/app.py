@@ -37,7 +37,9 @@ contextd indexes this project (code, docs, config) and answers with the few snip
 matter, ranked and cut to a token budget. Call query_context before reading files blindly;
 call refresh_context after editing files if results look stale (a watcher normally keeps the
 index current within a second). get_context_stats says what is indexed and whether indexing
-or the embedding model is still warming up."""
+or the embedding model is still warming up. To research a question and write it up:
+search_knowledge (keeps results in a session), get_search_results (full text), then
+create_rag_report (a cited Markdown report; get_template_schema shows a template's variables)."""
 
 
 def _tool_errors(function: Callable) -> Callable:
@@ -88,9 +90,18 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
             ("get_rebuild_status", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
             ("cancel_rebuild", ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                                idempotent_hint=True, open_world_hint=False)))]
-    return MCPServer("contextd", version=__version__, instructions=INSTRUCTIONS,
-                     log_level=log_level, middleware=[start_after_handshake(handle)],
-                     tools=registered)
+    from contextd.server import session_tools
+
+    registered += [_strict(Tool.from_function(_tool_errors(function), name=name,
+                                              annotations=annotations))
+                   for name, function, annotations in session_tools.tool_functions(handle)]
+    resources = session_tools.template_resources(handle)
+    app = session_tools.ListingServer("contextd", version=__version__,
+                                      instructions=INSTRUCTIONS, log_level=log_level,
+                                      middleware=[start_after_handshake(handle)],
+                                      tools=registered, listers=(resources.listing,))
+    session_tools.register_resources(app, resources)
+    return app
 
 
 class ContextTools:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import contextlib
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -101,6 +102,20 @@ class Job:
     params: dict[str, Any] = field(default_factory=dict)
     created_by: str | None = None
     cancel_requested: bool = False
+
+
+@dataclass(frozen=True)
+class StoredSearchSession:
+    """A search session as stored (see :mod:`contextd.sessions`): ``created_at`` is naive
+    UTC; ``params`` the search's arguments; ``results`` the kept hits as JSON-ready dicts, best
+    first (empty when listed without them)."""
+
+    session_id: str
+    query: str
+    created_at: datetime
+    params: dict[str, Any]
+    result_count: int
+    results: tuple[dict[str, Any], ...] = ()
 
 
 class IndexStore(abc.ABC):
@@ -273,6 +288,25 @@ class IndexStore(abc.ABC):
     @abc.abstractmethod
     def put_prefixes(self, model: str, rows: Sequence[tuple[str, str, str]]) -> None:
         """Cache prefixes: (chunk_hash, doc_hash, prefix)."""
+
+    # ----- search sessions (contextd.sessions) -------------------------------------------
+    @abc.abstractmethod
+    def put_search_session(self, session: StoredSearchSession) -> None:
+        """Store a new search session (its id is new; nothing is replaced)."""
+
+    @abc.abstractmethod
+    def get_search_sessions(self, session_ids: Sequence[str]) -> dict[str, StoredSearchSession]:
+        """Stored sessions by id, with their results (unknown ids are left out)."""
+
+    @abc.abstractmethod
+    def list_search_sessions(self, limit: int = 100) -> list[StoredSearchSession]:
+        """Stored sessions newest first, without their results (``results`` empty)."""
+
+    @abc.abstractmethod
+    def prune_search_sessions(self, keep: int, created_before: datetime | None = None) -> int:
+        """Delete all but the newest ``keep`` sessions, and those created before
+        ``created_before`` (naive UTC; None: no age limit), in one transaction; returns how
+        many were deleted."""
 
     @abc.abstractmethod
     def save_project_config(self, snapshot: dict[str, Any]) -> bool:

@@ -28,10 +28,10 @@ import pyarrow as pa
 
 from contextd.errors import StoreError
 from contextd.store.base import (
-    Changes, ChunkRow, FileRecord, FileState, IndexStore, Job,
+    Changes, ChunkRow, FileRecord, FileState, IndexStore, Job, StoredSearchSession,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 8
 
 _CHUNK_COLUMNS = ("chunk_id", "file_id", "ordinal", "kind", "label", "language", "start_line",
                   "end_line", "start_byte", "end_byte", "tokens_est", "text", "embed_hash",
@@ -605,6 +605,44 @@ class DuckDBStore(IndexStore):
                FROM bootstrap_errors ORDER BY occurred_at DESC, file_path LIMIT ?""", [limit])
         names = [d[0] for d in cur.description]
         return [{k: _iso(v) for k, v in zip(names, row)} for row in cur.fetchall()]
+
+    # ----- search sessions -------------------------------------------------------------
+    def put_search_session(self, session: StoredSearchSession) -> None:
+        with self._transaction() as cur:
+            cur.execute("""INSERT INTO search_sessions (session_id, query, created_at, params,
+                           result_count, results) VALUES (?, ?, ?, ?, ?, ?)""",
+                        [session.session_id, session.query, session.created_at,
+                         json.dumps(session.params), session.result_count,
+                         json.dumps(list(session.results), ensure_ascii=False)])
+
+    def get_search_sessions(self, session_ids: Sequence[str]) -> dict[str, StoredSearchSession]:
+        rows = self._cursor().execute(
+            """SELECT session_id, query, created_at, params, result_count, results
+               FROM search_sessions WHERE session_id IN (SELECT unnest(?))""",
+            [list(session_ids)]).fetchall()
+        return {r[0]: StoredSearchSession(r[0], r[1], r[2], json.loads(r[3] or "{}"), r[4],
+                                          tuple(json.loads(r[5])))
+                for r in rows}
+
+    def list_search_sessions(self, limit: int = 100) -> list[StoredSearchSession]:
+        rows = self._cursor().execute(
+            """SELECT session_id, query, created_at, params, result_count
+               FROM search_sessions ORDER BY created_at DESC, session_id LIMIT ?""",
+            [limit]).fetchall()
+        return [StoredSearchSession(r[0], r[1], r[2], json.loads(r[3] or "{}"), r[4])
+                for r in rows]
+
+    def prune_search_sessions(self, keep: int, created_before: datetime | None = None) -> int:
+        with self._transaction() as cur:
+            before = _first(cur.execute("SELECT count(*) FROM search_sessions"))[0]
+            cur.execute("""DELETE FROM search_sessions WHERE session_id NOT IN (
+                               SELECT session_id FROM search_sessions
+                               ORDER BY created_at DESC, session_id LIMIT ?)""", [keep])
+            if created_before is not None:
+                cur.execute("DELETE FROM search_sessions WHERE created_at < ?",
+                            [created_before])
+            after = _first(cur.execute("SELECT count(*) FROM search_sessions"))[0]
+        return before - after
 
     # ----- metrics, metadata, prefixes, config -------------------------------------------
     def record_usage(self, task_id: str, query: str, providers: Sequence[str], snippets: int,
