@@ -74,6 +74,10 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("query", record_params=(("request", "contextd.module:QueryRequest"),),
                result="contextd.module:QueryResponse"),
     MethodSpec("stats"),
+    MethodSpec("progress"),
+    MethodSpec("jobs"),
+    MethodSpec("errors"),
+    MethodSpec("savings"),
 )}
 
 
