@@ -120,7 +120,7 @@ class Engine:
             data["embeddings_pending"] = self.indexer.status()["embeddings_pending"]
         return data
 
-    def jobs(self, limit: int = 50) -> list[dict[str, Any]]:
+    def job_history(self, limit: int = 50) -> list[dict[str, Any]]:
         """The job history, newest first, each with its final report (``metrics``)."""
         return [to_dict(job) for job in self.store.list_jobs(limit=limit)]
 

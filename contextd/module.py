@@ -402,10 +402,14 @@ class ContextModule:
         """The ``<project_context>`` block of a TaskContext (spec 004 §7.1)."""
         return render_context(task_context, max_tokens)
 
+    def flush_usage(self) -> None:
+        """Wait until every queued usage_metrics row is written (for readers of them)."""
+        self._usage.flush()
+
     def stats(self) -> dict[str, Any]:
         """Providers (id, name, type, enabled, available, stats), storage, average latencies
         and languages, for ``contextd stats`` and get_context_stats."""
-        self._usage.flush()
+        self.flush_usage()
         providers = []
         for pid in self.provider_factories():
             enabled = self.config.provider(pid).enabled

@@ -417,9 +417,9 @@ class SharedEngine:
         """See :meth:`contextd.engine.Engine.progress`."""
         return self._call("progress", {"with_pending": with_pending})
 
-    def jobs(self, limit: int = 50) -> list[dict[str, Any]]:
-        """See :meth:`contextd.engine.Engine.jobs`."""
-        return self._call("jobs", {"limit": limit})
+    def job_history(self, limit: int = 50) -> list[dict[str, Any]]:
+        """See :meth:`contextd.engine.Engine.job_history`."""
+        return self._call("job_history", {"limit": limit})
 
     def errors(self, limit: int = 500) -> list[dict[str, Any]]:
         """See :meth:`contextd.engine.Engine.errors`."""

@@ -75,7 +75,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
                result="contextd.module:QueryResponse"),
     MethodSpec("stats"),
     MethodSpec("progress"),
-    MethodSpec("jobs"),
+    MethodSpec("job_history"),
     MethodSpec("errors"),
     MethodSpec("savings"),
 )}

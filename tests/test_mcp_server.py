@@ -28,7 +28,8 @@ from contextd.owner import OwnerLock, lock_path, socket_path
 from contextd.project import Project
 
 TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_context",
-         "get_rebuild_status", "cancel_rebuild"}
+         "get_rebuild_status", "cancel_rebuild", "open_index_manager", "list_index_managers",
+         "stop_index_manager"}
 REPO_FILES = {
     "src/billing/invoice.py": '''"""Invoices."""
 

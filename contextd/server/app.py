@@ -25,6 +25,7 @@ from contextd import __version__
 from contextd.errors import ContextdError, JobConflictError
 from contextd.server import render
 from contextd.server.lifecycle import EngineHandle, start_after_handshake
+from contextd.server.manager_tools import ManagerTools
 from contextd.server.schemas import (
     HARD_MAX_TOKENS, MAX_K, Filters, JobStatusResult, QueryResult, RebuildOptions,
     RebuildResult, RefreshResult, Scope, StatsResult,
@@ -88,6 +89,10 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
             ("get_rebuild_status", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
             ("cancel_rebuild", ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                                idempotent_hint=True, open_world_hint=False)))]
+    managers = ManagerTools(handle.root, handle.config_path)
+    registered += [_strict(Tool.from_function(_tool_errors(getattr(managers, name)), name=name,
+                                              annotations=annotations))
+                   for name, annotations in ManagerTools.ANNOTATIONS.items()]
     return MCPServer("contextd", version=__version__, instructions=INSTRUCTIONS,
                      log_level=log_level, middleware=[start_after_handshake(handle)],
                      tools=registered)
