@@ -42,7 +42,8 @@ function render(s){
   if(!live) return;
   if(!s.ready){live.innerHTML='<span class="muted">opening the index… '+(s.error||'')+'</span>';return}
   const job = s.jobs[0];
-  let text = '<b id="live-state">'+s.state+'</b>';
+  const head = job ? job.job_type.replace('_',' ')+' '+job.status.replace('_',' ') : s.state;
+  let text = '<b id="live-state">'+head+'</b>';
   if(s.embeddings_pending) text += ' · '+fmt(s.embeddings_pending)+' chunks waiting for vectors';
   if(job){
     text += '<div id="live-job" data-job="'+job.job_id+'" data-status="'+job.status+'">'+job.job_type+' '+job.status+
