@@ -342,6 +342,17 @@ class ReportsConfig:
 
 
 @dataclass(frozen=True)
+class UiConfig:
+    """The web Index Manager (``contextd ui``, MCP open_index_manager)."""
+
+    port: int = _opt(0, min=0, max=65535,
+                     help="Port on 127.0.0.1 for the Index Manager; 0 = a free port.")
+    open_browser: bool = _opt(False, help="Open the browser when the manager starts.")
+    progress_log_lines: int = _opt(2000, min=10, max=1000000,
+                                   help="Lines kept in .contextd/progress.jsonl.")
+
+
+@dataclass(frozen=True)
 class ContextConfig:
     """The whole configuration; ``source`` is the file it came from (None: defaults)."""
 
@@ -362,6 +373,7 @@ class ContextConfig:
     ranking: RankingConfig = field(default_factory=RankingConfig)
     sessions: SessionsConfig = field(default_factory=SessionsConfig)
     reports: ReportsConfig = field(default_factory=ReportsConfig)
+    ui: UiConfig = field(default_factory=UiConfig)
     source: str | None = field(default=None, metadata={"internal": True})
 
     def chunking_for(self, language: str) -> LanguageChunking:

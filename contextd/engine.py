@@ -133,6 +133,40 @@ class Engine:
         data["recent_jobs"] = [to_dict(job) for job in self.store.list_jobs(limit=5)]
         return data
 
+    # ----- activity (the Index Manager's pages) ----------------------------------------
+    def progress(self, with_pending: bool = False) -> dict[str, Any]:
+        """What runs now, cheap enough to poll twice a second: the indexer's state, the
+        store's generation (it moves with every write) and the queued/running jobs with their
+        figures; with ``with_pending`` also the chunks still waiting for a vector."""
+        jobs = self.store.list_jobs(("queued", "in_progress"), limit=5)
+        data = {"state": self.indexer.state, "generation": self.store.generation(),
+                "jobs": [to_dict(job) for job in jobs]}
+        if with_pending:
+            data["embeddings_pending"] = self.indexer.status()["embeddings_pending"]
+        return data
+
+    def job_history(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The job history, newest first, each with its final report (``metrics``)."""
+        return [to_dict(job) for job in self.store.list_jobs(limit=limit)]
+
+    def errors(self, limit: int = 500) -> list[dict[str, Any]]:
+        """Files that failed or were skipped while indexing, newest first, with reasons."""
+        return self.store.list_errors(limit=limit)
+
+    def savings(self, days: int = 30) -> dict[str, Any]:
+        """What answers of the last ``days`` days saved, per day, task and provider, with
+        latency percentiles and the embedding cache's hit rate over recent indexing runs."""
+        self.module.flush_usage()
+        data = self.store.usage_summary(days)
+        reused = embedded = 0
+        for job in self.store.list_jobs(limit=200):
+            reused += int(job.metrics.get("embeddings_reused") or 0)
+            embedded += int(job.metrics.get("chunks_embedded") or 0)
+        data["embedding_cache"] = {
+            "reused": reused, "embedded": embedded,
+            "hit_rate": reused / (reused + embedded) if reused + embedded else None}
+        return data
+
     def close(self) -> None:
         """Stop background work and close the store."""
         with self._lock:

@@ -386,20 +386,30 @@ class ContextModule:
             self._latency[key].append(value)
         metrics = self.config.metrics
         if metrics.enabled:
+            by_provider: dict[str, list[float]] = collections.defaultdict(list)
+            for snippet in snippets:
+                for provider in snippet.providers:
+                    by_provider[provider].append(snippet.score)
             self._usage.submit(
-                task_id, query, sorted({p for s in snippets for p in s.providers}),
-                len(snippets), tokens if metrics.track_token_usage else 0,
-                timings["total"] if metrics.track_latency else 0.0)
+                task_id, query, sorted(by_provider), len(snippets),
+                tokens if metrics.track_token_usage else 0,
+                timings["total"] if metrics.track_latency else 0.0, None,
+                sorted({s.file_path for s in snippets}),
+                {p: round(sum(v) / len(v), 4) for p, v in by_provider.items()})
 
     # ----- reporting and lifecycle ------------------------------------------------------
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
         """The ``<project_context>`` block of a TaskContext (spec 004 §7.1)."""
         return render_context(task_context, max_tokens)
 
+    def flush_usage(self) -> None:
+        """Wait until every queued usage_metrics row is written (for readers of them)."""
+        self._usage.flush()
+
     def stats(self) -> dict[str, Any]:
         """Providers (id, name, type, enabled, available, stats), storage, average latencies
         and languages, for ``contextd stats`` and get_context_stats."""
-        self._usage.flush()
+        self.flush_usage()
         providers = []
         for pid in self.provider_factories():
             enabled = self.config.provider(pid).enabled

@@ -426,6 +426,22 @@ class SharedEngine:
                          "this_process": self.is_owner}
         return data
 
+    def progress(self, with_pending: bool = False) -> dict[str, Any]:
+        """See :meth:`contextd.engine.Engine.progress`."""
+        return self._call("progress", {"with_pending": with_pending})
+
+    def job_history(self, limit: int = 50) -> list[dict[str, Any]]:
+        """See :meth:`contextd.engine.Engine.job_history`."""
+        return self._call("job_history", {"limit": limit})
+
+    def errors(self, limit: int = 500) -> list[dict[str, Any]]:
+        """See :meth:`contextd.engine.Engine.errors`."""
+        return self._call("errors", {"limit": limit})
+
+    def savings(self, days: int = 30) -> dict[str, Any]:
+        """See :meth:`contextd.engine.Engine.savings`."""
+        return self._call("savings", {"days": days})
+
     # ----- routing ---------------------------------------------------------------------
     def _call(self, method: str, params: dict[str, Any], progress=None) -> Any:
         spec = rpc.METHODS[method]

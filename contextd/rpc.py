@@ -79,6 +79,10 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
                result="contextd.sessions.records:SearchSession"),
     MethodSpec("get_search_results", result="contextd.sessions.records:SearchResults"),
     MethodSpec("list_search_results", result="contextd.sessions.records:SessionList"),
+    MethodSpec("progress"),
+    MethodSpec("job_history"),
+    MethodSpec("errors"),
+    MethodSpec("savings"),
 )}
 
 

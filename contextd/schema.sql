@@ -85,7 +85,10 @@ CREATE TABLE IF NOT EXISTS usage_metrics (
     snippets_count INTEGER,
     context_tokens INTEGER,
     query_latency_ms DOUBLE,
-    cache_hits INTEGER
+    cache_hits INTEGER,
+    files_served TEXT[],                -- distinct files the answer's snippets came from
+    source_tokens INTEGER,              -- tokens of those whole files when answered
+    provider_scores JSON                -- provider id -> mean score of the hits it found
 );
 
 CREATE TABLE IF NOT EXISTS bootstrap_progress (

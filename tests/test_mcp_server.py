@@ -31,7 +31,9 @@ TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_conte
          "get_rebuild_status", "cancel_rebuild",
          # search sessions and reports (tests/test_sessions_mcp.py)
          "search_knowledge", "get_search_results", "list_search_results",
-         "get_template_schema", "create_rag_report"}
+         "get_template_schema", "create_rag_report",
+         # the web Index Manager (tests/test_web_manager.py)
+         "open_index_manager", "list_index_managers", "stop_index_manager"}
 REPO_FILES = {
     "src/billing/invoice.py": '''"""Invoices."""
 

@@ -39,6 +39,7 @@ COMMANDS = {
     "plugins": "contextd.cli.plugins_cmd:plugins_command",
     "search": "contextd.cli.search_cmd:search_command",
     "report": "contextd.cli.report_cmd:report_command",
+    "ui": "contextd.cli.ui_cmd:ui_group",
 }
 
 

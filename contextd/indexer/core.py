@@ -8,6 +8,7 @@ vectors beside it. Runs are serialised by a lock: a watcher batch waits for a re
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -25,7 +26,7 @@ from contextd.indexer.embed_stage import EmbeddingStage, embed_missing
 from contextd.indexer.pipeline import Writer, outcomes
 from contextd.indexer.plan import FileTask, in_scope, order_by_priority, plan_changes
 from contextd.indexer.report import IndexReport
-from contextd.progress import NullProgress, Progress
+from contextd.progress import JobProgress, NullProgress, Progress, TeeProgress
 from contextd.project import Project
 from contextd.store.base import IndexStore
 
@@ -124,6 +125,9 @@ class Indexer:
             if job_id is None:
                 job_id = self.store.create_job("bootstrap", "all", len(entries), "indexer",
                                                status="in_progress").job_id
+                # The job row carries live figures, as a rebuild's does (Index Manager,
+                # get_context_stats), whoever else watches the run.
+                progress = TeeProgress(progress, JobProgress(self.store, job_id))
             self.store.progress_begin(job_id, [e.path for e in entries])
             states = self.store.file_states()
             plan = plan_changes(entries, {p: states[p] for p in
@@ -149,6 +153,11 @@ class Indexer:
         """Compute every missing vector now; returns how many texts were embedded."""
         return embed_missing(self.store, self.embedder, self.config.embedding.batch_size,
                              cancel, self._embed_lock)
+
+    @property
+    def state(self) -> str:
+        """``idle``, ``indexing`` or ``embedding``, without touching the store."""
+        return self._state
 
     def status(self) -> dict[str, Any]:
         """Indexing state for get_context_stats: ``state`` (idle, indexing, embedding),
@@ -192,7 +201,8 @@ class Indexer:
         if job is not None and job.job_type == "bootstrap":
             self.store.update_job(job_id, status="completed", completed_at="now",
                                   files_processed=report.files_indexed,
-                                  chunks_processed=report.chunks_written)
+                                  chunks_processed=report.chunks_written,
+                                  metrics=dataclasses.asdict(report))
 
     def _refresh(self, paths: Sequence[str] | None, force: bool, progress: Progress | None,
                  cancel: threading.Event | None, mode: str) -> IndexReport:

@@ -25,6 +25,7 @@ from contextd import __version__
 from contextd.errors import ContextdError, JobConflictError
 from contextd.server import render
 from contextd.server.lifecycle import EngineHandle, start_after_handshake
+from contextd.server.manager_tools import ManagerTools
 from contextd.server.schemas import (
     HARD_MAX_TOKENS, MAX_K, Filters, JobStatusResult, QueryResult, RebuildOptions,
     RebuildResult, RefreshResult, Scope, StatsResult,
@@ -90,6 +91,10 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
             ("get_rebuild_status", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
             ("cancel_rebuild", ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                                idempotent_hint=True, open_world_hint=False)))]
+    managers = ManagerTools(handle.root, handle.config_path)
+    registered += [_strict(Tool.from_function(_tool_errors(getattr(managers, name)), name=name,
+                                              annotations=annotations))
+                   for name, annotations in ManagerTools.ANNOTATIONS.items()]
     from contextd.server import session_tools
 
     registered += [_strict(Tool.from_function(_tool_errors(function), name=name,

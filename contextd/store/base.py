@@ -266,12 +266,22 @@ class IndexStore(abc.ABC):
     @abc.abstractmethod
     def record_usage(self, task_id: str, query: str, providers: Sequence[str],
                      snippets: int, tokens: int, latency_ms: float,
-                     cache_hits: int | None = None) -> None:
-        """Append a usage_metrics row."""
+                     cache_hits: int | None = None, files: Sequence[str] = (),
+                     provider_scores: dict[str, float] | None = None) -> None:
+        """Append a usage_metrics row. ``files`` are the distinct files the snippets came
+        from: the row keeps their whole-file tokens at the time of the answer (what an agent
+        would have read without contextd); ``provider_scores`` is each provider's mean score
+        over the hits it found."""
 
     @abc.abstractmethod
     def record_usage_many(self, rows: Sequence[tuple]) -> None:
         """Append several usage_metrics rows (``record_usage`` arguments) in one transaction."""
+
+    @abc.abstractmethod
+    def usage_summary(self, days: int = 30) -> dict[str, Any]:
+        """What the answers of the last ``days`` days saved (the Index Manager's savings
+        page): per day and per task the queries, tokens served and whole-file tokens; per
+        provider how often it contributed and its mean score; latency percentiles."""
 
     @abc.abstractmethod
     def get_meta(self, key: str) -> str | None:

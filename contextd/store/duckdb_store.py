@@ -31,7 +31,7 @@ from contextd.store.base import (
     Changes, ChunkRow, FileRecord, FileState, IndexStore, Job, StoredSearchSession,
 )
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 10
 
 _CHUNK_COLUMNS = ("chunk_id", "file_id", "ordinal", "kind", "label", "language", "start_line",
                   "end_line", "start_byte", "end_byte", "tokens_est", "text", "embed_hash",
@@ -63,6 +63,10 @@ def _migrations() -> list[tuple[int, str]]:
         if entry.name.endswith(".sql"):
             found.append((int(entry.name.split("_", 1)[0]), entry.read_text(encoding="utf-8")))
     return sorted(found)
+
+
+# Defaults of record_usage's optional arguments: cache_hits, files, provider_scores.
+_USAGE_OPTIONAL = (None, (), None)
 
 
 def _iso(value: Any) -> Any:
@@ -646,20 +650,76 @@ class DuckDBStore(IndexStore):
 
     # ----- metrics, metadata, prefixes, config -------------------------------------------
     def record_usage(self, task_id: str, query: str, providers: Sequence[str], snippets: int,
-                     tokens: int, latency_ms: float, cache_hits: int | None = None) -> None:
+                     tokens: int, latency_ms: float, cache_hits: int | None = None,
+                     files: Sequence[str] = (),
+                     provider_scores: dict[str, float] | None = None) -> None:
         self.record_usage_many([(task_id, query, providers, snippets, tokens, latency_ms,
-                                 cache_hits)])
+                                 cache_hits, files, provider_scores)])
 
     def record_usage_many(self, rows: Sequence[tuple]) -> None:
         if not rows:
             return
-        values = [(task_id, query, list(providers), snippets, tokens, latency_ms,
-                   extra[0] if extra else None)
-                  for task_id, query, providers, snippets, tokens, latency_ms, *extra in rows]
+        # Trailing optional arguments of record_usage may be left out of a row.
+        rows = [tuple(row) + _USAGE_OPTIONAL[len(row) - 6:] for row in rows]
         with self._transaction() as cur:
+            wanted = sorted({path for row in rows for path in (row[7] or ())})
+            file_tokens = dict(cur.execute(
+                """SELECT f.path, sum(c.tokens_est) FROM chunks c JOIN file_state f
+                   ON f.file_id = c.file_id WHERE f.path IN (SELECT unnest(?))
+                   GROUP BY f.path""", [wanted]).fetchall()) if wanted else {}
+            values = [(task_id, query, list(providers), snippets, tokens, latency_ms,
+                       cache_hits, list(files or ()),
+                       sum(int(file_tokens.get(path, 0)) for path in files or ()),
+                       json.dumps(scores) if scores else None)
+                      for task_id, query, providers, snippets, tokens, latency_ms, cache_hits,
+                      files, scores in rows]
             cur.executemany("""INSERT INTO usage_metrics (task_id, query, providers_used,
-                               snippets_count, context_tokens, query_latency_ms, cache_hits)
-                               VALUES (?, ?, ?, ?, ?, ?, ?)""", values)
+                               snippets_count, context_tokens, query_latency_ms, cache_hits,
+                               files_served, source_tokens, provider_scores)
+                               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""", values)
+
+    def usage_summary(self, days: int = 30) -> dict[str, Any]:
+        cur = self._cursor()
+        since = "recorded_at >= now() - to_days(CAST(? AS INTEGER))"
+        totals = _first(cur.execute(
+            f"""SELECT count(*), coalesce(sum(context_tokens), 0),
+                       coalesce(sum(source_tokens), 0),
+                       quantile_cont(query_latency_ms, 0.5), quantile_cont(query_latency_ms, 0.95),
+                       quantile_cont(query_latency_ms, 0.99)
+                FROM usage_metrics WHERE {since}""", [days]))
+        per_day = cur.execute(
+            f"""SELECT strftime(date_trunc('day', recorded_at), '%Y-%m-%d'), count(*),
+                       coalesce(sum(context_tokens), 0), coalesce(sum(source_tokens), 0)
+                FROM usage_metrics WHERE {since} GROUP BY 1 ORDER BY 1""", [days]).fetchall()
+        per_task = cur.execute(
+            f"""SELECT coalesce(nullif(task_id, ''), '(no task)'), count(*),
+                       coalesce(sum(context_tokens), 0), coalesce(sum(source_tokens), 0)
+                FROM usage_metrics WHERE {since} GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 20""",
+            [days]).fetchall()
+        per_provider = cur.execute(
+            f"""SELECT provider, count(*) FROM (
+                    SELECT unnest(providers_used) AS provider FROM usage_metrics
+                    WHERE {since}) GROUP BY 1 ORDER BY 2 DESC, 1""", [days]).fetchall()
+        scores: dict[str, list[float]] = {}
+        for (raw,) in cur.execute(
+                f"""SELECT provider_scores FROM usage_metrics
+                    WHERE {since} AND provider_scores IS NOT NULL""", [days]).fetchall():
+            for provider, score in json.loads(raw).items():
+                scores.setdefault(provider, []).append(float(score))
+        queries = totals[0]
+        return {
+            "days": days, "queries": queries, "tokens_served": int(totals[1]),
+            "source_tokens": int(totals[2]),
+            "latency_ms": {"p50": totals[3], "p95": totals[4], "p99": totals[5]},
+            "per_day": [{"day": d, "queries": q, "tokens_served": int(t),
+                         "source_tokens": int(s)} for d, q, t, s in per_day],
+            "per_task": [{"task_id": k, "queries": q, "tokens_served": int(t),
+                          "source_tokens": int(s)} for k, q, t, s in per_task],
+            "providers": [{"provider": p, "selected": n,
+                           "selection_rate": n / queries if queries else 0.0,
+                           "avg_score": (sum(scores[p]) / len(scores[p])) if scores.get(p)
+                           else None} for p, n in per_provider],
+        }
 
     def get_meta(self, key: str) -> str | None:
         row = _first(self._cursor().execute("SELECT value FROM index_meta WHERE key = ?",

@@ -1,0 +1,127 @@
+"""A real ``contextd ui`` process on a real repository, shared by the Index Manager tests."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import selectors
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from test_mcp_server import REPO_FILES, make_repo, server_env
+
+START_TIMEOUT_S = 120
+# Enough small files that a rebuild runs for a few seconds (to be watched, refused a second
+# time and cancelled); identical texts with no contextual prefix embed once, so the first
+# index stays fast.
+FILLER_FILES = 1500
+# A file that is not UTF-8 (one bad byte in plain text): indexed as a decode_error.
+BAD_FILE = "src/legacy/latin1_notes.py"
+
+
+def manager_repo(root: Path) -> Path:
+    files = dict(REPO_FILES)
+    files["context.toml"] = '[contextualizer]\nstrategy = "none"\n'
+    for i in range(FILLER_FILES):
+        files[f"src/generated/handler_{i}.py"] = \
+            'def handle():\n    """Handle one request."""\n    return 1\n'
+    make_repo(root, files)
+    (root / BAD_FILE).parent.mkdir(parents=True, exist_ok=True)
+    (root / BAD_FILE).write_bytes(b"# notes about the caf\xe9 ordering module, kept as is\n"
+                                  + b"ORDERS = ['coffee', 'tea', 'water']\n" * 5)
+    return root
+
+
+@dataclass
+class Manager:
+    proc: subprocess.Popen
+    url: str
+    root: Path
+    env: dict
+
+    @property
+    def port(self) -> int:
+        return urlparse(self.url).port
+
+    @property
+    def token(self) -> str:
+        return self.url.split("token=", 1)[1]
+
+    def request(self, method: str, path: str, body: dict | bytes | None = None,
+                **headers: str) -> tuple[int, dict, bytes]:
+        """A raw request (``body`` as JSON, or bytes as they are); ``headers`` replace the
+        defaults (a valid Host and cookie, and our Origin on a POST)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        data = body if isinstance(body, bytes) else \
+            json.dumps(body).encode() if body is not None else b""
+        defaults = {"Host": f"127.0.0.1:{self.port}",
+                    "Cookie": f"contextd_manager={self.token}",
+                    "Content-Length": str(len(data))}
+        if method == "POST":
+            defaults["Origin"] = f"http://127.0.0.1:{self.port}"
+            defaults["Content-Type"] = "application/json"
+        for name, value in {**defaults, **headers}.items():
+            if value is not None:
+                conn.putheader(name, value)
+        conn.endheaders(data)
+        response = conn.getresponse()
+        payload = response.read()
+        conn.close()
+        return response.status, dict(response.getheaders()), payload
+
+    def json(self, path: str) -> dict:
+        status, _, payload = self.request("GET", path)
+        assert status == 200, payload
+        return json.loads(payload)
+
+    def wait_idle(self, timeout: float = START_TIMEOUT_S) -> dict:
+        """Wait until the engine is open, indexed and no job runs."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            snapshot = self.json("/api/progress")
+            if snapshot.get("ready") and snapshot["state"] == "idle" and not snapshot["jobs"] \
+                    and snapshot["generation"] > 0:
+                return snapshot
+            time.sleep(0.25)
+        raise AssertionError(f"manager not idle after {timeout}s: {snapshot}")
+
+
+def ui_command(root: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "contextd", "--root", str(root), "ui", *args]
+
+
+def read_first_line(proc: subprocess.Popen, timeout: float = START_TIMEOUT_S) -> str:
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    if not selector.select(timeout):
+        raise AssertionError("contextd ui printed no URL")
+    return proc.stdout.readline().decode().strip()
+
+
+@contextlib.contextmanager
+def running_manager(base: Path):
+    """``contextd ui`` on a fresh repository; stopped (SIGTERM) afterwards."""
+    root = manager_repo(base / "repo")
+    env = server_env(base / "run")
+    proc = subprocess.Popen(ui_command(root), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=open(base / "manager.log", "w"), env=env, cwd=str(root))
+    try:
+        url = read_first_line(proc)
+        manager = Manager(proc, url, root, env)
+        manager.wait_idle()
+        yield manager
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        proc.stdout.close()

@@ -1,0 +1,184 @@
+"""The web Index Manager as a real ``contextd ui`` process: its guard (token, Host, Origin,
+loopback only), its JSON endpoints and progress log, the registry of running managers from
+the CLI and over MCP (the SDK client over stdio)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from contextd.project import Project
+from contextd.web.registry import workspace_id
+from manager_support import BAD_FILE, read_first_line, running_manager, ui_command
+from test_mcp_server import make_repo, mcp_session, server_env, structured
+
+
+@pytest.fixture(scope="module")
+def manager(tmp_path_factory):
+    with running_manager(tmp_path_factory.mktemp("ui")) as running:
+        yield running
+
+
+def test_the_printed_url_enters_once_and_sets_a_strict_cookie(manager):
+    status, headers, _ = manager.request("GET", f"/?token={manager.token}", Cookie=None)
+    assert status == 303 and headers["location"] == "/"
+    cookie = headers["set-cookie"]
+    assert cookie.startswith(f"contextd_manager={manager.token}")
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    status, _, page = manager.request("GET", "/")
+    assert status == 200 and b"Overview" in page and b"Providers" in page
+
+
+@pytest.mark.parametrize("headers, reason", [
+    ({"Cookie": None}, b"token"),
+    ({"Cookie": "contextd_manager=guessed"}, b"token"),
+    ({"Host": "evil.example:80"}, b"unknown host"),
+    ({"Host": "attacker.test"}, b"unknown host"),
+    ({"Origin": "http://evil.example"}, b"cross-site"),
+])
+def test_requests_without_token_or_from_elsewhere_are_refused(manager, headers, reason):
+    for path in ("/", "/api/progress", "/events", "/progress"):
+        status, _, body = manager.request("GET", path, **headers)
+        assert status == 403 and reason in body, (path, headers)
+
+
+def test_state_changing_requests_need_our_origin(manager):
+    status, _, body = manager.request("POST", "/api/rebuild", {"confirm": True}, Origin=None)
+    assert status == 403 and b"own pages" in body
+    status, _, _ = manager.request("POST", "/api/rebuild", {"confirm": True},
+                                   Origin="http://127.0.0.1:1")
+    assert status == 403
+    status, _, body = manager.request("POST", "/api/rebuild", {"confirm": False})
+    assert status == 400 and b"confirm=true" in body
+    status, _, body = manager.request("POST", "/api/rebuild", b"{not json")
+    assert status == 400 and b"not JSON" in body
+    status, _, body = manager.request("POST", "/api/rebuild", b"x" * 70000)
+    assert status == 413
+
+
+def test_listens_on_loopback_only(manager):
+    listening = []
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, port = local.split(":")
+        if int(port, 16) == manager.port and state == "0A":
+            listening.append(address)
+    assert listening == ["0100007F"]  # 127.0.0.1, nothing else
+    assert not os.path.exists("/proc/net/tcp6") or f"{manager.port:04X}" not in \
+        " ".join(line.split()[1] for line in open("/proc/net/tcp6").read().splitlines()[1:])
+
+
+def test_rebuild_is_watched_logged_and_a_second_refused(manager):
+    manager.wait_idle()
+    status, _, body = manager.request("POST", "/api/rebuild", {"confirm": True})
+    assert status == 202, body
+    job_id = json.loads(body)["job_id"]
+    status, _, body = manager.request("POST", "/api/rebuild", {"confirm": True})
+    assert status == 409 and b"already running" in body
+    seen_running = False
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        jobs = manager.json("/api/progress")["jobs"]
+        if any(j["job_id"] == job_id and j["status"] == "in_progress" for j in jobs):
+            seen_running = True
+        if not jobs and seen_running:
+            break
+        time.sleep(0.1)
+    manager.wait_idle()
+    log = manager.json("/progress")
+    events = [(e["event"], e.get("job_id")) for e in log]
+    assert ("start", job_id) in events and ("complete", job_id) in events
+    on_disk = (manager.root / ".contextd" / "progress.jsonl").read_text().splitlines()
+    assert json.loads(on_disk[-1])["job_id"] == job_id
+    status, _, page = manager.request("GET", "/jobs")
+    assert job_id.encode() in page and b"completed" in page
+
+
+def test_errors_listed_and_retried(manager):
+    status, _, page = manager.request("GET", "/errors?type=decode_error")
+    assert status == 200 and BAD_FILE.encode() in page and b"not valid UTF-8" in page
+    status, _, body = manager.request("POST", "/api/errors/retry", {"path": BAD_FILE})
+    assert status == 200 and json.loads(body)["failed"] == 1
+    status, _, body = manager.request("POST", "/api/errors/retry", {"path": 3})
+    assert status == 400
+
+
+def test_search_and_savings_pages(manager):
+    status, _, page = manager.request("GET", "/search?q=invoice+total&k=5&budget=800")
+    assert status == 200 and b"src/billing/invoice.py" in page
+    assert b"<mark>invoice</mark>" in page.lower() or b"<mark>" in page
+    assert b"&lt;project_context" in page
+    status, _, page = manager.request("GET", "/savings")
+    assert status == 200 and b"tokens served" in page and b"<svg" in page
+    savings = manager.json("/api/progress")
+    assert savings["ready"]
+
+
+def test_one_manager_per_project_and_cli_registry(manager, tmp_path):
+    second = subprocess.run(ui_command(manager.root), capture_output=True, text=True,
+                            env=manager.env, timeout=120)
+    assert second.returncode == 0 and second.stdout.splitlines()[0] == manager.url
+    listed = subprocess.run([sys.executable, "-m", "contextd", "--json", "ui", "list"],
+                            capture_output=True, text=True, env=manager.env, timeout=120)
+    entries = json.loads(listed.stdout)
+    assert [e["workspace_id"] for e in entries] == [workspace_id(manager.root)]
+    assert entries[0]["url"] == manager.url and entries[0]["pid"] == manager.proc.pid
+
+
+def test_busy_port_is_one_line(tmp_path):
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    root = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
+    try:
+        result = subprocess.run(ui_command(root, "--port", str(holder.getsockname()[1])),
+                                capture_output=True, text=True, timeout=120,
+                                env=server_env(tmp_path / "run"))
+    finally:
+        holder.close()
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "cannot listen" in result.stderr
+
+
+def test_mcp_tools_open_list_and_stop_a_manager(tmp_path):
+    root = make_repo(tmp_path / "repo", {"a.py": "def alpha():\n    return 1\n"})
+    env = server_env(tmp_path / "run")
+    with mcp_session(root, env, tmp_path / "server.log") as client:
+        opened = structured(client.call("open_index_manager", {}))
+        assert opened["started"] is True and opened["manager"]["url"].startswith(
+            "http://127.0.0.1:")
+        again = structured(client.call("open_index_manager", {}))
+        assert again["started"] is False and again["manager"]["url"] == opened["manager"]["url"]
+        listed = structured(client.call("list_index_managers", {}))
+        assert [m["root"] for m in listed["managers"]] == [str(root)]
+        wid = listed["managers"][0]["workspaceId"]
+        assert wid == workspace_id(Project.open(str(root)).root)
+        stopped = structured(client.call("stop_index_manager", {"workspace_id": wid}))
+        pid = stopped["manager"]["pid"]
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+        assert structured(client.call("list_index_managers", {}))["managers"] == []
+        missing = client.call("stop_index_manager", {"workspace_id": wid})
+        assert missing.is_error and "no Index Manager runs" in missing.content[0].text
+
+
+def test_stop_by_signal_exits_cleanly_and_unregisters(tmp_path):
+    root = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
+    env = server_env(tmp_path / "run")
+    proc = subprocess.Popen(ui_command(root), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    url = read_first_line(proc)
+    assert url.startswith("http://127.0.0.1:")
+    proc.send_signal(2)
+    assert proc.wait(60) == 0
+    listed = subprocess.run([sys.executable, "-m", "contextd", "--json", "ui", "list"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert json.loads(listed.stdout) == []
+    proc.stdout.close()
+    proc.stderr.close()
