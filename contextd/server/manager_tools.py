@@ -113,7 +113,8 @@ class ManagerTools:
         workspace_id: Annotated[str, Field(min_length=1, max_length=64, description=(
             "The workspace id from list_index_managers."))],
     ) -> Annotated[CallToolResult, StopManagerResult]:
-        """Stop the Index Manager of a workspace (any project's; see list_index_managers)."""
+        """Stop the Index Manager of a workspace (any project's; list_index_managers gives
+        the ids). Its page stops answering; the index and its owner are not affected."""
         entry = registry.stop(workspace_id)
         text = f"Stopped the Index Manager of {entry.root} (pid {entry.pid})."
         return _answer(StopManagerResult(manager=ManagerInfo.of(entry), message=text), text)
