@@ -65,3 +65,7 @@ class ModelUnavailableError(ContextdError):
 
 class JobConflictError(ContextdError):
     """A job (rebuild) was refused because another one is already running."""
+
+
+class StashFullError(ContextdError):
+    """Agent memory reached its size cap (``[stash] max_segments``); gc or delete first."""

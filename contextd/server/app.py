@@ -29,6 +29,7 @@ from contextd.server.schemas import (
     HARD_MAX_TOKENS, MAX_K, Filters, JobStatusResult, QueryResult, RebuildOptions,
     RebuildResult, RefreshResult, Scope, StatsResult,
 )
+from contextd.server.stash_tools import stash_tools
 
 log = logging.getLogger("contextd.server")
 
@@ -37,7 +38,9 @@ contextd indexes this project (code, docs, config) and answers with the few snip
 matter, ranked and cut to a token budget. Call query_context before reading files blindly;
 call refresh_context after editing files if results look stale (a watcher normally keeps the
 index current within a second). get_context_stats says what is indexed and whether indexing
-or the embedding model is still warming up."""
+or the embedding model is still warming up. Agent memory: stash_context what you may need
+again (a traceback, a decision), retrieve_stashed_context it later by meaning, and
+merge_stashed_context it back."""
 
 
 def _tool_errors(function: Callable) -> Callable:
@@ -88,6 +91,9 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
             ("get_rebuild_status", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
             ("cancel_rebuild", ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                                idempotent_hint=True, open_world_hint=False)))]
+    registered += [_strict(Tool.from_function(_tool_errors(function), name=name,
+                                              annotations=annotations))
+                   for name, function, annotations in stash_tools(handle)]
     return MCPServer("contextd", version=__version__, instructions=INSTRUCTIONS,
                      log_level=log_level, middleware=[start_after_handshake(handle)],
                      tools=registered)
