@@ -28,7 +28,9 @@ from contextd.owner import OwnerLock, lock_path, socket_path
 from contextd.project import Project
 
 TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_context",
-         "get_rebuild_status", "cancel_rebuild"}
+         "get_rebuild_status", "cancel_rebuild", "stash_context", "retrieve_stashed_context",
+         "merge_stashed_context", "list_stashed_context", "delete_stashed_context",
+         "protect_stashed_context"}
 REPO_FILES = {
     "src/billing/invoice.py": '''"""Invoices."""
 

@@ -183,7 +183,8 @@ class StashTools:
         segment_ids: Annotated[list[str], Field(min_length=1, max_length=1000,
                                                 description=IDS_HELP)],
     ) -> Annotated[CallToolResult, ChangeResult]:
-        """Forget stashed segments for good (an unknown id deletes nothing)."""
+        """Forget stashed segments for good, when they are wrong or no longer useful.
+        All ids must exist: an unknown id is an error and deletes nothing."""
         result = self.handle.get().delete_stashed(segment_ids)
         return _answer(result, f"Deleted {result.count} segment(s).")
 
@@ -194,7 +195,8 @@ class StashTools:
         protected: Annotated[bool, Field(description=(
             "true: never expire or collect them; false: lift the protection."))] = True,
     ) -> Annotated[CallToolResult, ChangeResult]:
-        """Protect stashed segments from expiry and garbage collection (or lift it)."""
+        """Protect stashed segments from expiry and garbage collection (or lift the
+        protection with protected=false): for decisions and facts that stay true."""
         result = self.handle.get().protect_stashed(segment_ids, protected=protected)
         state = "Protected" if protected else "Unprotected"
         return _answer(result, f"{state} {result.count} segment(s).")
