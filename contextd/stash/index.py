@@ -16,6 +16,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from contextd.providers.semantic import _similarities
 from contextd.stash.model import ALL_SESSIONS, SegmentType
 from contextd.store.base import SegmentRow
 
@@ -145,12 +146,14 @@ class StashIndex:
 
     def visible(self, where: Filter, now_s: float) -> np.ndarray:
         """Row numbers of the live, unexpired segments ``where`` lets through."""
+        return np.flatnonzero(self.mask(where, now_s))
+
+    def mask(self, where: Filter, now_s: float) -> np.ndarray:
+        """Per row: live, unexpired and let through by ``where``."""
         mask = self.column("alive") & ((self.column("expires") > now_s)
                                        | self.column("protected"))
         if where.session_id != ALL_SESSIONS:
-            code = self._codes["session"].get(where.session_id)
-            if code is None:
-                return np.zeros(0, dtype=np.int64)
+            code = self._codes["session"].get(where.session_id, -2)
             mask &= self.column("session") == code
         if where.types:
             mask &= np.isin(self.column("type"), [_TYPE_CODES[t] for t in where.types])
@@ -160,14 +163,15 @@ class StashIndex:
             mask &= self.column("created") >= epoch(where.since)
         if where.until is not None:
             mask &= self.column("created") <= epoch(where.until)
-        return np.flatnonzero(mask)
+        return mask
 
     def similarities(self, vector: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Cosine similarity of ``vector`` to the given rows (vectors are L2-normalised).
-        All rows at once when most are wanted: one contiguous product beats a gather."""
+        All rows at once when most are wanted: one contiguous product beats a gather. Small
+        products stay on this thread (see the semantic provider's SINGLE_THREAD_ROWS)."""
         if len(rows) > self.size // 2:
-            return (self.matrix[:self.size] @ vector)[rows]
-        return self.matrix[rows] @ vector
+            return _similarities(self.matrix[:self.size], vector)[rows]
+        return _similarities(self.matrix[rows], vector)
 
     def vector(self, segment_id: str) -> np.ndarray:
         """The stored vector of a live segment."""
