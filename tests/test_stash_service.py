@@ -345,3 +345,14 @@ def test_query_context_includes_memory_only_when_the_scope_asks(memory):
 def test_stash_config_defaults_match_the_seed():
     config = StashConfig()
     assert (config.default_top_k, config.min_similarity, config.max_hops) == (5, 0.7, 2)
+
+
+def test_disabled_memory_says_so(tmp_path):
+    root = tmp_path / "off"
+    root.mkdir()
+    engine, _ = open_engine(root, enabled=False)
+    try:
+        with pytest.raises(UsageError, match=r"\[stash\] enabled = false"):
+            stash(engine, seg("anything"))
+    finally:
+        engine.close()

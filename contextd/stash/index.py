@@ -34,6 +34,13 @@ def epoch(value: datetime | None) -> float:
     return value.replace(tzinfo=timezone.utc).timestamp()
 
 
+def epochs(values: Sequence[datetime | None]) -> np.ndarray:
+    """:func:`epoch` of many datetimes at once (numpy reads naive datetimes as UTC)."""
+    stamps = np.array(values, dtype="datetime64[us]")
+    seconds = stamps.astype(np.int64) / 1e6
+    return np.where(np.isnat(stamps), NEVER, seconds)
+
+
 @dataclass(frozen=True)
 class Filter:
     """Which segments a retrieval may see."""
@@ -85,13 +92,13 @@ class StashIndex:
             self._grow(max(MIN_CAPACITY, end, 2 * len(self.matrix)))
         self.matrix[self.size:end] = vectors
         values = {
-            "alive": [True] * len(rows),
+            "alive": True,
             "session": [self._code("session", r.session_id) for r in rows],
             "type": [_TYPE_CODES[r.segment_type] for r in rows],
             "topic": [self._code("topic", r.topic) for r in rows],
-            "created": [epoch(r.created_at) for r in rows],
-            "stashed": [epoch(r.stashed_at) for r in rows],
-            "expires": [epoch(r.expires_at) for r in rows],
+            "created": epochs([r.created_at for r in rows]),
+            "stashed": epochs([r.stashed_at for r in rows]),
+            "expires": epochs([r.expires_at for r in rows]),
             "protected": [r.protected for r in rows]}
         for name, column in values.items():
             self._columns[name][self.size:end] = column

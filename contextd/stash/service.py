@@ -103,6 +103,9 @@ class StashService:
 
     # ----- the model and the in-memory index ----------------------------------------------
     def _model(self) -> Any:
+        if not self.settings.enabled:
+            raise UsageError(f"agent memory is disabled ([stash] enabled = false in "
+                             f"{self.config.source or 'the configuration'})")
         embedder = self.embedder.wait(MODEL_WAIT_S)
         if embedder is None:
             raise ModelUnavailableError(
@@ -116,27 +119,27 @@ class StashService:
         with self._lock:
             model = self._model()
             if self._index is None or self._index.model != model.identity:
-                self._reembed(model)
+                rows = {r.segment_id: r for r in self.store.segments()}
+                stale = [r for r in rows.values() if r.embedding_model != model.identity]
+                if stale:
+                    self._reembed(model, stale)
+                    rows.update((r.segment_id, replace(r, embedding_model=model.identity))
+                                for r in stale)
                 index = StashIndex(model.identity, model.dimension)
                 ids, vectors = self.store.segment_vectors(model.identity)
-                rows = {r.segment_id: r for r in self.store.segments()}
                 order = [i for i, sid in enumerate(ids) if sid in rows]
                 index.add([rows[ids[i]] for i in order], vectors[order] if order else vectors)
                 self._index = index
             return self._index
 
-    def _reembed(self, model: Any) -> int:
-        """Give every segment a vector of ``model`` (after a model change), through the
-        cache; records the identity on the segments. Returns how many were embedded."""
-        rows = [r for r in self.store.segments() if r.embedding_model != model.identity]
-        if not rows:
-            return 0
+    def _reembed(self, model: Any, rows: Sequence[SegmentRow]) -> None:
+        """Give segments made under another model a vector of ``model``, through the cache,
+        and record the identity on them."""
         vectors = self._vectors(model, [r.text_hash for r in rows], [r.text for r in rows])
         with self.store.batch():
             self.store.put_embeddings(model.identity, list(vectors), np.stack(
                 list(vectors.values())))
             self.store.set_segment_model([r.segment_id for r in rows], model.identity)
-        return len(rows)
 
     def _vectors(self, model: Any, hashes: Sequence[str], texts: Sequence[str]
                  ) -> dict[str, np.ndarray]:
