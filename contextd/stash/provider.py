@@ -74,10 +74,6 @@ class StashProvider(ContextProvider):
         return {cid: index.vector(cid[len(PATH_PREFIX):]) for cid in wanted
                 if cid[len(PATH_PREFIX):] in index.position}
 
-    def warm_up(self) -> None:
-        if self.is_available():
-            self._service().warm_up()
-
     def stats(self) -> dict[str, Any]:
         return self._service().stats() if self.context is not None else {}
 

@@ -29,9 +29,9 @@ from contextd.errors import ModelUnavailableError, StashFullError, UsageError
 from contextd.scrub import get_scrubber
 from contextd.stash.index import Filter, StashIndex, epoch
 from contextd.stash.model import (
-    ALL_SESSIONS, MAX_HOPS_LIMIT, MAX_TOP_K, ChangeResult, GcResult, MergeResult, RetrievedSegment, RetrieveRequest,
-    RetrieveResult, ScoreParts, Segment, SegmentInput, SegmentList, SegmentType, StashRequest,
-    StashResult, iso, parse_time,
+    ALL_SESSIONS, MAX_HOPS_LIMIT, MAX_TOP_K, ChangeResult, GcResult, MergeResult,
+    RetrievedSegment, RetrieveRequest, RetrieveResult, ScoreParts, Segment, SegmentInput,
+    SegmentList, SegmentType, StashRequest, StashResult, iso, parse_time,
 )
 from contextd.stash.ranking import Weights, collapse_duplicates, follow_references, score_parts
 from contextd.store.base import IndexStore, SegmentRow
