@@ -234,7 +234,8 @@ class ContextModule:
     # ----- the query path ---------------------------------------------------------------
     def get_task_context(self, task: Any) -> TaskContext:
         """Context for a task (dict or object with title, description, keywords, paths,
-        languages, kinds, exclude_patterns, complexity 1-10, task_type, task_id, k).
+        languages, kinds, exclude_patterns, complexity 1-10, task_type, task_id, k, and
+        memory: a session id (or "*") to add that agent memory to the context).
 
         With ``core.fallback_enabled`` any failure gives an empty TaskContext and a logged
         warning instead of an exception.

@@ -340,6 +340,12 @@ def test_query_context_includes_memory_only_when_the_scope_asks(memory):
     other = engine.query(QueryRequest(query=question, wait_for_model=True,
                                       scope=ContextScope(memory="agent-2")))
     assert not any(h.file_path.startswith("stash:") for h in other.hits)
+    task = {"description": question}  # [stash] min_similarity (0.7) applies here too
+    assert not any(s.file_path.startswith("stash:")
+                   for s in engine.module.get_task_context(task).snippets)
+    remembered = engine.module.get_task_context({**task, "memory": "agent-1"})
+    assert f"stash:{trace_id}" in {s.file_path for s in remembered.snippets}
+    assert "stash" in remembered.providers
 
 
 def test_stash_config_defaults_match_the_seed():
