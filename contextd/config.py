@@ -350,6 +350,40 @@ class UiConfig:
     open_browser: bool = _opt(False, help="Open the browser when the manager starts.")
     progress_log_lines: int = _opt(2000, min=10, max=1000000,
                                    help="Lines kept in .contextd/progress.jsonl.")
+# ----- [stash]: agent memory (contextd/stash, seed 001) ----------------------------------
+@dataclass(frozen=True)
+class StashConfig:
+    enabled: bool = _opt(True, help="Offer agent memory (stash, retrieve, merge segments).")
+    similarity_weight: float = _opt(0.6, min=0.0, max=1.0,
+                                    help="Score = this x cosine similarity + ...")
+    age_weight: float = _opt(0.2, min=0.0, max=1.0,
+                             help="... + this x exp(-age of the segment / age_decay_days) + ...")
+    recency_weight: float = _opt(0.2, min=0.0, max=1.0,
+                                 help="... + this x exp(-time since stashed / "
+                                      "recency_decay_days).")
+    age_decay_days: float = _opt(30.0, min=0.001, help="Decay constant of the segment's age.")
+    recency_decay_days: float = _opt(7.0, min=0.001,
+                                     help="Decay constant of the time since it was stashed.")
+    min_similarity: float = _opt(0.7, min=0.0, max=1.0,
+                                 help="Default cut-off on cosine similarity for retrieval.")
+    default_top_k: int = _opt(5, min=1, max=100, help="Segments retrieved by default.")
+    max_hops: int = _opt(2, min=0, max=10, help="Reference chains followed from each hit.")
+    reference_decay: float = _opt(0.5, min=0.0, max=1.0,
+                                  help="A segment reached by h references scores "
+                                       "hit score x this^h.")
+    dedupe_similarity: float = _opt(0.97, min=0.0, max=1.0,
+                                    help="Retrieved segments at least this similar to a "
+                                         "better one are collapsed into it.")
+    default_max_tokens: int = _opt(4000, min=1, help="Token budget of one retrieval.")
+    preview_chars: int = _opt(500, min=20, help="Characters of text in a retrieval preview.")
+    max_segments: int = _opt(100_000, min=1, help="Stash size cap; stashing beyond it fails "
+                                                  "until gc or delete make room.")
+    max_segment_bytes: int = _opt(1_000_000, min=100, help="Largest segment accepted "
+                                                          "(UTF-8 bytes).")
+    default_ttl_days: float = _opt(0.0, min=0.0, help="Expiry of a segment stashed without "
+                                                      "expires_in_days; 0 = never.")
+    gc_max_age_days: float = _opt(90.0, min=0.0, help="gc also removes unprotected segments "
+                                                      "stashed longer ago; 0 = never.")
 
 
 @dataclass(frozen=True)
@@ -374,6 +408,7 @@ class ContextConfig:
     sessions: SessionsConfig = field(default_factory=SessionsConfig)
     reports: ReportsConfig = field(default_factory=ReportsConfig)
     ui: UiConfig = field(default_factory=UiConfig)
+    stash: StashConfig = field(default_factory=StashConfig)
     source: str | None = field(default=None, metadata={"internal": True})
 
     def chunking_for(self, language: str) -> LanguageChunking:

@@ -124,6 +124,41 @@ class Engine:
     def list_search_results(self):
         """Live sessions, newest first (:class:`contextd.sessions.SessionList`)."""
         return self.sessions.list()
+    # ----- agent memory (contextd.stash) ---------------------------------------------------
+    def stash(self, request):
+        """Stash segments (a :class:`contextd.stash.model.StashRequest`)."""
+        return self.module.stash.stash(request)
+
+    def retrieve_stashed(self, request):
+        """Rank stashed segments for a :class:`contextd.stash.model.RetrieveRequest`."""
+        return self.module.stash.retrieve(request)
+
+    def merge_stashed(self, segment_ids: Sequence[str], remove: bool = False):
+        """Full segments to merge back (and optionally forget)."""
+        return self.module.stash.merge(segment_ids, remove=remove)
+
+    def get_stashed(self, segment_ids: Sequence[str]):
+        """Segments by id."""
+        return self.module.stash.get(segment_ids)
+
+    def list_stashed(self, session_id: str = "", all_sessions: bool = False,
+                     types: Sequence[str] = (), topic: str | None = None, limit: int = 50,
+                     offset: int = 0):
+        """A page of stored segments, newest first."""
+        return self.module.stash.list(session_id=session_id, all_sessions=all_sessions,
+                                      types=types, topic=topic, limit=limit, offset=offset)
+
+    def delete_stashed(self, segment_ids: Sequence[str]):
+        """Forget segments."""
+        return self.module.stash.delete(segment_ids)
+
+    def protect_stashed(self, segment_ids: Sequence[str], protected: bool = True):
+        """Protect segments from expiry and gc (or lift it)."""
+        return self.module.stash.protect(segment_ids, protected=protected)
+
+    def gc_stash(self):
+        """Collect expired and aged-out unprotected segments."""
+        return self.module.stash.gc()
 
     def stats(self) -> dict[str, Any]:
         """get_context_stats: providers, storage, performance, languages, indexing progress

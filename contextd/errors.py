@@ -70,3 +70,7 @@ class TemplateError(ContextdError):
 
 class JobConflictError(ContextdError):
     """A job (rebuild) was refused because another one is already running."""
+
+
+class StashFullError(ContextdError):
+    """Agent memory reached its size cap (``[stash] max_segments``); gc or delete first."""

@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 
 HYBRID_ID = "hybrid"
 SEMANTIC_ID = "semantic"
+STASH_ID = "stash"
 # Candidates fetched per provider: a multiple of k, so MMR and the budget have a choice.
 CANDIDATES_PER_RESULT = 4
 # Latencies kept for the averages of ``stats()``.
@@ -148,6 +149,7 @@ class ContextModule:
         self._latency: dict[str, collections.deque] = collections.defaultdict(
             lambda: collections.deque(maxlen=PERFORMANCE_WINDOW))
         self._engine: Any = None
+        self._stash: Any = None
         self._usage = UsageRecorder(store)
 
     # ----- construction -----------------------------------------------------------------
@@ -193,7 +195,8 @@ class ContextModule:
                 instance.initialize(ProviderContext(project=self.project, config=self.config,
                                                     store=self.store, embedder=self.embedder,
                                                     provider=self.provider,
-                                                    catalog=self.catalog))
+                                                    catalog=self.catalog,
+                                                    extras={"stash": lambda: self.stash}))
                 self._providers[provider_id] = instance
             return instance
 
@@ -217,10 +220,22 @@ class ContextModule:
         else:
             threading.Thread(target=build, name="contextd-warm-up", daemon=True).start()
 
+    @property
+    def stash(self) -> Any:
+        """Agent memory of this project (:class:`contextd.stash.service.StashService`), one
+        per module so its in-memory index is shared by the stash tools and the provider."""
+        with self._lock:
+            if self._stash is None:
+                from contextd.stash.service import StashService
+
+                self._stash = StashService(self.store, self.config, self.embedder)
+            return self._stash
+
     # ----- the query path ---------------------------------------------------------------
     def get_task_context(self, task: Any) -> TaskContext:
         """Context for a task (dict or object with title, description, keywords, paths,
-        languages, kinds, exclude_patterns, complexity 1-10, task_type, task_id, k).
+        languages, kinds, exclude_patterns, complexity 1-10, task_type, task_id, k, and
+        memory: a session id (or "*") to add that agent memory to the context).
 
         With ``core.fallback_enabled`` any failure gives an empty TaskContext and a logged
         warning instead of an exception.
@@ -232,7 +247,8 @@ class ContextModule:
                 paths=tuple(_task_field(task, "paths", ())),
                 languages=tuple(_task_field(task, "languages", ())),
                 kinds=tuple(_task_field(task, "kinds", ())),
-                exclude_patterns=tuple(_task_field(task, "exclude_patterns", ())))
+                exclude_patterns=tuple(_task_field(task, "exclude_patterns", ())),
+                memory=_task_field(task, "memory"))
             budget = self.budgets.calculate(_task_field(task, "complexity"),
                                             _task_field(task, "task_type"))
             k = int(_task_field(task, "k", self.config.query.default_k))
@@ -294,7 +310,8 @@ class ContextModule:
                                      "context disabled (core.enabled = false)"), []
         if not query.strip():
             return TaskContext.empty(task_id, query, "empty query"), []
-        selected = self._select(providers)
+        # Agent memory joins only when the scope asks for it.
+        selected = [p for p in self._select(providers) if p.id != STASH_ID or scope.memory]
         generation = self.store.generation()
         understood = self._understand(query)
         provider_query = ProviderQuery(query, max(DEFAULT_CANDIDATES, k * CANDIDATES_PER_RESULT),
@@ -372,11 +389,14 @@ class ContextModule:
         return runs, fused, notes
 
     def _vectors(self, chunk_ids: list[str], generation: int) -> dict[str, Any]:
-        """Embeddings of candidate chunks for MMR, from the semantic provider's memory."""
-        semantic = self.provider(SEMANTIC_ID) if SEMANTIC_ID in self.provider_factories() else None
-        if semantic is None or not hasattr(semantic, "vectors") or not semantic.is_available():
-            return {}
-        return semantic.vectors(chunk_ids, generation)
+        """Embeddings of candidate chunks for MMR, from the semantic and stash providers'
+        memory."""
+        vectors: dict[str, Any] = {}
+        for pid in (SEMANTIC_ID, STASH_ID):
+            source = self.provider(pid) if pid in self.provider_factories() else None
+            if source is not None and hasattr(source, "vectors") and source.is_available():
+                vectors.update(source.vectors(chunk_ids, generation))
+        return vectors
 
     def _record(self, task_id: str, query: str, snippets: list[ContextSnippet], tokens: int,
                 timings: dict[str, float]) -> None:

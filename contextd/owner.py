@@ -418,6 +418,40 @@ class SharedEngine:
     def list_search_results(self):
         """See :meth:`contextd.engine.Engine.list_search_results`."""
         return self._call("list_search_results", {})
+    # ----- agent memory: see the Engine's methods of the same names ----------------------
+    def stash(self, request):
+        """See :meth:`contextd.engine.Engine.stash`. Segment ids are given here, before the
+        call leaves this process, so a call retried on a new owner (the old one died after
+        committing) finds its segments instead of storing them twice."""
+        from contextd.stash.service import with_ids
+
+        return self._call("stash", {"request": with_ids(request)})
+
+    def retrieve_stashed(self, request):
+        return self._call("retrieve_stashed", {"request": request})
+
+    def merge_stashed(self, segment_ids: Sequence[str], remove: bool = False):
+        return self._call("merge_stashed", {"segment_ids": list(segment_ids), "remove": remove})
+
+    def get_stashed(self, segment_ids: Sequence[str]):
+        return self._call("get_stashed", {"segment_ids": list(segment_ids)})
+
+    def list_stashed(self, session_id: str = "", all_sessions: bool = False,
+                     types: Sequence[str] = (), topic: str | None = None, limit: int = 50,
+                     offset: int = 0):
+        return self._call("list_stashed", {"session_id": session_id,
+                                           "all_sessions": all_sessions, "types": list(types),
+                                           "topic": topic, "limit": limit, "offset": offset})
+
+    def delete_stashed(self, segment_ids: Sequence[str]):
+        return self._call("delete_stashed", {"segment_ids": list(segment_ids)})
+
+    def protect_stashed(self, segment_ids: Sequence[str], protected: bool = True):
+        return self._call("protect_stashed", {"segment_ids": list(segment_ids),
+                                              "protected": protected})
+
+    def gc_stash(self):
+        return self._call("gc_stash", {})
 
     def stats(self) -> dict[str, Any]:
         """See :meth:`contextd.engine.Engine.stats`; adds who owns the database."""

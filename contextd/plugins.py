@@ -28,6 +28,7 @@ DEFAULT_PLUGINS = (
     "contextd.embedders",
     "contextd.providers",
     "contextd.contextualizers",
+    "contextd.stash.provider",
 )
 
 _lock = threading.Lock()

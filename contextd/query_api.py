@@ -18,7 +18,8 @@ def scope_from_dict(data: dict[str, Any] | None) -> ContextScope:
     """A ContextScope from its JSON form (lists become tuples; missing keys: no restriction)."""
     data = data or {}
     return ContextScope(**{key: tuple(data.get(key) or ()) for key in
-                           ("paths", "languages", "kinds", "exclude_patterns")})
+                           ("paths", "languages", "kinds", "exclude_patterns")},
+                        memory=data.get("memory") or None)
 
 
 @dataclass(frozen=True)

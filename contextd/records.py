@@ -90,12 +90,17 @@ class Chunk:
 @dataclass(frozen=True)
 class ContextScope:
     """Where to search (spec 004 §3.1): path globs relative to the root, languages, chunk kinds,
-    and exclusion globs. Empty means no restriction."""
+    and exclusion globs. Empty means no restriction.
+
+    ``memory`` adds the agent's stashed segments (:mod:`contextd.stash`) to the project's
+    context: a session id for that session's memory, ``"*"`` for every session's; None (the
+    default) leaves memory out."""
 
     paths: tuple[str, ...] = ()
     languages: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
     exclude_patterns: tuple[str, ...] = ()
+    memory: str | None = None
 
 
 @dataclass(frozen=True)

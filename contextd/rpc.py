@@ -83,6 +83,17 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("job_history"),
     MethodSpec("errors"),
     MethodSpec("savings"),
+    MethodSpec("stash", record_params=(("request", "contextd.stash.model:StashRequest"),),
+               result="contextd.stash.model:StashResult"),
+    MethodSpec("retrieve_stashed",
+               record_params=(("request", "contextd.stash.model:RetrieveRequest"),),
+               result="contextd.stash.model:RetrieveResult"),
+    MethodSpec("merge_stashed", result="contextd.stash.model:MergeResult"),
+    MethodSpec("get_stashed", result="contextd.stash.model:SegmentList"),
+    MethodSpec("list_stashed", result="contextd.stash.model:SegmentList"),
+    MethodSpec("delete_stashed", result="contextd.stash.model:ChangeResult"),
+    MethodSpec("protect_stashed", result="contextd.stash.model:ChangeResult"),
+    MethodSpec("gc_stash", result="contextd.stash.model:GcResult"),
 )}
 
 

@@ -165,6 +165,25 @@ CREATE TABLE IF NOT EXISTS search_sessions (
     result_count INTEGER NOT NULL,
     results JSON NOT NULL               -- the kept hits, best first, with their text
 );
+-- Agent memory (contextd/stash, seed 001): segments stashed out of an agent's window; their
+-- vectors are in embeddings, keyed by (model identity, text_hash).
+CREATE TABLE IF NOT EXISTS stash_segments (
+    segment_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    text TEXT NOT NULL,                 -- scrubbed of secrets before it got here
+    segment_type TEXT NOT NULL,         -- message, code_block, file_content, error_log, ...
+    created_at TIMESTAMP NOT NULL,      -- when the content came to be (UTC)
+    stashed_at TIMESTAMP NOT NULL,      -- when the agent stashed it (UTC)
+    tokens INTEGER NOT NULL,
+    topic TEXT,
+    source TEXT,
+    refs TEXT[] NOT NULL,               -- ids of segments this one references
+    text_hash TEXT NOT NULL,            -- key into embeddings
+    embedding_model TEXT,               -- identity of the model its vector was made with
+    expires_at TIMESTAMP,               -- NULL: never (protected segments never expire)
+    protected BOOLEAN NOT NULL DEFAULT false
+);
+CREATE INDEX IF NOT EXISTS idx_stash_session ON stash_segments(session_id);
 
 CREATE INDEX IF NOT EXISTS idx_jobs_status ON jobs(status);
 CREATE INDEX IF NOT EXISTS idx_jobs_created ON jobs(started_at);

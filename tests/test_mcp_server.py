@@ -33,7 +33,10 @@ TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_conte
          "search_knowledge", "get_search_results", "list_search_results",
          "get_template_schema", "create_rag_report",
          # the web Index Manager (tests/test_web_manager.py)
-         "open_index_manager", "list_index_managers", "stop_index_manager"}
+         "open_index_manager", "list_index_managers", "stop_index_manager",
+         # agent memory (tests/test_stash_mcp.py)
+         "stash_context", "retrieve_stashed_context", "merge_stashed_context",
+         "list_stashed_context", "delete_stashed_context", "protect_stashed_context"}
 REPO_FILES = {
     "src/billing/invoice.py": '''"""Invoices."""
 

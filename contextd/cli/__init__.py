@@ -40,6 +40,7 @@ COMMANDS = {
     "search": "contextd.cli.search_cmd:search_command",
     "report": "contextd.cli.report_cmd:report_command",
     "ui": "contextd.cli.ui_cmd:ui_group",
+    "stash": "contextd.cli.stash_cmd:stash_group",
 }
 
 

@@ -61,6 +61,8 @@ def _print_files(response: QueryResponse) -> None:
               "CODE_FUNCTION (repeatable).")
 @click.option("--min-score", type=click.FloatRange(0.0, 1.0), help="Lowest provider score "
               "kept.")
+@click.option("--memory", help="Also search stashed agent memory of this session ('*': every "
+              "session).")
 @click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
 @click.option("--render", "as_block", is_flag=True, help="Print a <project_context> block.")
 @click.option("--files", "by_file", is_flag=True, help="List the files to look at, ranked by "
@@ -69,8 +71,8 @@ def _print_files(response: QueryResponse) -> None:
 def query_command(state: CliState, text: str, k: int | None, providers: tuple[str, ...],
                   budget: int | None, paths: tuple[str, ...], excludes: tuple[str, ...],
                   languages: tuple[str, ...], kinds: tuple[str, ...],
-                  min_score: float | None, as_json: bool, as_block: bool,
-                  by_file: bool) -> None:
+                  min_score: float | None, memory: str | None, as_json: bool,
+                  as_block: bool, by_file: bool) -> None:
     """Search the project's context for TEXT.
 
     \b
@@ -88,7 +90,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
         query=text, k=k, max_tokens=budget, min_score=min_score,
         providers=tuple(providers) or None, wait_for_model=True, by_file=by_file,
         scope=ContextScope(paths=paths, languages=languages, kinds=kinds,
-                           exclude_patterns=excludes))
+                           exclude_patterns=excludes, memory=memory))
     engine = open_engine(state)
     try:
         engine.ensure_indexed(progress=_progress(state))

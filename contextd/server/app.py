@@ -30,6 +30,7 @@ from contextd.server.schemas import (
     HARD_MAX_TOKENS, MAX_K, Filters, JobStatusResult, QueryResult, RebuildOptions,
     RebuildResult, RefreshResult, Scope, StatsResult,
 )
+from contextd.server.stash_tools import stash_tools
 
 log = logging.getLogger("contextd.server")
 
@@ -40,7 +41,9 @@ call refresh_context after editing files if results look stale (a watcher normal
 index current within a second). get_context_stats says what is indexed and whether indexing
 or the embedding model is still warming up. To research a question and write it up:
 search_knowledge (keeps results in a session), get_search_results (full text), then
-create_rag_report (a cited Markdown report; get_template_schema shows a template's variables)."""
+create_rag_report (a cited Markdown report; get_template_schema shows a template's variables).
+Agent memory: stash_context what you may need again (a traceback, a decision),
+retrieve_stashed_context it later by meaning, and merge_stashed_context it back."""
 
 
 def _tool_errors(function: Callable) -> Callable:
@@ -95,6 +98,9 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
     registered += [_strict(Tool.from_function(_tool_errors(getattr(managers, name)), name=name,
                                               annotations=annotations))
                    for name, annotations in ManagerTools.ANNOTATIONS.items()]
+    registered += [_strict(Tool.from_function(_tool_errors(function), name=name,
+                                              annotations=annotations))
+                   for name, function, annotations in stash_tools(handle)]
     from contextd.server import session_tools
 
     registered += [_strict(Tool.from_function(_tool_errors(function), name=name,

@@ -29,7 +29,8 @@ def query_request(query: str, k: int, scope: Scope, max_tokens: int, min_score: 
                         min_score=min_score or None, task_id="mcp",
                         scope=ContextScope(paths=tuple(scope.paths),
                                            languages=tuple(scope.languages),
-                                           kinds=tuple(scope.kinds)))
+                                           kinds=tuple(scope.kinds),
+                                           memory=scope.memory))
 
 
 def query_result(query: str, response, max_tokens: int, min_score: float) -> QueryResult:

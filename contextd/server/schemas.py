@@ -35,6 +35,9 @@ class Scope(_Input):
     kinds: list[str] = Field(default_factory=list, description=(
         "Chunk kinds to keep: CODE_FUNCTION, CODE_CLASS, CODE_BLOCK, MARKDOWN_SECTION, "
         "DOCSTRING, COMMENT, YAML_BLOCK, CONFIG_BLOCK, SQL_STATEMENT, PARAGRAPH."))
+    memory: str | None = Field(None, description=(
+        "Also search your stashed memory (stash_context): your session id, or '*' for every "
+        "session's. Omit it for project context only."))
 
 
 class Filters(_Input):

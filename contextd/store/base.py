@@ -82,6 +82,31 @@ class Changes:
     removed_file_ids: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class SegmentRow:
+    """A stashed context segment as stored (agent memory, :mod:`contextd.stash`).
+
+    Times are naive UTC datetimes; ``references`` are ids of other segments (who references
+    a segment is derived from them, not stored); ``text_hash`` keys the segment's vector in
+    the embeddings table, under ``embedding_model``.
+    """
+
+    segment_id: str
+    session_id: str
+    text: str
+    segment_type: str
+    created_at: datetime
+    stashed_at: datetime
+    tokens: int
+    topic: str | None
+    source: str | None
+    references: tuple[str, ...]
+    text_hash: str
+    embedding_model: str | None
+    expires_at: datetime | None
+    protected: bool
+
+
 @dataclass
 class Job:
     """A tracked long-running operation (rebuild, refresh, bootstrap)."""
@@ -168,7 +193,8 @@ class IndexStore(abc.ABC):
 
     @abc.abstractmethod
     def prune_embeddings(self, keep_model: str) -> int:
-        """Delete vectors no current chunk uses, and all vectors of other models."""
+        """Delete vectors no current chunk or stashed segment uses, and all vectors of
+        other models."""
 
     # ----- reading for providers ----------------------------------------------------------
     @abc.abstractmethod
@@ -212,6 +238,38 @@ class IndexStore(abc.ABC):
                         ) -> list[tuple[int, str, str]]:
         """Distinct references made by chunks of the given files (None: all):
         (file_id, src_chunk_id, target)."""
+
+    # ----- agent memory: stashed segments (contextd.stash) --------------------------------
+    @abc.abstractmethod
+    def put_segments(self, rows: Sequence[SegmentRow]) -> None:
+        """Insert segments (ids must be new) in one transaction, joining an enclosing
+        :meth:`batch` so a segment and its vector are written together or not at all."""
+
+    @abc.abstractmethod
+    def segments(self, segment_ids: Sequence[str] | None = None) -> list[SegmentRow]:
+        """Stored segments (None: all of them), oldest stash first; missing ids are left
+        out."""
+
+    @abc.abstractmethod
+    def count_segments(self) -> int:
+        """How many segments are stored (the stash cap is checked against it)."""
+
+    @abc.abstractmethod
+    def delete_segments(self, segment_ids: Sequence[str]) -> int:
+        """Delete segments (their vectors stay as cache); returns how many existed."""
+
+    @abc.abstractmethod
+    def protect_segments(self, segment_ids: Sequence[str], protected: bool) -> int:
+        """Set or clear the protected flag; returns how many segments exist among the ids."""
+
+    @abc.abstractmethod
+    def set_segment_model(self, segment_ids: Sequence[str], model: str) -> None:
+        """Record the model identity the segments' vectors now come from (re-embedding)."""
+
+    @abc.abstractmethod
+    def segment_vectors(self, model: str) -> tuple[list[str], np.ndarray]:
+        """(segment ids, float32 matrix) of every segment with a vector under ``model``;
+        segments without one are left out (they are re-embedded, never mixed)."""
 
     # ----- jobs, progress, errors, metrics, metadata ----------------------------------
     @abc.abstractmethod

@@ -28,7 +28,8 @@ import pyarrow as pa
 
 from contextd.errors import StoreError
 from contextd.store.base import (
-    Changes, ChunkRow, FileRecord, FileState, IndexStore, Job, StoredSearchSession,
+    Changes, ChunkRow, FileRecord, FileState, IndexStore, Job, SegmentRow,
+    StoredSearchSession,
 )
 
 SCHEMA_VERSION = 10
@@ -42,6 +43,9 @@ _CHUNK_ROW_SQL = """
            coalesce(c.index_text, c.text), c.embed_hash, coalesce(c.parent, '')
     FROM chunks c JOIN file_state f USING (file_id)
 """
+_SEGMENT_COLUMNS = ("segment_id", "session_id", "text", "segment_type", "created_at",
+                    "stashed_at", "tokens", "topic", "source", "refs", "text_hash",
+                    "embedding_model", "expires_at", "protected")
 _JOB_FIELDS = ("job_id", "job_type", "status", "scope", "files_total", "files_processed",
                "chunks_processed", "current_file", "started_at", "updated_at", "completed_at",
                "error_message", "metrics", "params", "created_by", "cancel_requested")
@@ -307,11 +311,15 @@ class DuckDBStore(IndexStore):
     def _insert(cur: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list]) -> None:
         if not next(iter(columns.values())):
             return
-        arrow = pa.table(columns)
+        DuckDBStore._insert_arrow(cur, table, pa.table(columns))
+
+    @staticmethod
+    def _insert_arrow(cur: duckdb.DuckDBPyConnection, table: str, arrow: pa.Table) -> None:
+        """Insert an Arrow table (~24k rows/s, where executemany manages ~580)."""
         name = f"_incoming_{table}"
         cur.register(name, arrow)
         try:
-            cols = ", ".join(columns)
+            cols = ", ".join(arrow.column_names)
             cur.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {name}")
         finally:
             cur.unregister(name)
@@ -391,8 +399,10 @@ class DuckDBStore(IndexStore):
     def prune_embeddings(self, keep_model: str) -> int:
         with self._transaction() as cur:
             before = _first(cur.execute("SELECT count(*) FROM embeddings"))[0]
-            cur.execute("""DELETE FROM embeddings WHERE model <> ? OR text_hash NOT IN
-                           (SELECT embed_hash FROM chunks)""", [keep_model])
+            cur.execute("""DELETE FROM embeddings WHERE model <> ? OR (
+                           text_hash NOT IN (SELECT embed_hash FROM chunks)
+                           AND text_hash NOT IN (SELECT text_hash FROM stash_segments))""",
+                        [keep_model])
             after = _first(cur.execute("SELECT count(*) FROM embeddings"))[0]
         return before - after
 
@@ -499,6 +509,73 @@ class DuckDBStore(IndexStore):
             sql += " WHERE file_id IN (SELECT unnest(?))"
             params.append(list(file_ids))
         return self._cursor().execute(sql, params).fetchall()
+
+    # ----- agent memory ----------------------------------------------------------------
+    def put_segments(self, rows: Sequence[SegmentRow]) -> None:
+        if not rows:
+            return
+        columns = {name: [] for name in _SEGMENT_COLUMNS}
+        for row in rows:
+            for name, value in zip(_SEGMENT_COLUMNS, (
+                    row.segment_id, row.session_id, row.text, row.segment_type, row.created_at,
+                    row.stashed_at, row.tokens, row.topic, row.source, list(row.references),
+                    row.text_hash, row.embedding_model, row.expires_at, row.protected)):
+                columns[name].append(value)
+        arrow = pa.table({**columns,
+                          "refs": pa.array(columns["refs"], type=pa.list_(pa.string())),
+                          "expires_at": pa.array(columns["expires_at"],
+                                                 type=pa.timestamp("us"))})
+        with self._transaction() as cur:
+            self._insert_arrow(cur, "stash_segments", arrow)
+
+    def segments(self, segment_ids: Sequence[str] | None = None) -> list[SegmentRow]:
+        sql, params = f"SELECT {', '.join(_SEGMENT_COLUMNS)} FROM stash_segments", []
+        if segment_ids is not None:
+            sql += " WHERE segment_id IN (SELECT unnest(?))"
+            params.append(list(segment_ids))
+        sql += " ORDER BY stashed_at, segment_id"
+        # Through Arrow, column by column: ~3x faster than fetchall at 100k segments.
+        with self._con.cursor() as cur:
+            table = cur.sql(sql, params=params).to_arrow_table()
+        columns = [table.column(name).to_pylist() for name in _SEGMENT_COLUMNS]
+        return [SegmentRow(*row[:9], tuple(row[9] or ()), *row[10:]) for row in zip(*columns)]
+
+    def count_segments(self) -> int:
+        return _first(self._cursor().execute("SELECT count(*) FROM stash_segments"))[0]
+
+    def delete_segments(self, segment_ids: Sequence[str]) -> int:
+        with self._transaction() as cur:
+            found = _first(cur.execute(
+                "SELECT count(*) FROM stash_segments WHERE segment_id IN (SELECT unnest(?))",
+                [list(segment_ids)]))[0]
+            cur.execute("DELETE FROM stash_segments WHERE segment_id IN (SELECT unnest(?))",
+                        [list(segment_ids)])
+        return found
+
+    def protect_segments(self, segment_ids: Sequence[str], protected: bool) -> int:
+        with self._transaction() as cur:
+            found = _first(cur.execute(
+                "SELECT count(*) FROM stash_segments WHERE segment_id IN (SELECT unnest(?))",
+                [list(segment_ids)]))[0]
+            cur.execute("UPDATE stash_segments SET protected = ? "
+                        "WHERE segment_id IN (SELECT unnest(?))", [protected, list(segment_ids)])
+        return found
+
+    def set_segment_model(self, segment_ids: Sequence[str], model: str) -> None:
+        with self._transaction() as cur:
+            cur.execute("UPDATE stash_segments SET embedding_model = ? "
+                        "WHERE segment_id IN (SELECT unnest(?))", [model, list(segment_ids)])
+
+    def segment_vectors(self, model: str) -> tuple[list[str], np.ndarray]:
+        with self._con.cursor() as cur:
+            table = cur.sql("SELECT s.segment_id, e.vector FROM stash_segments s "
+                            "JOIN embeddings e ON e.text_hash = s.text_hash AND e.model = ?",
+                            params=[model]).to_arrow_table()
+        ids = table.column("segment_id").to_pylist()
+        if not ids:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        flat = table.column("vector").combine_chunks().flatten().to_numpy()
+        return ids, flat.reshape(len(ids), -1).astype(np.float32, copy=False)
 
     # ----- jobs ------------------------------------------------------------------------
     def create_job(self, job_type: str, scope: str, files_total: int | None, created_by: str,
