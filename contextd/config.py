@@ -302,6 +302,35 @@ class RankingConfig:
                                              help="Globs of vendored code.")
 
 
+# ----- [knowledge]: the knowledge base (contextd.knowledge) -------------------------------
+DEFAULT_KNOWLEDGE_FORMATS = ("markdown", "text", "rst", "html", "pdf", "docx", "code")
+# Places whose files are never read into the knowledge base, whoever asks: credentials and
+# system configuration. "~" is the home directory.
+DEFAULT_REFUSED_PATHS = ("~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.kube", "~/.docker",
+                         "~/.config/gcloud", "~/.netrc", "~/.pgpass", "~/.password-store",
+                         "/etc", "/proc", "/sys", "/dev", "/root/.ssh", "/var/lib/secrets")
+
+
+@dataclass(frozen=True)
+class KnowledgeConfig:
+    auto_create_contexts: bool = _opt(False, help="An add naming a context that does not "
+                                                  "exist creates it (else the add is refused).")
+    allowed_roots: list[str] = _opt([], help="Directories an agent may add documents from "
+                                             "over MCP (absolute, or relative to the project "
+                                             "root); [] = the project root only. The CLI and "
+                                             "Python API may add from anywhere not refused.")
+    refused_paths: list[str] = _opt(list(DEFAULT_REFUSED_PATHS),
+                                    help="Never read from these (files or directories), "
+                                         "whoever asks; '~' is the home directory.")
+    formats: list[str] = _opt(list(DEFAULT_KNOWLEDGE_FORMATS),
+                              help="Formats accepted: markdown, text, rst, html, pdf, docx, "
+                                   "code (files our chunkers know).")
+    max_file_size_mb: float = _opt(50.0, min=0.01, help="Larger documents are refused.")
+    max_pages: int = _opt(5000, min=1, help="PDFs with more pages are refused.")
+    max_files_per_add: int = _opt(10000, min=1, help="A folder add stops with an error "
+                                                     "beyond this many files.")
+
+
 @dataclass(frozen=True)
 class ContextConfig:
     """The whole configuration; ``source`` is the file it came from (None: defaults)."""
@@ -321,6 +350,7 @@ class ContextConfig:
     security: SecurityConfig = field(default_factory=SecurityConfig)
     contextualizer: ContextualizerConfig = field(default_factory=ContextualizerConfig)
     ranking: RankingConfig = field(default_factory=RankingConfig)
+    knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
     source: str | None = field(default=None, metadata={"internal": True})
 
     def chunking_for(self, language: str) -> LanguageChunking:

@@ -65,3 +65,9 @@ class ModelUnavailableError(ContextdError):
 
 class JobConflictError(ContextdError):
     """A job (rebuild) was refused because another one is already running."""
+
+
+class KnowledgeError(ContextdError):
+    """A knowledge-base request was refused: unknown or duplicate context, a bad name,
+    deleting ``default``, a path outside the allowed roots or refused, a document that
+    cannot be read (the message names it and why)."""

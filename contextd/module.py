@@ -38,6 +38,7 @@ from contextd.providers.base import (
 )
 from contextd.providers.catalog import ChunkCatalog
 from contextd.providers.runner import ProviderRun, run_providers
+from contextd.knowledge.scope import KnowledgeScope, knowledge_request
 from contextd.query_api import FileResult, Hit, QueryRequest, QueryResponse
 from contextd.query_understanding import (
     UnderstoodQuery, aggregate_files, apply_boosts, understand,
@@ -149,6 +150,10 @@ class ContextModule:
             lambda: collections.deque(maxlen=PERFORMANCE_WINDOW))
         self._engine: Any = None
         self._usage = UsageRecorder(store)
+        # Knowledge contexts → the documents a query's scope holds (cached per generation).
+        self.knowledge_scope = KnowledgeScope(store)
+        self._knowledge: Any = None
+        self._embed_lock = threading.Lock()
 
     # ----- construction -----------------------------------------------------------------
     @classmethod
@@ -260,10 +265,13 @@ class ContextModule:
         budget = (self.budgets.for_snippets(request.max_tokens) if request.max_tokens
                   else self.budgets.calculate())
         k = request.k or self.config.query.default_k
-        context, pool = self._retrieve(request.query, scope=request.scope, budget=budget, k=k,
+        generation = self.store.generation()
+        scope = self.knowledge_scope.scope_for(request, generation)
+        context, pool = self._retrieve(request.query, scope=scope, budget=budget, k=k,
                                        providers=request.providers,
                                        min_score=request.min_score, task_id=request.task_id)
-        hits = tuple(Hit.from_snippet(s) for s in context.snippets)
+        hits = self.knowledge_scope.annotate([Hit.from_snippet(s) for s in context.snippets],
+                                             self.store.generation())
         files = self._files(pool, k) if request.by_file else ()
         return QueryResponse(query=request.query, total=len(hits), hits=hits,
                              total_tokens=context.total_tokens, providers=context.providers,
@@ -390,6 +398,63 @@ class ContextModule:
                 task_id, query, sorted({p for s in snippets for p in s.providers}),
                 len(snippets), tokens if metrics.track_token_usage else 0,
                 timings["total"] if metrics.track_latency else 0.0)
+
+    # ----- knowledge base (see contextd.knowledge) --------------------------------------
+    @property
+    def knowledge(self):
+        """The :class:`contextd.knowledge.service.KnowledgeBase` of this index."""
+        with self._lock:
+            if self._knowledge is None:
+                from contextd.knowledge.service import KnowledgeBase
+
+                self._knowledge = KnowledgeBase(self.project, self.store, self._embed_missing,
+                                                self.config.embedding.model)
+            return self._knowledge
+
+    def _embed_missing(self) -> int:
+        """Vectors for stored chunks lacking one (a knowledge add's new chunks), with the
+        model the queries use; 0 when it cannot load (the add stays searchable by text)."""
+        from contextd.indexer.embed_stage import embed_missing
+
+        embedder = self.embedder.wait(MODEL_WAIT_S)
+        if embedder is None:
+            return 0
+        return embed_missing(self.store, embedder, self.config.embedding.batch_size,
+                             lock=self._embed_lock)
+
+    def knowledge_create_context(self, name: str, description: str = ""):
+        """Create a knowledge context; returns its ContextInfo."""
+        return self.knowledge.create_context(name, description)
+
+    def knowledge_list_contexts(self):
+        """Every knowledge context (ContextList), sorted by name."""
+        return self.knowledge.list_contexts()
+
+    def knowledge_show_context(self, name: str):
+        """A context and its documents (ContextDetail)."""
+        return self.knowledge.show_context(name)
+
+    def knowledge_delete_context(self, name: str, confirm: bool = False):
+        """Delete a context (never ``default``; ``confirm=True`` required)."""
+        return self.knowledge.delete_context(name, confirm)
+
+    def knowledge_add(self, paths: Iterable[str], contexts: Iterable[str] | None = None,
+                      include: Iterable[str] = (), exclude: Iterable[str] = ()):
+        """Add files or folders to contexts (``default`` when none); an AddReport."""
+        return self.knowledge.add(list(paths), list(contexts or ()), list(include),
+                                  list(exclude))
+
+    def knowledge_remove(self, paths: Iterable[str], contexts: Iterable[str] | None = None):
+        """Take documents out of contexts (all when none); a RemoveReport."""
+        return self.knowledge.remove(list(paths), list(contexts or ()) or None)
+
+    def knowledge_search(self, query: str, contexts: Iterable[str] | None = None,
+                         k: int | None = None, include_project: bool = False,
+                         max_tokens: int | None = None) -> QueryResponse:
+        """Search knowledge contexts (all when none is named), with the project's chunks
+        too when ``include_project``; hits carry contexts, document and page in metadata."""
+        return self.query(knowledge_request(query, list(contexts or ()), k, include_project,
+                                            max_tokens, wait_for_model=True))
 
     # ----- reporting and lifecycle ------------------------------------------------------
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:

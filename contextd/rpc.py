@@ -74,6 +74,13 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("query", record_params=(("request", "contextd.module:QueryRequest"),),
                result="contextd.module:QueryResponse"),
     MethodSpec("stats"),
+    MethodSpec("knowledge_create_context", result="contextd.knowledge.contexts:ContextInfo"),
+    MethodSpec("knowledge_list_contexts", result="contextd.knowledge.service:ContextList"),
+    MethodSpec("knowledge_show_context", result="contextd.knowledge.contexts:ContextDetail"),
+    MethodSpec("knowledge_delete_context",
+               result="contextd.knowledge.contexts:ContextDeleted"),
+    MethodSpec("knowledge_add", result="contextd.knowledge.documents:AddReport"),
+    MethodSpec("knowledge_remove", result="contextd.knowledge.membership:RemoveReport"),
 )}
 
 

@@ -16,6 +16,12 @@ import numpy as np
 
 from contextd.records import Chunk
 
+# Knowledge-base documents are stored as files whose path starts with this (then their path
+# relative to the project root, or their absolute path): no path the project walk produces
+# can start with it (a relative POSIX path never holds "//"), so the project index and the
+# knowledge base share tables, providers and the query path without mixing up.
+KNOWLEDGE_PREFIX = "kb://"
+
 
 @dataclass(frozen=True)
 class IndexedChunk:
@@ -81,6 +87,19 @@ class Changes:
     removed_file_ids: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class KnowledgeDocument:
+    """A knowledge-base document as the query path needs it: its file path (``kb://...``),
+    the file it was read from, its format, the first line of each page (empty without
+    pages) and the contexts holding it (lower-cased names, sorted)."""
+
+    path: str
+    source: str
+    format: str
+    page_starts: tuple[int, ...]
+    contexts: tuple[str, ...]
+
+
 @dataclass
 class Job:
     """A tracked long-running operation (rebuild, refresh, bootstrap)."""
@@ -131,7 +150,9 @@ class IndexStore(abc.ABC):
 
     @abc.abstractmethod
     def file_states(self, prefix: str | None = None) -> dict[str, FileState]:
-        """Fingerprints of indexed files by path (optionally under a path prefix)."""
+        """Fingerprints of indexed files by path (optionally under a path prefix). Without a
+        prefix, the project's files only: knowledge documents (``KNOWLEDGE_PREFIX``) are
+        left out, so the project's catch-up, rebuild and clear never touch them."""
 
     @abc.abstractmethod
     def clear_index(self, path_prefixes: Sequence[str] | None = None) -> int:
@@ -197,6 +218,56 @@ class IndexStore(abc.ABC):
                         ) -> list[tuple[int, str, str]]:
         """Distinct references made by chunks of the given files (None: all):
         (file_id, src_chunk_id, target)."""
+
+    # ----- knowledge base: contexts, documents, memberships --------------------------
+    # Names are lower-cased by the caller. A document is stored as a file (write_files
+    # rows) plus a kb_documents row and its memberships; every method that changes
+    # memberships bumps the generation, so in-memory scope caches follow.
+    @abc.abstractmethod
+    def kb_contexts(self) -> list[dict[str, Any]]:
+        """Every context, by name: name, display_name, description, created_at, updated_at,
+        documents, chunks, size_bytes (of its documents' source files)."""
+
+    @abc.abstractmethod
+    def kb_create_context(self, name: str, display_name: str, description: str) -> bool:
+        """Create a context; False (and nothing changes) when the name exists."""
+
+    @abc.abstractmethod
+    def kb_delete_context(self, name: str) -> list[str]:
+        """Delete a context and its memberships, and every document no other context holds
+        (its file rows too), in one transaction; returns the deleted document paths."""
+
+    @abc.abstractmethod
+    def kb_documents(self, context: str | None = None,
+                     paths: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Documents (of one context, or with these paths, or all), by path: path, source,
+        format, pages, title, size_bytes, chunks, content_hash, contexts, added_at,
+        updated_at."""
+
+    @abc.abstractmethod
+    def kb_write_document(self, record: FileRecord, source: str, format: str,
+                          page_starts: Sequence[int], title: str,
+                          contexts: Sequence[str]) -> int:
+        """Store a (new or changed) document: its file rows as ``write_files`` does, its
+        kb_documents row and its memberships in ``contexts``, in ONE transaction (a kill
+        leaves the old version or the new, never a document without its rows). Returns the
+        new generation."""
+
+    @abc.abstractmethod
+    def kb_link(self, paths: Sequence[str], contexts: Sequence[str]) -> int:
+        """Add stored documents to contexts (existing memberships are kept); returns how
+        many memberships were new."""
+
+    @abc.abstractmethod
+    def kb_unlink(self, paths: Sequence[str], contexts: Sequence[str] | None
+                  ) -> tuple[int, list[str]]:
+        """Take documents out of ``contexts`` (None: out of all), deleting those left in no
+        context, in one transaction: (memberships removed, deleted document paths)."""
+
+    @abc.abstractmethod
+    def kb_document_map(self) -> dict[str, KnowledgeDocument]:
+        """Every document with its contexts and pages, by path (what a query's scope and its
+        hits' annotations are built from; cached by generation)."""
 
     # ----- jobs, progress, errors, metrics, metadata ----------------------------------
     @abc.abstractmethod

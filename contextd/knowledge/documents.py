@@ -1,0 +1,169 @@
+"""Adding documents: files or folders → read → scrub, chunk, contextualize → store.
+
+A document is stored once, however many contexts hold it: its chunks are file rows under a
+``kb://`` path (see :data:`contextd.store.base.KNOWLEDGE_PREFIX`), and contexts only hold
+memberships. Its identity is the file it was read from, so adding the same file to a second
+context links it (no reading, no chunking, no embedding), and re-adding an unchanged file
+costs a BLAKE3 of its bytes. A changed file is read and chunked again; its chunks are
+embedded only where their text changed, because vectors are keyed by the BLAKE3 of the text
+(the embeddings table is the cache). Each document is written in one transaction with its
+memberships, so a kill mid-add leaves whole documents or none: adding again resumes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import blake3
+
+from contextd.config import ContextConfig
+from contextd.indexer.plan import FileTask
+from contextd.indexer.worker import INDEXED, index_text
+from contextd.knowledge.readers import ReadFailure, format_of, read_document
+from contextd.store.base import KNOWLEDGE_PREFIX, IndexStore
+
+log = logging.getLogger(__name__)
+
+ADDED, UPDATED, UNCHANGED, FAILED, SKIPPED = "added", "updated", "unchanged", "failed", \
+    "skipped"
+# Folders a folder add never descends into (version control, caches, environments).
+SKIPPED_FOLDERS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv",
+                             "venv", ".contextd", ".mypy_cache", ".pytest_cache", ".tox"})
+
+
+@dataclass(frozen=True)
+class DocumentOutcome:
+    """What an add did with one file: ``added``, ``updated`` (changed content, re-chunked),
+    ``unchanged`` (same bytes: at most new memberships), ``failed`` (``reason`` says why) or
+    ``skipped`` (a file of a folder add in no accepted format)."""
+
+    document: str
+    status: str
+    path: str = ""
+    format: str = ""
+    chunks: int = 0
+    pages: int | None = None
+    new_links: int = 0
+    secrets_redacted: int = 0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class AddReport:
+    """knowledge_add's answer: one outcome per file, the contexts added to, counts, the
+    texts embedded, bytes and pages read, and the time taken."""
+
+    contexts: tuple[str, ...]
+    documents: tuple[DocumentOutcome, ...]
+    added: int
+    updated: int
+    unchanged: int
+    failed: int
+    skipped: int
+    chunks_embedded: int
+    bytes_read: int
+    pages_read: int
+    elapsed_ms: float
+
+
+def index_path(source: Path, root: Path) -> str:
+    """The ``kb://`` path of a document: relative to the project root when inside it (so
+    scope folders and files name it as they name project files), else absolute."""
+    try:
+        return KNOWLEDGE_PREFIX + source.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return KNOWLEDGE_PREFIX + source.as_posix()
+
+
+def _selected(rel: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Whether a file of a folder (path relative to it) passes the include/exclude globs;
+    a glob without '/' also matches the file name alone."""
+    def hit(pattern: str) -> bool:
+        return fnmatch.fnmatchcase(rel, pattern) or (
+            "/" not in pattern and fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], pattern))
+    return (not include or any(hit(p) for p in include)) and not any(hit(p) for p in exclude)
+
+
+def expand(sources: Sequence[Path], include: Sequence[str], exclude: Sequence[str],
+           limit: int) -> list[tuple[Path, bool]]:
+    """Files to add: (file, named explicitly?). Folders are walked recursively (symlinks
+    not followed, hidden and tool folders skipped) and filtered by the globs."""
+    files: list[tuple[Path, bool]] = []
+    for source in sources:
+        if source.is_file():
+            files.append((source, True))
+            continue
+        for folder, dirs, names in os.walk(source):
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_FOLDERS
+                             and not d.startswith("."))
+            for name in sorted(names):
+                path = Path(folder) / name
+                if name.startswith(".") or path.is_symlink():
+                    continue
+                if _selected(path.relative_to(source).as_posix(), include, exclude):
+                    files.append((path, False))
+        if len(files) > limit:
+            from contextd.errors import KnowledgeError
+
+            raise KnowledgeError(f"{source}: more than {limit} files to add "
+                                 "(knowledge.max_files_per_add); narrow it with include/"
+                                 "exclude globs")
+    return list(dict.fromkeys(files))
+
+
+class DocumentWriter:
+    """Adds files to contexts (see the module docstring)."""
+
+    def __init__(self, store: IndexStore, config: ContextConfig, root: Path):
+        self.store = store
+        self.config = config
+        self.root = root
+
+    def add(self, source: Path, explicit: bool, contexts: Sequence[str],
+            known: dict[str, str]) -> DocumentOutcome:
+        """Add one file; ``known``: content hashes of stored documents by path."""
+        settings = self.config.knowledge
+        fmt = format_of(source.name)
+        name = str(source)
+        if fmt is None or fmt not in settings.formats:
+            reason = ("unknown format" if fmt is None else f"format {fmt} is not enabled "
+                      "(knowledge.formats)") + f" ({source.suffix or 'no extension'}); " \
+                f"formats: {', '.join(settings.formats)}"
+            return DocumentOutcome(name, FAILED if explicit else SKIPPED, reason=reason)
+        try:
+            info = source.stat()
+            if info.st_size > settings.max_file_size_mb * 2**20:
+                return DocumentOutcome(name, FAILED, format=fmt, reason=(
+                    f"{info.st_size / 2**20:.1f} MB, over knowledge.max_file_size_mb "
+                    f"({settings.max_file_size_mb:g})"))
+            data = source.read_bytes()
+        except OSError as exc:
+            return DocumentOutcome(name, FAILED, format=fmt,
+                                   reason=f"cannot read: {exc.strerror or exc}")
+        path = index_path(source, self.root)
+        digest = blake3.blake3(data).hexdigest()
+        if known.get(path) == digest:
+            links = self.store.kb_link([path], contexts)
+            return DocumentOutcome(name, UNCHANGED, path, fmt, new_links=links)
+        try:
+            text = read_document(data, source.name, fmt, settings.max_pages)
+        except ReadFailure as exc:
+            return DocumentOutcome(name, FAILED, path, fmt, reason=str(exc))
+        task = FileTask(path, name, info.st_size, info.st_mtime_ns)
+        outcome = index_text(task, text.text, digest, self.config, self.store,
+                             chunk_as=text.chunk_as)
+        if outcome.status != INDEXED or outcome.record is None:
+            return DocumentOutcome(name, FAILED, path, fmt,
+                                   reason=outcome.message or outcome.status)
+        self.store.kb_write_document(outcome.record, name, text.format, text.page_starts,
+                                     text.title, contexts)
+        return DocumentOutcome(name, UPDATED if path in known else ADDED, path, text.format,
+                               chunks=len(outcome.record.chunks),
+                               pages=len(text.page_starts) or None,
+                               new_links=len(contexts),
+                               secrets_redacted=outcome.record.secrets_redacted)
