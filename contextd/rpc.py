@@ -74,13 +74,13 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("query", record_params=(("request", "contextd.module:QueryRequest"),),
                result="contextd.module:QueryResponse"),
     MethodSpec("stats"),
-    MethodSpec("knowledge_create_context", result="contextd.knowledge.contexts:ContextInfo"),
-    MethodSpec("knowledge_list_contexts", result="contextd.knowledge.service:ContextList"),
-    MethodSpec("knowledge_show_context", result="contextd.knowledge.contexts:ContextDetail"),
+    MethodSpec("knowledge_create_context", result="contextd.knowledge.records:ContextInfo"),
+    MethodSpec("knowledge_list_contexts", result="contextd.knowledge.records:ContextList"),
+    MethodSpec("knowledge_show_context", result="contextd.knowledge.records:ContextDetail"),
     MethodSpec("knowledge_delete_context",
-               result="contextd.knowledge.contexts:ContextDeleted"),
-    MethodSpec("knowledge_add", result="contextd.knowledge.documents:AddReport"),
-    MethodSpec("knowledge_remove", result="contextd.knowledge.membership:RemoveReport"),
+               result="contextd.knowledge.records:ContextDeleted"),
+    MethodSpec("knowledge_add", result="contextd.knowledge.records:AddReport"),
+    MethodSpec("knowledge_remove", result="contextd.knowledge.records:RemoveReport"),
 )}
 
 

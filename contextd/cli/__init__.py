@@ -37,6 +37,7 @@ COMMANDS = {
     "stats": "contextd.cli.query_cmds:stats_command",
     "serve": "contextd.cli.serve_cmd:serve",
     "plugins": "contextd.cli.plugins_cmd:plugins_command",
+    "kb": "contextd.cli.kb_cmd:kb_group",
 }
 
 

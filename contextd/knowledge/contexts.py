@@ -9,9 +9,8 @@ an add that names no context goes there.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-
 from contextd.errors import KnowledgeError
+from contextd.knowledge.records import ContextDeleted, ContextDetail, ContextInfo, DocumentInfo
 from contextd.query_api import ALL_CONTEXTS
 from contextd.store.base import IndexStore
 
@@ -25,57 +24,6 @@ RESERVED_NAMES = {
     "none": "it would read as 'no context' in a search",
     "project": "it names the project's own index in searches",
 }
-
-
-@dataclass(frozen=True)
-class ContextInfo:
-    """A context with its figures: documents, chunks, bytes of its documents' files."""
-
-    name: str
-    description: str
-    documents: int
-    chunks: int
-    size_bytes: int
-    created_at: str
-    updated_at: str
-    is_default: bool
-
-
-@dataclass(frozen=True)
-class DocumentInfo:
-    """A stored document: ``document`` is the file it was read from, ``path`` its index path
-    (``kb://...``, what query hits carry as file_path)."""
-
-    document: str
-    path: str
-    format: str
-    pages: int | None
-    title: str
-    size_bytes: int
-    chunks: int
-    contexts: tuple[str, ...]
-    secrets_redacted: int
-    added_at: str
-    updated_at: str
-
-
-@dataclass(frozen=True)
-class ContextDetail:
-    """knowledge_context_show: the context, its documents and the embedding model."""
-
-    context: ContextInfo
-    documents: tuple[DocumentInfo, ...]
-    embedding_model: str
-
-
-@dataclass(frozen=True)
-class ContextDeleted:
-    """What deleting a context did: documents taken out of it, and those deleted because no
-    other context held them (their source files are never touched)."""
-
-    name: str
-    documents_unlinked: int
-    documents_deleted: tuple[str, ...]
 
 
 def normalize_name(name: str) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -24,6 +23,7 @@ import blake3
 from contextd.config import ContextConfig
 from contextd.indexer.plan import FileTask
 from contextd.indexer.worker import INDEXED, index_text
+from contextd.knowledge.records import AddReport, DocumentOutcome
 from contextd.knowledge.readers import ReadFailure, format_of, read_document
 from contextd.store.base import KNOWLEDGE_PREFIX, IndexStore
 
@@ -34,41 +34,6 @@ ADDED, UPDATED, UNCHANGED, FAILED, SKIPPED = "added", "updated", "unchanged", "f
 # Folders a folder add never descends into (version control, caches, environments).
 SKIPPED_FOLDERS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv",
                              "venv", ".contextd", ".mypy_cache", ".pytest_cache", ".tox"})
-
-
-@dataclass(frozen=True)
-class DocumentOutcome:
-    """What an add did with one file: ``added``, ``updated`` (changed content, re-chunked),
-    ``unchanged`` (same bytes: at most new memberships), ``failed`` (``reason`` says why) or
-    ``skipped`` (a file of a folder add in no accepted format)."""
-
-    document: str
-    status: str
-    path: str = ""
-    format: str = ""
-    chunks: int = 0
-    pages: int | None = None
-    new_links: int = 0
-    secrets_redacted: int = 0
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class AddReport:
-    """knowledge_add's answer: one outcome per file, the contexts added to, counts, the
-    texts embedded, bytes and pages read, and the time taken."""
-
-    contexts: tuple[str, ...]
-    documents: tuple[DocumentOutcome, ...]
-    added: int
-    updated: int
-    unchanged: int
-    failed: int
-    skipped: int
-    chunks_embedded: int
-    bytes_read: int
-    pages_read: int
-    elapsed_ms: float
 
 
 def index_path(source: Path, root: Path) -> str:

@@ -8,23 +8,12 @@ files on disk are never touched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 from contextd.errors import KnowledgeError
+from contextd.knowledge.records import RemoveReport
 from contextd.store.base import KNOWLEDGE_PREFIX, IndexStore
-
-
-@dataclass(frozen=True)
-class RemoveReport:
-    """knowledge_remove's answer: documents named, memberships removed, documents deleted
-    (in no context any more), and the contexts they were taken out of (empty: all)."""
-
-    contexts: tuple[str, ...]
-    documents: tuple[str, ...]
-    links_removed: int
-    documents_deleted: tuple[str, ...]
 
 
 def _under(source: str, folder: str) -> bool:

@@ -16,7 +16,8 @@ import threading
 from typing import Sequence
 
 from contextd.errors import KnowledgeError
-from contextd.query_api import ALL_CONTEXTS, Hit, QueryRequest
+from contextd.knowledge.records import KnowledgeHit, KnowledgeSearchResult
+from contextd.query_api import ALL_CONTEXTS, Hit, QueryRequest, QueryResponse
 from contextd.records import ContextScope
 from contextd.store.base import KNOWLEDGE_PREFIX, IndexStore, KnowledgeDocument
 
@@ -101,3 +102,22 @@ class KnowledgeScope:
                     "format": doc.format})
             out.append(hit)
         return tuple(out)
+
+
+def search_result(request: QueryRequest, response: QueryResponse) -> KnowledgeSearchResult:
+    """The KnowledgeSearchResult of a knowledge search's QueryResponse."""
+    hits = []
+    for hit in response.hits:
+        meta = hit.metadata
+        knowledge = "document" in meta
+        hits.append(KnowledgeHit(
+            source="knowledge" if knowledge else "project",
+            document=meta["document"] if knowledge else hit.file_path,
+            contexts=tuple(meta.get("contexts", ())), page=meta.get("page"),
+            start_line=hit.start_line, end_line=hit.end_line, label=hit.label, kind=hit.kind,
+            language=hit.language, score=hit.score, snippet=hit.snippet, tokens=hit.tokens,
+            file_path=hit.file_path, chunk_id=hit.chunk_id, providers=hit.providers))
+    return KnowledgeSearchResult(query=request.query, contexts=tuple(request.contexts or ()),
+                                 include_project=request.include_project,
+                                 total=response.total, total_tokens=response.total_tokens,
+                                 hits=tuple(hits), notes=response.notes)

@@ -10,27 +10,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
 from contextd.errors import KnowledgeError
 from contextd.knowledge import contexts as ctx
 from contextd.knowledge.documents import (
-    ADDED, FAILED, SKIPPED, UNCHANGED, UPDATED, AddReport, DocumentWriter, expand,
+    ADDED, FAILED, SKIPPED, UNCHANGED, UPDATED, DocumentWriter, expand,
 )
-from contextd.knowledge.membership import RemoveReport, remove_documents
+from contextd.knowledge.records import AddReport
+from contextd.knowledge.membership import remove_documents
+from contextd.knowledge.records import ContextList, RemoveReport
 from contextd.knowledge.safety import check_all
 from contextd.store.base import IndexStore
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ContextList:
-    """knowledge_context_list: every context, sorted by name."""
-
-    contexts: tuple[ctx.ContextInfo, ...]
 
 
 class KnowledgeBase:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from contextd import __version__
 from contextd.errors import ContextdError, JobConflictError
 from contextd.server import render
+from contextd.server.knowledge_tools import TOOLS as KNOWLEDGE_TOOLS, KnowledgeTools
 from contextd.server.lifecycle import EngineHandle, start_after_handshake
 from contextd.server.schemas import (
     HARD_MAX_TOKENS, MAX_K, Filters, JobStatusResult, QueryResult, RebuildOptions,
@@ -88,6 +89,10 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
             ("get_rebuild_status", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
             ("cancel_rebuild", ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                                idempotent_hint=True, open_world_hint=False)))]
+    knowledge = KnowledgeTools(handle)
+    registered += [_strict(Tool.from_function(_tool_errors(getattr(knowledge, name)), name=name,
+                                              annotations=annotations))
+                   for name, annotations in KNOWLEDGE_TOOLS]
     return MCPServer("contextd", version=__version__, instructions=INSTRUCTIONS,
                      log_level=log_level, middleware=[start_after_handshake(handle)],
                      tools=registered)
