@@ -225,7 +225,8 @@ class ContextModule:
     # ----- the query path ---------------------------------------------------------------
     def get_task_context(self, task: Any) -> TaskContext:
         """Context for a task (dict or object with title, description, keywords, paths,
-        languages, kinds, exclude_patterns, complexity 1-10, task_type, task_id, k).
+        languages, kinds, exclude_patterns, files, folders, contexts (knowledge contexts
+        searched beside the project), complexity 1-10, task_type, task_id, k).
 
         With ``core.fallback_enabled`` any failure gives an empty TaskContext and a logged
         warning instead of an exception.
@@ -237,7 +238,14 @@ class ContextModule:
                 paths=tuple(_task_field(task, "paths", ())),
                 languages=tuple(_task_field(task, "languages", ())),
                 kinds=tuple(_task_field(task, "kinds", ())),
-                exclude_patterns=tuple(_task_field(task, "exclude_patterns", ())))
+                exclude_patterns=tuple(_task_field(task, "exclude_patterns", ())),
+                files=tuple(_task_field(task, "files", ())),
+                folders=tuple(_task_field(task, "folders", ())))
+            contexts = tuple(_task_field(task, "contexts", ()))
+            if contexts:
+                scope = self.knowledge_scope.scope_for(
+                    QueryRequest(query, scope=scope, contexts=contexts),
+                    self.store.generation())
             budget = self.budgets.calculate(_task_field(task, "complexity"),
                                             _task_field(task, "task_type"))
             k = int(_task_field(task, "k", self.config.query.default_k))
@@ -287,7 +295,11 @@ class ContextModule:
     def retrieve(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
                  providers: Iterable[str] | None = None, min_score: float | None = None,
                  task_id: str = "") -> TaskContext:
-        """The whole pipeline for one query text; see the module docstring."""
+        """The whole pipeline for one query text; see the module docstring. A scope whose
+        knowledge part is not set (``documents`` None) searches the project only."""
+        if scope.documents is None:
+            scope = self.knowledge_scope.scope_for(QueryRequest(query, scope=scope),
+                                                   self.store.generation())
         return self._retrieve(query, scope=scope, budget=budget, k=k, providers=providers,
                               min_score=min_score, task_id=task_id)[0]
 

@@ -28,7 +28,9 @@ from contextd.owner import OwnerLock, lock_path, socket_path
 from contextd.project import Project
 
 TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_context",
-         "get_rebuild_status", "cancel_rebuild"}
+         "get_rebuild_status", "cancel_rebuild", "knowledge_context_create",
+         "knowledge_context_list", "knowledge_context_show", "knowledge_context_delete",
+         "knowledge_add", "knowledge_remove", "knowledge_search"}
 REPO_FILES = {
     "src/billing/invoice.py": '''"""Invoices."""
 
@@ -188,7 +190,7 @@ def test_query_before_the_model_is_ready_answers_lexically_with_a_note(tmp_path)
     ({"query": "x", "k": 0}, "k"),
     ({"query": "x", "k": 500}, "k"),
     ({"query": "x", "filters": {"maxTokens": 10**6}}, "maxTokens"),
-    ({"query": "x", "scope": {"folders": ["src"]}}, "folders"),
+    ({"query": "x", "scope": {"dirs": ["src"]}}, "dirs"),
     ({"query": "x", "maxTokens": 400}, "maxTokens"),  # belongs in filters: not dropped silently
 ])
 def test_query_context_rejects_bad_arguments(served, arguments, hint):

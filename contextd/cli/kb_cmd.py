@@ -18,11 +18,6 @@ from contextd.cli.common import CliState, emit, open_engine, pass_state
 PREVIEW_LINES = 3
 
 
-def _contexts(values: tuple[str, ...]) -> list[str]:
-    """--context values, each possibly comma-separated (seed 000: 'a,b')."""
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
-
-
 def _run(state: CliState, as_json: bool, call: Callable[[Any], Any],
          human: Callable[[Any], None]) -> Any:
     """Call the engine, print the result, close the engine."""
@@ -144,7 +139,7 @@ def add_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...],
                    f"{', '.join(report.contexts)} ({report.chunks_embedded} chunks embedded, "
                    f"{report.elapsed_ms / 1000:.1f} s)")
     report = _run(state, as_json, lambda e: e.knowledge_add(
-        list(paths), _contexts(contexts) or None, list(include), list(exclude)), human)
+        list(paths), list(contexts) or None, list(include), list(exclude)), human)
     if report.failed:
         sys.exit(1)
 
@@ -164,7 +159,7 @@ def remove_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...
                    f"({report.links_removed} link(s)); {len(report.documents_deleted)} "
                    "deleted from the index")
     _run(state, as_json, lambda e: e.knowledge_remove(list(paths),
-                                                      _contexts(contexts) or None), human)
+                                                      list(contexts) or None), human)
 
 
 @kb_group.command("search")
@@ -187,7 +182,7 @@ def search_cmd(state: CliState, query: str, contexts: tuple[str, ...], k: int | 
     from contextd.knowledge.scope import knowledge_request, search_result
     from contextd.records import ContextScope
 
-    request = knowledge_request(query, _contexts(contexts), k, include_project, budget,
+    request = knowledge_request(query, list(contexts), k, include_project, budget,
                                 ContextScope(files=files, folders=folders), task_id="cli",
                                 wait_for_model=True)
 

@@ -9,8 +9,12 @@ an add that names no context goes there.
 from __future__ import annotations
 
 import re
+from typing import Sequence
+
 from contextd.errors import KnowledgeError
-from contextd.knowledge.records import ContextDeleted, ContextDetail, ContextInfo, DocumentInfo
+from contextd.knowledge.records import (
+    ContextDeleted, ContextDetail, ContextInfo, DocumentInfo,
+)
 from contextd.query_api import ALL_CONTEXTS
 from contextd.store.base import IndexStore
 
@@ -24,6 +28,13 @@ RESERVED_NAMES = {
     "none": "it would read as 'no context' in a search",
     "project": "it names the project's own index in searches",
 }
+
+
+def split_names(values: Sequence[str] | None) -> list[str]:
+    """Context names as given, each entry possibly comma-separated (seed 000:
+    ``--context aws-architecture,healthcare-compliance``); blanks dropped."""
+    return [part.strip() for value in values or () for part in value.split(",")
+            if part.strip()]
 
 
 def normalize_name(name: str) -> str:
@@ -79,8 +90,9 @@ def get_context(store: IndexStore, name: str) -> ContextInfo:
                          "(create one with knowledge_context_create / contextd kb create)")
 
 
-def resolve_names(store: IndexStore, names: tuple[str, ...] | list[str]) -> list[str]:
+def resolve_names(store: IndexStore, names: Sequence[str]) -> list[str]:
     """Stored names of existing contexts (``*`` = all of them); unknown ones refused."""
+    names = split_names(names)
     rows = store.kb_contexts()
     known = {row["name"] for row in rows}
     if ALL_CONTEXTS in names:

@@ -66,7 +66,7 @@ class ContextDeleted:
 class ContextList:
     """knowledge_context_list: every context, sorted by name."""
 
-    contexts: tuple[ctx.ContextInfo, ...]
+    contexts: tuple[ContextInfo, ...]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import threading
 from typing import Sequence
 
 from contextd.errors import KnowledgeError
+from contextd.knowledge.contexts import split_names
 from contextd.knowledge.records import KnowledgeHit, KnowledgeSearchResult
 from contextd.query_api import ALL_CONTEXTS, Hit, QueryRequest, QueryResponse
 from contextd.records import ContextScope
@@ -79,7 +80,7 @@ class KnowledgeScope:
     def _names(names: Sequence[str], contexts: dict[str, str]) -> set[str]:
         if ALL_CONTEXTS in names:
             return set(contexts)
-        wanted = {(n or "").strip().lower() for n in names}
+        wanted = {n.lower() for n in split_names(names)}
         unknown = sorted(wanted - set(contexts))
         if unknown:
             raise KnowledgeError(f"unknown context(s) {', '.join(unknown)}; contexts: "

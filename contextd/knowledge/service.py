@@ -64,7 +64,7 @@ class KnowledgeBase:
     def _target_contexts(self, names: Sequence[str] | None) -> list[str]:
         """Stored names of the contexts an add goes to: ``default`` when none is named;
         unknown ones created with knowledge.auto_create_contexts, else refused."""
-        names = [n for n in (names or ()) if n and n.strip()] or [ctx.DEFAULT_CONTEXT]
+        names = ctx.split_names(names) or [ctx.DEFAULT_CONTEXT]
         if self.config.knowledge.auto_create_contexts:
             known = {c.name.lower() for c in ctx.list_contexts(self.store)}
             for name in names:
@@ -120,7 +120,7 @@ class KnowledgeBase:
         context is deleted from the index (never from disk)."""
         if not paths:
             raise KnowledgeError("name at least one document (file or folder) to remove")
-        names = ctx.resolve_names(self.store, list(contexts)) if contexts else None
+        names = ctx.resolve_names(self.store, contexts) if ctx.split_names(contexts) else None
         with self._adds:
             report = remove_documents(self.store, paths, names)
         return RemoveReport(contexts=tuple(self._display(names or ())),

@@ -274,7 +274,8 @@ class ScopeFilter:
         self.kinds = {kind.upper() for kind in scope.kinds}
         # A leading slash means the project root, as in folders; an absolute document path
         # outside the root is kept as written too.
-        self.files = {key for f in scope.files for key in (_file_key(f), _file_key(f).lstrip("/"))}
+        self.files = {key for f in scope.files
+                      for key in (_file_key(f), _file_key(f).lstrip("/"))}
         self.documents = None if scope.documents is None else frozenset(scope.documents)
         self.unrestricted = not (scope.paths or scope.languages or scope.kinds
                                  or scope.exclude_patterns or scope.files or scope.folders

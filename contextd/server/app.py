@@ -115,6 +115,9 @@ class ContextTools:
         scope: Annotated[Scope | None, Field(description="Restrict the search.")] = None,
         filters: Annotated[Filters | None, Field(description="Score and budget cut-offs.")]
         = None,
+        contexts: Annotated[list[str] | None, Field(description=(
+            "Knowledge contexts to search beside the project (knowledge_context_list names "
+            "them; ['*'] = all); omitted: the project only."))] = None,
     ) -> Annotated[CallToolResult, QueryResult]:
         """Search this project's index for the code and documentation relevant to a question.
 
@@ -130,7 +133,7 @@ class ContextTools:
         budget = min(filters.max_tokens or engine.project.config.budget.default_max_tokens,
                      HARD_MAX_TOKENS)
         response = engine.query(render.query_request(query, k, scope or Scope(), budget,
-                                                     filters.min_score))
+                                                     filters.min_score, contexts))
         result = render.query_result(query, response, budget, filters.min_score)
         return _answer(result, render.query_text(result))
 

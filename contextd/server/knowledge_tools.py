@@ -41,10 +41,6 @@ def _answer(record: Any, text: str) -> CallToolResult:
                           structured_content=to_dict(record))
 
 
-def _names(values: list[str] | None) -> list[str]:
-    return [part.strip() for value in values or () for part in value.split(",") if part.strip()]
-
-
 def _context_line(info: ContextInfo) -> str:
     default = " (default)" if info.is_default else ""
     about = f": {info.description}" if info.description else ""
@@ -126,7 +122,7 @@ class KnowledgeTools:
         engine = self.handle.get()
         root = engine.project.root
         absolute = [p if p.startswith("/") else str(root / p) for p in paths]
-        report = engine.knowledge_add(absolute, _names(contexts) or None, include or [],
+        report = engine.knowledge_add(absolute, contexts or None, include or [],
                                       exclude or [], via_mcp=True)
         lines = [f"{report.added} added, {report.updated} updated, {report.unchanged} "
                  f"unchanged, {report.failed} failed in {', '.join(report.contexts)}."]
@@ -146,7 +142,7 @@ class KnowledgeTools:
         engine = self.handle.get()
         root = engine.project.root
         absolute = [p if p.startswith(("/", "kb://")) else str(root / p) for p in paths]
-        report = engine.knowledge_remove(absolute, _names(contexts) or None)
+        report = engine.knowledge_remove(absolute, contexts or None)
         return _answer(report, f"Removed {len(report.documents)} document(s) from "
                                f"{', '.join(report.contexts) or 'every context'}; "
                                f"{len(report.documents_deleted)} deleted from the index.")
@@ -177,7 +173,7 @@ class KnowledgeTools:
         engine = self.handle.get()
         budget = min(max_tokens or engine.project.config.budget.default_max_tokens,
                      HARD_MAX_TOKENS)
-        request = knowledge_request(query, _names(contexts), k, include_project, budget,
+        request = knowledge_request(query, contexts or [], k, include_project, budget,
                                     ContextScope(files=tuple(files or ()),
                                                  folders=tuple(folders or ())), task_id="mcp")
         result = search_result(request, engine.query(request))

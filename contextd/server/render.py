@@ -21,15 +21,19 @@ from contextd.server.schemas import (
 COUNT_LIMIT = 100_000
 
 
-def query_request(query: str, k: int, scope: Scope, max_tokens: int, min_score: float):
-    """The Engine's QueryRequest for a query_context call."""
+def query_request(query: str, k: int, scope: Scope, max_tokens: int, min_score: float,
+                  contexts: Sequence[str] | None = None):
+    """The Engine's QueryRequest for a query_context call (``contexts``: knowledge contexts
+    searched beside the project)."""
     from contextd.query_api import QueryRequest
 
     return QueryRequest(query=query, k=k, max_tokens=max_tokens,
                         min_score=min_score or None, task_id="mcp",
+                        contexts=tuple(contexts) if contexts else None,
                         scope=ContextScope(paths=tuple(scope.paths),
                                            languages=tuple(scope.languages),
-                                           kinds=tuple(scope.kinds)))
+                                           kinds=tuple(scope.kinds), files=tuple(scope.files),
+                                           folders=tuple(scope.folders)))
 
 
 def query_result(query: str, response, max_tokens: int, min_score: float) -> QueryResult:
@@ -37,7 +41,8 @@ def query_result(query: str, response, max_tokens: int, min_score: float) -> Que
     hits = [Hit(chunkId=h.chunk_id, score=h.score, filePath=h.file_path, label=h.label,
                 kind=h.kind, snippet=h.snippet, language=h.language,
                 offsets=Offsets(start=h.start_line, end=h.end_line), tokens=h.tokens,
-                providers=list(h.providers))
+                providers=list(h.providers), document=h.metadata.get("document"),
+                contexts=h.metadata.get("contexts"), page=h.metadata.get("page"))
             for h in response.hits if h.score >= min_score]
     return QueryResult(query=query, total=response.total, hits=hits,
                        totalTokens=sum(h.tokens for h in hits), maxTokens=max_tokens,

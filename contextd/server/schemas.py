@@ -35,6 +35,11 @@ class Scope(_Input):
     kinds: list[str] = Field(default_factory=list, description=(
         "Chunk kinds to keep: CODE_FUNCTION, CODE_CLASS, CODE_BLOCK, MARKDOWN_SECTION, "
         "DOCSTRING, COMMENT, YAML_BLOCK, CONFIG_BLOCK, SQL_STATEMENT, PARAGRAPH."))
+    files: list[str] = Field(default_factory=list, description=(
+        "Exact files, relative to the project root, e.g. ['src/auth/jwt.py']."))
+    folders: list[str] = Field(default_factory=list, description=(
+        "Folders: 'hooks' = any folder of that name, '/src/hooks' = from the project root, "
+        "'src/*/hooks' = a glob. Several are OR-ed; with files, both must hold."))
 
 
 class Filters(_Input):
@@ -78,6 +83,11 @@ class Hit(BaseModel):
     language: str
     offsets: Offsets
     tokens: int
+    document: str | None = Field(None, description=(
+        "Knowledge hits: the file the document was read from."))
+    contexts: list[str] | None = Field(None, description=(
+        "Knowledge hits: the contexts holding the document."))
+    page: int | None = Field(None, description="Knowledge hits of PDFs: the page.")
     providers: list[str] = Field(default_factory=list)
 
 

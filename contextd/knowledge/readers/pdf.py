@@ -20,8 +20,9 @@ logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
 def read_pdf(data: bytes, name: str, max_pages: int | None = None) -> DocumentText:
-    """The text of every page, pages separated by a blank line; ``page_starts`` holds the
-    first line of each page so a chunk's page is known from its line."""
+    """The text of every page under a ``# Page N`` heading, pages separated by a blank
+    line; ``page_starts`` holds the first line of each page so a chunk's page is known from
+    its line."""
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
@@ -45,23 +46,26 @@ def read_pdf(data: bytes, name: str, max_pages: int | None = None) -> DocumentTe
         raise ReadFailure("PDF without pages")
     if max_pages is not None and count > max_pages:
         raise ReadFailure(f"PDF of {count} pages, over knowledge.max_pages ({max_pages})")
-    texts, starts, line = [], [], 1
-    for page in pages:
+    texts, starts, line, found = [], [], 1, False
+    for number, page in enumerate(pages, start=1):
         try:
             text = (page.extract_text() or "").replace("\r\n", "\n").replace("\r", "\n")
         except Exception as exc:  # one broken page: say which, keep nothing half-read
-            raise ReadFailure(f"corrupt PDF page {len(starts) + 1} "
+            raise ReadFailure(f"corrupt PDF page {number} "
                               f"({type(exc).__name__}: {exc})") from None
-        text = text.strip("\n")
+        # Each page opens with a heading, so the Markdown chunker never joins two pages
+        # in one chunk and every chunk's first line tells its page.
+        text = f"# Page {number}\n\n{text.strip(chr(10))}"
+        found = found or bool(text.split("\n", 2)[-1].strip())
         starts.append(line)
         texts.append(text)
         line += text.count("\n") + 1 + 1  # the page's lines, then the blank separator
-    if not any(t.strip() for t in texts):
+    if not found:
         raise ReadFailure("no text layer (a scanned PDF?); OCR is not supported")
     title = ""
     try:
         title = str((reader.metadata or {}).get("/Title") or "")
     except Exception:  # metadata is optional; a broken info dict must not cost the text
         title = ""
-    return DocumentText(text="\n\n".join(texts) + "\n", format="pdf", chunk_as="document.txt",
+    return DocumentText(text="\n\n".join(texts) + "\n", format="pdf", chunk_as="document.md",
                         title=title or PurePosixPath(name).stem, page_starts=tuple(starts))
