@@ -32,6 +32,7 @@ def make_encrypted_pdf(path: Path) -> Path:
     pdf.add_page()
     pdf.cell(0, 10, "confidential merger plans")
     pdf.set_encryption(owner_password="owner", user_password="user")
+    path.parent.mkdir(parents=True, exist_ok=True)
     pdf.output(str(path))
     return path
 
@@ -43,6 +44,7 @@ def make_scanned_pdf(path: Path) -> Path:
     pdf = FPDF()
     pdf.add_page()
     pdf.rect(10, 10, 120, 160, style="F")
+    path.parent.mkdir(parents=True, exist_ok=True)
     pdf.output(str(path))
     return path
 
