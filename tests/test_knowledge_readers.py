@@ -19,7 +19,7 @@ def test_pdf_text_is_read_page_by_page_with_page_starts(tmp_path):
     lines = doc.text.splitlines()
     for number, word in enumerate(("alpha", "bravo", "charlie"), start=1):
         first = doc.page_starts[number - 1]
-        assert word in lines[first - 1]
+        assert lines[first - 1] == f"# Page {number}" and word in lines[first + 1]
         assert page_of(doc.page_starts, first) == number
         found = [i + 1 for i, line in enumerate(lines) if word in line]
         assert {page_of(doc.page_starts, line) for line in found} == {number}

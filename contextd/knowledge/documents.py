@@ -7,7 +7,8 @@ context links it (no reading, no chunking, no embedding), and re-adding an uncha
 costs a BLAKE3 of its bytes. A changed file is read and chunked again; its chunks are
 embedded only where their text changed, because vectors are keyed by the BLAKE3 of the text
 (the embeddings table is the cache). Each document is written in one transaction with its
-memberships, so a kill mid-add leaves whole documents or none: adding again resumes.
+memberships (a batch of documents per transaction), so a kill mid-add leaves whole
+documents or none: adding again resumes.
 """
 
 from __future__ import annotations
@@ -25,12 +26,15 @@ from contextd.indexer.plan import FileTask
 from contextd.indexer.worker import INDEXED, index_text
 from contextd.knowledge.records import AddReport, DocumentOutcome
 from contextd.knowledge.readers import ReadFailure, format_of, read_document
-from contextd.store.base import KNOWLEDGE_PREFIX, IndexStore
+from contextd.store.base import KNOWLEDGE_PREFIX, DocumentRecord, IndexStore
 
 log = logging.getLogger(__name__)
 
 ADDED, UPDATED, UNCHANGED, FAILED, SKIPPED = "added", "updated", "unchanged", "failed", \
     "skipped"
+# Documents (or chunks) stored per transaction by a folder add.
+WRITE_BATCH_DOCUMENTS = 32
+WRITE_BATCH_CHUNKS = 4000
 # Folders a folder add never descends into (version control, caches, environments).
 SKIPPED_FOLDERS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv",
                              "venv", ".contextd", ".mypy_cache", ".pytest_cache", ".tox"})
@@ -82,16 +86,46 @@ def expand(sources: Sequence[Path], include: Sequence[str], exclude: Sequence[st
 
 
 class DocumentWriter:
-    """Adds files to contexts (see the module docstring)."""
+    """Reads files into documents and stores them in batches (see the module docstring).
 
-    def __init__(self, store: IndexStore, config: ContextConfig, root: Path):
+    Documents are written WRITE_BATCH_DOCUMENTS at a time, each batch in one transaction:
+    a transaction costs tens of milliseconds on a loaded machine, more than reading a small
+    document. A kill loses the batch in flight, never part of a document.
+    """
+
+    def __init__(self, store: IndexStore, config: ContextConfig, root: Path,
+                 contexts: Sequence[str], known: dict[str, dict]):
         self.store = store
         self.config = config
         self.root = root
+        self.contexts = list(contexts)
+        self.known = known
+        self._pending: list[DocumentRecord] = []
+        self._linked: list[str] = []
 
-    def add(self, source: Path, explicit: bool, contexts: Sequence[str],
-            known: dict[str, str]) -> DocumentOutcome:
-        """Add one file; ``known``: content hashes of stored documents by path."""
+    def add(self, source: Path, explicit: bool) -> DocumentOutcome:
+        """Read one file and queue it for the next write (``flush`` writes the rest)."""
+        outcome, record = self._read(source, explicit)
+        if record is not None:
+            self._pending.append(record)
+            if len(self._pending) >= WRITE_BATCH_DOCUMENTS or sum(
+                    len(r.file.chunks) for r in self._pending) >= WRITE_BATCH_CHUNKS:
+                self.flush()
+        elif outcome.status == UNCHANGED and outcome.new_links:
+            self._linked.append(outcome.path)
+        return outcome
+
+    def flush(self) -> None:
+        """Store the queued documents and memberships."""
+        if self._pending:
+            self.store.kb_write_documents(self._pending, self.contexts)
+            self._pending = []
+        if self._linked:
+            self.store.kb_link(self._linked, self.contexts)
+            self._linked = []
+
+    def _read(self, source: Path, explicit: bool
+              ) -> tuple[DocumentOutcome, DocumentRecord | None]:
         settings = self.config.knowledge
         fmt = format_of(source.name)
         name = str(source)
@@ -99,36 +133,38 @@ class DocumentWriter:
             reason = ("unknown format" if fmt is None else f"format {fmt} is not enabled "
                       "(knowledge.formats)") + f" ({source.suffix or 'no extension'}); " \
                 f"formats: {', '.join(settings.formats)}"
-            return DocumentOutcome(name, FAILED if explicit else SKIPPED, reason=reason)
+            return DocumentOutcome(name, FAILED if explicit else SKIPPED, reason=reason), None
         try:
             info = source.stat()
             if info.st_size > settings.max_file_size_mb * 2**20:
                 return DocumentOutcome(name, FAILED, format=fmt, reason=(
                     f"{info.st_size / 2**20:.1f} MB, over knowledge.max_file_size_mb "
-                    f"({settings.max_file_size_mb:g})"))
+                    f"({settings.max_file_size_mb:g})")), None
             data = source.read_bytes()
         except OSError as exc:
             return DocumentOutcome(name, FAILED, format=fmt,
-                                   reason=f"cannot read: {exc.strerror or exc}")
+                                   reason=f"cannot read: {exc.strerror or exc}"), None
         path = index_path(source, self.root)
         digest = blake3.blake3(data).hexdigest()
-        if known.get(path) == digest:
-            links = self.store.kb_link([path], contexts)
-            return DocumentOutcome(name, UNCHANGED, path, fmt, new_links=links)
+        stored = self.known.get(path)
+        new_links = len(set(self.contexts) - set(stored["contexts"] or ())) if stored \
+            else len(self.contexts)
+        if stored and stored["content_hash"] == digest:
+            return DocumentOutcome(name, UNCHANGED, path, fmt, new_links=new_links), None
         try:
             text = read_document(data, source.name, fmt, settings.max_pages)
         except ReadFailure as exc:
-            return DocumentOutcome(name, FAILED, path, fmt, reason=str(exc))
+            return DocumentOutcome(name, FAILED, path, fmt, reason=str(exc)), None
         task = FileTask(path, name, info.st_size, info.st_mtime_ns)
         outcome = index_text(task, text.text, digest, self.config, self.store,
                              chunk_as=text.chunk_as)
         if outcome.status != INDEXED or outcome.record is None:
             return DocumentOutcome(name, FAILED, path, fmt,
-                                   reason=outcome.message or outcome.status)
-        self.store.kb_write_document(outcome.record, name, text.format, text.page_starts,
-                                     text.title, contexts)
-        return DocumentOutcome(name, UPDATED if path in known else ADDED, path, text.format,
+                                   reason=outcome.message or outcome.status), None
+        record = DocumentRecord(outcome.record, name, text.format, text.page_starts,
+                                text.title)
+        return DocumentOutcome(name, UPDATED if stored else ADDED, path, text.format,
                                chunks=len(outcome.record.chunks),
-                               pages=len(text.page_starts) or None,
-                               new_links=len(contexts),
-                               secrets_redacted=outcome.record.secrets_redacted)
+                               pages=len(text.page_starts) or None, new_links=new_links,
+                               secrets_redacted=outcome.record.secrets_redacted,
+                               size_bytes=info.st_size), record

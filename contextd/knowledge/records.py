@@ -83,6 +83,7 @@ class DocumentOutcome:
     pages: int | None = None
     new_links: int = 0
     secrets_redacted: int = 0
+    size_bytes: int = 0
     reason: str = ""
 
 

@@ -93,15 +93,16 @@ class KnowledgeBase:
         names = self._target_contexts(contexts)
         files = expand(resolved, include, exclude, self.config.knowledge.max_files_per_add)
         check_all([f for f, _ in files], self.config.knowledge, root, via_mcp)
-        writer = DocumentWriter(self.store, self.config, root)
         with self._adds:
-            known = {row["path"]: row["content_hash"] for row in self.store.kb_documents()}
+            known = {row["path"]: row for row in self.store.kb_documents()}
+            writer = DocumentWriter(self.store, self.config, root, names, known)
             outcomes = []
             for file, explicit in files:
-                outcome = writer.add(file, explicit, names, known)
+                outcome = writer.add(file, explicit)
                 if outcome.status == FAILED:
                     log.warning("knowledge: %s: %s", outcome.document, outcome.reason)
                 outcomes.append(outcome)
+            writer.flush()
             embedded = self.embed() if self.embed is not None else 0
         counts = {s: sum(o.status == s for o in outcomes)
                   for s in (ADDED, UPDATED, UNCHANGED, FAILED, SKIPPED)}
@@ -110,7 +111,7 @@ class KnowledgeBase:
             contexts=tuple(self._display(names)), documents=tuple(outcomes),
             added=counts[ADDED], updated=counts[UPDATED], unchanged=counts[UNCHANGED],
             failed=counts[FAILED], skipped=counts[SKIPPED], chunks_embedded=embedded,
-            bytes_read=sum(Path(o.document).stat().st_size for o in read),
+            bytes_read=sum(o.size_bytes for o in read),
             pages_read=sum(o.pages or 0 for o in read),
             elapsed_ms=round((time.perf_counter() - started) * 1000, 1))
 

@@ -88,6 +88,19 @@ class Changes:
 
 
 @dataclass(frozen=True)
+class DocumentRecord:
+    """A knowledge document to store: its file rows (``file.path`` in the ``kb://``
+    namespace), the file it was read from, its format, the first line of each page (empty
+    without pages) and its title."""
+
+    file: FileRecord
+    source: str
+    format: str
+    page_starts: Sequence[int] = ()
+    title: str = ""
+
+
+@dataclass(frozen=True)
 class KnowledgeDocument:
     """A knowledge-base document as the query path needs it: its file path (``kb://...``),
     the file it was read from, its format, the first line of each page (empty without
@@ -245,13 +258,12 @@ class IndexStore(abc.ABC):
         updated_at."""
 
     @abc.abstractmethod
-    def kb_write_document(self, record: FileRecord, source: str, format: str,
-                          page_starts: Sequence[int], title: str,
-                          contexts: Sequence[str]) -> int:
-        """Store a (new or changed) document: its file rows as ``write_files`` does, its
-        kb_documents row and its memberships in ``contexts``, in ONE transaction (a kill
-        leaves the old version or the new, never a document without its rows). Returns the
-        new generation."""
+    def kb_write_documents(self, documents: Sequence[DocumentRecord],
+                           contexts: Sequence[str]) -> int:
+        """Store (new or changed) documents: their file rows as ``write_files`` does, their
+        kb_documents rows and their memberships in ``contexts``, in ONE transaction (a kill
+        leaves the old version of each or the new, never a document without its rows).
+        Returns the new generation."""
 
     @abc.abstractmethod
     def kb_link(self, paths: Sequence[str], contexts: Sequence[str]) -> int:

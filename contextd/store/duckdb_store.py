@@ -28,8 +28,8 @@ import pyarrow as pa
 
 from contextd.errors import StoreError
 from contextd.store.base import (
-    KNOWLEDGE_PREFIX, Changes, ChunkRow, FileRecord, FileState, IndexStore, Job,
-    KnowledgeDocument,
+    KNOWLEDGE_PREFIX, Changes, ChunkRow, DocumentRecord, FileRecord, FileState, IndexStore,
+    Job, KnowledgeDocument,
 )
 
 SCHEMA_VERSION = 6
@@ -554,19 +554,25 @@ class DuckDBStore(IndexStore):
         names = [d[0] for d in cur.description]
         return [{k: _iso(v) for k, v in zip(names, row)} for row in cur.fetchall()]
 
-    def kb_write_document(self, record: FileRecord, source: str, format: str,
-                          page_starts: Sequence[int], title: str,
-                          contexts: Sequence[str]) -> int:
+    def kb_write_documents(self, documents: Sequence[DocumentRecord],
+                           contexts: Sequence[str]) -> int:
+        if not documents:
+            return self.generation()
+        paths = [d.file.path for d in documents]
         with self._transaction() as cur:
-            gen = self.write_files([record])
-            row = _first(cur.execute("SELECT added_at FROM kb_documents WHERE path = ?",
-                                     [record.path]))
-            cur.execute("DELETE FROM kb_documents WHERE path = ?", [record.path])
-            cur.execute("""INSERT INTO kb_documents (path, source, format, page_starts, title,
-                           added_at) VALUES (?, ?, ?, ?, ?, coalesce(?, now()))""",
-                        [record.path, source, format, list(page_starts) or None, title,
-                         row[0] if row else None])
-            self._kb_link(cur, [record.path], contexts)
+            gen = self.write_files([d.file for d in documents])
+            added = dict(cur.execute("SELECT path, added_at FROM kb_documents "
+                                     "WHERE path IN (SELECT unnest(?))", [paths]).fetchall())
+            cur.execute("DELETE FROM kb_documents WHERE path IN (SELECT unnest(?))", [paths])
+            now = datetime.now()
+            self._insert(cur, "kb_documents", {
+                "path": paths, "source": [d.source for d in documents],
+                "format": [d.format for d in documents],
+                "page_starts": [list(d.page_starts) or None for d in documents],
+                "title": [d.title for d in documents],
+                "added_at": [added.get(p, now) for p in paths],
+                "updated_at": [now] * len(paths)})
+            self._kb_link(cur, paths, contexts)
         return gen
 
     def kb_link(self, paths: Sequence[str], contexts: Sequence[str]) -> int:
