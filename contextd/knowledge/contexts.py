@@ -81,11 +81,10 @@ def list_contexts(store: IndexStore) -> list[ContextInfo]:
 def get_context(store: IndexStore, name: str) -> ContextInfo:
     """One context; an unknown name is refused with the names that exist."""
     key = normalize_name(name)
-    rows = store.kb_contexts()
-    for row in rows:
-        if row["name"] == key:
-            return _info(row)
-    known = ", ".join(r["display_name"] for r in rows)
+    found = store.kb_contexts(key)
+    if found:
+        return _info(found[0])
+    known = ", ".join(r["display_name"] for r in store.kb_contexts())
     raise KnowledgeError(f"unknown context {name!r}; contexts: {known} "
                          "(create one with knowledge_context_create / contextd kb create)")
 

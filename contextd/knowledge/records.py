@@ -2,13 +2,15 @@
 tools (structured content, whose schemas come from these classes) and the Python API alike.
 
 Plain frozen dataclasses that serialise with :func:`contextd.records.to_dict` and cross the
-owner socket with :func:`contextd.rpc.from_dict`. This module imports nothing heavy, so the
-MCP server can describe its tools without loading DuckDB or the chunkers.
+owner socket with :func:`contextd.rpc.from_dict`. This module imports nothing heavy (no DuckDB,
+no chunkers), so the MCP server can describe its tools without loading them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from contextd.query_api import Hit
 
 
 @dataclass(frozen=True)
@@ -117,27 +119,16 @@ class RemoveReport:
 
 
 @dataclass(frozen=True)
-class KnowledgeHit:
+class KnowledgeHit(Hit):
     """One hit of a knowledge search as knowledge_search and ``contextd kb search --json``
-    show it: ``source`` is ``knowledge`` or ``project``; ``document`` the file it was read
-    from (a project hit: its root-relative path); ``contexts`` the contexts holding it
-    (empty for a project hit); ``page`` its page (PDFs) or None; lines 1-based inclusive."""
+    show it: a :class:`~contextd.query_api.Hit` (lines 1-based inclusive) plus ``source``
+    (``knowledge`` or ``project``), ``document`` (the file it was read from; a project hit:
+    its root-relative path), ``contexts`` (empty for a project hit) and ``page`` (PDFs)."""
 
-    source: str
-    document: str
-    contexts: tuple[str, ...]
-    page: int | None
-    start_line: int
-    end_line: int
-    label: str
-    kind: str
-    language: str
-    score: float
-    snippet: str
-    tokens: int
-    file_path: str
-    chunk_id: str
-    providers: tuple[str, ...]
+    source: str = "project"
+    document: str = ""
+    contexts: tuple[str, ...] = ()
+    page: int | None = None
 
 
 @dataclass(frozen=True)

@@ -112,12 +112,10 @@ def search_result(request: QueryRequest, response: QueryResponse) -> KnowledgeSe
         meta = hit.metadata
         knowledge = "document" in meta
         hits.append(KnowledgeHit(
+            **{f.name: getattr(hit, f.name) for f in dataclasses.fields(Hit)},
             source="knowledge" if knowledge else "project",
             document=meta["document"] if knowledge else hit.file_path,
-            contexts=tuple(meta.get("contexts", ())), page=meta.get("page"),
-            start_line=hit.start_line, end_line=hit.end_line, label=hit.label, kind=hit.kind,
-            language=hit.language, score=hit.score, snippet=hit.snippet, tokens=hit.tokens,
-            file_path=hit.file_path, chunk_id=hit.chunk_id, providers=hit.providers))
+            contexts=tuple(meta.get("contexts", ())), page=meta.get("page")))
     return KnowledgeSearchResult(query=request.query, contexts=tuple(request.contexts or ()),
                                  include_project=request.include_project,
                                  total=response.total, total_tokens=response.total_tokens,

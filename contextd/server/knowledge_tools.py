@@ -19,6 +19,7 @@ from contextd.knowledge.records import (
     RemoveReport,
 )
 from contextd.records import ContextScope, to_dict
+from contextd.server.render import listing
 from contextd.server.schemas import HARD_MAX_TOKENS, MAX_K
 
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -182,17 +183,13 @@ class KnowledgeTools:
 
 def search_text(result: KnowledgeSearchResult) -> str:
     """The hits as a readable list: document, page, lines, contexts, then the snippet."""
-    lines = [f"{len(result.hits)} result(s) for {result.query!r} ({result.total_tokens} "
-             "tokens)."]
-    lines += [f"Note: {note}" for note in result.notes]
-    if not result.hits:
-        lines.append("Nothing matched: try other words or other contexts "
-                     "(knowledge_context_list shows what each holds).")
+    entries = []
     for hit in result.hits:
         page = f" page {hit.page}" if hit.page else ""
         where = f" [{', '.join(hit.contexts)}]" if hit.contexts else " [project]"
-        lines.append(f"\n## {hit.document}{page} lines {hit.start_line}-{hit.end_line}"
-                     f"{where} (score {hit.score:.2f})")
-        fence = "````" if "```" in hit.snippet else "```"
-        lines.append(f"{fence}\n{hit.snippet.rstrip()}\n{fence}")
-    return "\n".join(lines)
+        entries.append((f"{hit.document}{page} lines {hit.start_line}-{hit.end_line}{where} "
+                        f"(score {hit.score:.2f})", hit.snippet, ""))
+    return listing(f"{len(result.hits)} result(s) for {result.query!r} "
+                   f"({result.total_tokens} tokens).", result.notes,
+                   "Nothing matched: try other words or other contexts "
+                   "(knowledge_context_list shows what each holds).", entries)

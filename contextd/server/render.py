@@ -51,18 +51,28 @@ def query_result(query: str, response, max_tokens: int, min_score: float) -> Que
 
 def query_text(result: QueryResult) -> str:
     """The hits as a readable list: location and label, then the snippet in a fence."""
-    lines = [f"{len(result.hits)} result(s) for {result.query!r} "
-             f"({result.total_tokens} of {result.max_tokens} tokens)."]
-    lines += [f"Note: {note}" for note in result.notes]
-    if not result.hits:
-        lines.append("Nothing matched: try other words, a wider scope, or get_context_stats "
-                     "to check that the project is indexed.")
+    entries = []
     for hit in result.hits:
         label = f" {hit.label}" if hit.label else ""
-        lines.append(f"\n## {hit.file_path}:{hit.offsets.start}-{hit.offsets.end}{label} "
-                     f"({hit.kind}, {hit.language}, score {hit.score:.2f})")
-        fence = "````" if "```" in hit.snippet else "```"
-        lines.append(f"{fence}{hit.language}\n{hit.snippet.rstrip()}\n{fence}")
+        entries.append((f"{hit.file_path}:{hit.offsets.start}-{hit.offsets.end}{label} "
+                        f"({hit.kind}, {hit.language}, score {hit.score:.2f})",
+                        hit.snippet, hit.language))
+    return listing(f"{len(result.hits)} result(s) for {result.query!r} "
+                   f"({result.total_tokens} of {result.max_tokens} tokens).", result.notes,
+                   "Nothing matched: try other words, a wider scope, or get_context_stats to "
+                   "check that the project is indexed.", entries)
+
+
+def listing(intro: str, notes: Sequence[str], empty_hint: str,
+            entries: Sequence[tuple[str, str, str]]) -> str:
+    """A readable answer: the intro, notes, ``empty_hint`` when there is no entry, then each
+    (heading, snippet, language) as a ``##`` heading and the snippet in a fence."""
+    lines = [intro] + [f"Note: {note}" for note in notes]
+    if not entries:
+        lines.append(empty_hint)
+    for heading, snippet, language in entries:
+        fence = "````" if "```" in snippet else "```"
+        lines += [f"\n## {heading}", f"{fence}{language}\n{snippet.rstrip()}\n{fence}"]
     return "\n".join(lines)
 
 

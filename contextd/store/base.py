@@ -237,9 +237,9 @@ class IndexStore(abc.ABC):
     # rows) plus a kb_documents row and its memberships; every method that changes
     # memberships bumps the generation, so in-memory scope caches follow.
     @abc.abstractmethod
-    def kb_contexts(self) -> list[dict[str, Any]]:
-        """Every context, by name: name, display_name, description, created_at, updated_at,
-        documents, chunks, size_bytes (of its documents' source files)."""
+    def kb_contexts(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Every context (or only ``name``), by name: name, display_name, description,
+        created_at, updated_at, documents, chunks, size_bytes (of its documents' files)."""
 
     @abc.abstractmethod
     def kb_create_context(self, name: str, display_name: str, description: str) -> bool:

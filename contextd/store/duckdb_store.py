@@ -501,16 +501,17 @@ class DuckDBStore(IndexStore):
         return self._cursor().execute(sql, params).fetchall()
 
     # ----- knowledge base ----------------------------------------------------------------
-    def kb_contexts(self) -> list[dict[str, Any]]:
+    def kb_contexts(self, name: str | None = None) -> list[dict[str, Any]]:
         cur = self._cursor().execute(
-            """SELECT c.name, c.display_name, c.description, c.created_at, c.updated_at,
-                      count(f.file_id) AS documents,
-                      coalesce(sum(f.chunk_count), 0) AS chunks,
-                      coalesce(sum(f.size_bytes), 0) AS size_bytes
-               FROM kb_contexts c
-               LEFT JOIN kb_memberships m ON m.context = c.name
-               LEFT JOIN file_state f ON f.path = m.path
-               GROUP BY ALL ORDER BY c.name""")
+            f"""SELECT c.name, c.display_name, c.description, c.created_at, c.updated_at,
+                       count(f.file_id) AS documents,
+                       coalesce(sum(f.chunk_count), 0) AS chunks,
+                       coalesce(sum(f.size_bytes), 0) AS size_bytes
+                FROM kb_contexts c
+                LEFT JOIN kb_memberships m ON m.context = c.name
+                LEFT JOIN file_state f ON f.path = m.path
+                {"WHERE c.name = ?" if name is not None else ""}
+                GROUP BY ALL ORDER BY c.name""", [name] if name is not None else [])
         names = [d[0] for d in cur.description]
         return [{k: _iso(v) for k, v in zip(names, row)} for row in cur.fetchall()]
 
