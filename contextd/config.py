@@ -322,7 +322,7 @@ class KnowledgeConfig:
     refused_paths: list[str] = _opt(list(DEFAULT_REFUSED_PATHS),
                                     help="Never read from these (files or directories), "
                                          "whoever asks; '~' is the home directory.")
-    formats: list[str] = _opt(list(DEFAULT_KNOWLEDGE_FORMATS),
+    formats: list[str] = _opt(list(DEFAULT_KNOWLEDGE_FORMATS), choices=DEFAULT_KNOWLEDGE_FORMATS,
                               help="Formats accepted: markdown, text, rst, html, pdf, docx, "
                                    "code (files our chunkers know).")
     max_file_size_mb: float = _opt(50.0, min=0.01, help="Larger documents are refused.")
@@ -499,8 +499,10 @@ def _check_value(value: Any, hint: Any, meta: typing.Mapping[str, Any]) -> str |
         if lo is not None and value < lo or hi is not None and value > hi:
             return f"{value!r} is out of range; allowed {_range_text(lo, hi)}"
     choices = meta.get("choices")
-    if choices and value not in choices:
-        return f"{value!r} is not one of: {', '.join(choices)}"
+    if choices:  # for a list, every entry must be one of them
+        wrong = [v for v in (value if isinstance(value, list) else [value]) if v not in choices]
+        if wrong:
+            return f"{wrong[0]!r} is not one of: {', '.join(choices)}"
     return None
 
 

@@ -389,3 +389,39 @@ def test_migrated_database_has_the_default_context(tmp_path):
     finally:
         store.close()
     assert os.path.exists(path)
+
+
+def test_python_api_and_stats(env):
+    """ContextModule's knowledge methods (what an orchestrator calls) and the figures of
+    get_context_stats: project totals stay the project's, documents are counted apart."""
+    engine, root, _ = env
+    module = engine.module
+    module.knowledge_create_context("python-api")
+    doc = make_markdown(root / "py" / "queue.md", {"Backpressure": "Bounded queues shed load "
+                                                                  "when consumers fall behind."})
+    assert module.knowledge_add([str(doc)], ["python-api"]).added == 1
+    hits = module.knowledge_search("shedding load under backpressure", ["python-api"]).hits
+    assert hits[0].metadata["document"] == str(doc)
+    task = module.get_task_context({"title": "backpressure in queues", "contexts": ["python-api"]})
+    assert any(s.file_path == KNOWLEDGE_PREFIX + "py/queue.md" for s in task.snippets)
+    plain = module.get_task_context({"title": "backpressure in queues"})
+    assert not any(s.file_path.startswith(KNOWLEDGE_PREFIX) for s in plain.snippets)
+    storage = engine.stats()["storage"]
+    assert storage["total_files"] == len(engine.store.file_states())
+    assert storage["knowledge_documents"] == len(engine.store.kb_documents()) > 0
+    assert module.knowledge_remove([str(doc)]).documents_deleted
+    assert module.knowledge_delete_context("python-api", confirm=True).name == "python-api"
+
+
+def test_knowledge_settings_are_validated(tmp_path):
+    from contextd.config import load_config
+    from contextd.errors import ConfigError
+
+    path = tmp_path / "context.toml"
+    path.write_text('[knowledge]\nformats = ["pdf", "epub"]\nmax_pages = 0\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    messages = [f"{i.key}: {i.message}" for i in caught.value.issues]
+    assert any(m.startswith("knowledge.formats: 'epub' is not one of") for m in messages)
+    assert any(m.startswith("knowledge.max_pages") for m in messages)
+

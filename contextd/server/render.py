@@ -84,6 +84,8 @@ def stats_result(stats: dict[str, Any], config) -> StatsResult:
         providers=stats.get("providers", []),
         storage={"totalFiles": storage.get("total_files"),
                  "totalChunks": storage.get("total_chunks"),
+                 "knowledgeDocuments": storage.get("knowledge_documents"),
+                 "knowledgeChunks": storage.get("knowledge_chunks"),
                  "totalEmbeddings": sum((storage.get("embeddings_by_model") or {}).values()),
                  "embeddingsByModel": storage.get("embeddings_by_model"),
                  "dbSizeMB": storage.get("db_size_mb"),

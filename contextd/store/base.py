@@ -363,7 +363,8 @@ class IndexStore(abc.ABC):
 
     @abc.abstractmethod
     def stats(self) -> dict[str, Any]:
-        """Totals for get_context_stats: files, chunks, embeddings by model, languages,
+        """Totals for get_context_stats: project files and chunks, knowledge documents and
+        their chunks, embeddings by model, languages,
         database size, last indexed, secrets redacted, errors, contextualized chunks,
         usage averages."""
 

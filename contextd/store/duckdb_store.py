@@ -812,7 +812,10 @@ class DuckDBStore(IndexStore):
         cur = self._cursor()
         files, redacted, last = _first(cur.execute(
             "SELECT count(*), coalesce(sum(secrets_redacted), 0), max(indexed_at) "
-            "FROM file_state"))
+            "FROM file_state WHERE NOT starts_with(path, ?)", [KNOWLEDGE_PREFIX]))
+        documents, document_chunks = _first(cur.execute(
+            "SELECT count(*), coalesce(sum(chunk_count), 0) FROM file_state "
+            "WHERE starts_with(path, ?)", [KNOWLEDGE_PREFIX]))
         chunks, contextualized = _first(cur.execute(
             "SELECT count(*), count(*) FILTER (WHERE contextualized) FROM chunks"))
         by_model = dict(cur.execute(
@@ -827,7 +830,9 @@ class DuckDBStore(IndexStore):
         errors = _first(cur.execute("SELECT count(*) FROM bootstrap_errors"))[0]
         size = Path(self.path).stat().st_size if self.path != ":memory:" else 0
         return {
-            "total_files": files, "total_chunks": chunks, "embeddings_by_model": by_model,
+            "total_files": files, "total_chunks": chunks - document_chunks,
+            "knowledge_documents": documents, "knowledge_chunks": int(document_chunks),
+            "embeddings_by_model": by_model,
             "contextualized_chunks": contextualized, "languages": languages,
             "db_size_mb": round(size / 2**20, 2), "last_indexed": _iso(last),
             "secrets_redacted": int(redacted), "errors": errors,
