@@ -28,7 +28,7 @@ from contextd.errors import ContextdError
 from contextd.records import to_dict
 
 # Bump when a message or a method's parameters change shape; peers must match exactly.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: knowledge_* methods, QueryRequest.contexts/include_project
 
 # JSON-RPC error codes: the standard ones, plus ours in the implementation-defined range.
 METHOD_NOT_FOUND = -32601

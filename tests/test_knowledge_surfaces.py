@@ -210,6 +210,10 @@ def test_cli_add_reports_unreadable_files_and_exits_1(project, tmp_path):
     assert "1 added" in done.stdout and "1 failed" in done.stdout
 
 
+# Documents of the killed add: several write batches (32 documents each).
+DOCUMENTS = 120
+
+
 def test_an_add_killed_mid_way_leaves_whole_documents_and_resumes(tmp_path):
     """SIGKILL the process adding a folder while it writes: every stored document has its
     chunks and memberships (one transaction each), nothing half-written remains, and adding
@@ -217,7 +221,7 @@ def test_an_add_killed_mid_way_leaves_whole_documents_and_resumes(tmp_path):
     root = make_repo(tmp_path / "repo")
     env = server_env(tmp_path / "run")
     folder = root / "many"
-    for n in range(60):
+    for n in range(DOCUMENTS):
         make_markdown(folder / f"doc{n:02}.md", {f"Topic {n}": f"Text of document {n}. " * 40})
     proc = subprocess.Popen([sys.executable, "-m", "contextd", "--root", str(root), "kb", "add",
                              str(folder)], env=env, stdout=subprocess.DEVNULL,
@@ -225,7 +229,8 @@ def test_an_add_killed_mid_way_leaves_whole_documents_and_resumes(tmp_path):
     db = root / ".contextd" / "context.duckdb"
     wal = Path(str(db) + ".wal")
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not (wal.exists() and wal.stat().st_size > 200_000):
+    # Killed once the first batch is in the write-ahead log, while later ones are being read.
+    while time.monotonic() < deadline and not (wal.exists() and wal.stat().st_size > 100_000):
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -244,6 +249,6 @@ def test_an_add_killed_mid_way_leaves_whole_documents_and_resumes(tmp_path):
         store.close()
     resumed = cli_json(root, env, "kb", "add", str(folder))
     assert resumed["unchanged"] == stored_before
-    assert resumed["added"] == 60 - stored_before and resumed["failed"] == 0
+    assert resumed["added"] == DOCUMENTS - stored_before and resumed["failed"] == 0
     listed = cli_json(root, env, "kb", "show", "default")
-    assert len(listed["documents"]) == 60
+    assert len(listed["documents"]) == DOCUMENTS
