@@ -24,8 +24,9 @@ import blake3
 from contextd.config import ContextConfig
 from contextd.indexer.plan import FileTask
 from contextd.indexer.worker import INDEXED, index_text
-from contextd.knowledge.records import AddReport, DocumentOutcome
+from contextd.errors import KnowledgeError
 from contextd.knowledge.readers import ReadFailure, format_of, read_document
+from contextd.knowledge.records import DocumentOutcome
 from contextd.store.base import KNOWLEDGE_PREFIX, DocumentRecord, IndexStore
 
 log = logging.getLogger(__name__)
@@ -77,8 +78,6 @@ def expand(sources: Sequence[Path], include: Sequence[str], exclude: Sequence[st
                 if _selected(path.relative_to(source).as_posix(), include, exclude):
                     files.append((path, False))
         if len(files) > limit:
-            from contextd.errors import KnowledgeError
-
             raise KnowledgeError(f"{source}: more than {limit} files to add "
                                  "(knowledge.max_files_per_add); narrow it with include/"
                                  "exclude globs")

@@ -18,9 +18,8 @@ from contextd.knowledge import contexts as ctx
 from contextd.knowledge.documents import (
     ADDED, FAILED, SKIPPED, UNCHANGED, UPDATED, DocumentWriter, expand,
 )
-from contextd.knowledge.records import AddReport
 from contextd.knowledge.membership import remove_documents
-from contextd.knowledge.records import ContextList, RemoveReport
+from contextd.knowledge.records import AddReport, ContextList, RemoveReport
 from contextd.knowledge.safety import check_all
 from contextd.store.base import IndexStore
 
@@ -29,8 +28,8 @@ log = logging.getLogger(__name__)
 
 class KnowledgeBase:
     """Contexts and documents of one project's index. ``embed``: computes missing vectors
-    after an add (the indexer's ``embed_pending``, which shares its lock with the indexing
-    runs); None leaves them to the next run that embeds (benchmarks without embeddings)."""
+    after an add (the module's embedder, the one queries use); None leaves them to the next
+    run that embeds (benchmarks without embeddings)."""
 
     def __init__(self, project, store: IndexStore, embed: Callable[[], int] | None,
                  embedding_model: str):
