@@ -384,6 +384,33 @@ class StashConfig:
                                                       "expires_in_days; 0 = never.")
     gc_max_age_days: float = _opt(90.0, min=0.0, help="gc also removes unprotected segments "
                                                       "stashed longer ago; 0 = never.")
+# ----- [knowledge]: the knowledge base (contextd.knowledge) -------------------------------
+DEFAULT_KNOWLEDGE_FORMATS = ("markdown", "text", "rst", "html", "pdf", "docx", "code")
+# Places whose files are never read into the knowledge base, whoever asks: credentials and
+# system configuration. "~" is the home directory.
+DEFAULT_REFUSED_PATHS = ("~/.ssh", "~/.gnupg", "~/.aws", "~/.azure", "~/.kube", "~/.docker",
+                         "~/.config/gcloud", "~/.netrc", "~/.pgpass", "~/.password-store",
+                         "/etc", "/proc", "/sys", "/dev", "/root/.ssh", "/var/lib/secrets")
+
+
+@dataclass(frozen=True)
+class KnowledgeConfig:
+    auto_create_contexts: bool = _opt(False, help="An add naming a context that does not "
+                                                  "exist creates it (else the add is refused).")
+    allowed_roots: list[str] = _opt([], help="Directories an agent may add documents from "
+                                             "over MCP (absolute, or relative to the project "
+                                             "root); [] = the project root only. The CLI and "
+                                             "Python API may add from anywhere not refused.")
+    refused_paths: list[str] = _opt(list(DEFAULT_REFUSED_PATHS),
+                                    help="Never read from these (files or directories), "
+                                         "whoever asks; '~' is the home directory.")
+    formats: list[str] = _opt(list(DEFAULT_KNOWLEDGE_FORMATS), choices=DEFAULT_KNOWLEDGE_FORMATS,
+                              help="Formats accepted: markdown, text, rst, html, pdf, docx, "
+                                   "code (files our chunkers know).")
+    max_file_size_mb: float = _opt(50.0, min=0.01, help="Larger documents are refused.")
+    max_pages: int = _opt(5000, min=1, help="PDFs with more pages are refused.")
+    max_files_per_add: int = _opt(10000, min=1, help="A folder add stops with an error "
+                                                     "beyond this many files.")
 
 
 @dataclass(frozen=True)
@@ -409,6 +436,7 @@ class ContextConfig:
     reports: ReportsConfig = field(default_factory=ReportsConfig)
     ui: UiConfig = field(default_factory=UiConfig)
     stash: StashConfig = field(default_factory=StashConfig)
+    knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
     source: str | None = field(default=None, metadata={"internal": True})
 
     def chunking_for(self, language: str) -> LanguageChunking:
@@ -557,8 +585,10 @@ def _check_value(value: Any, hint: Any, meta: typing.Mapping[str, Any]) -> str |
         if lo is not None and value < lo or hi is not None and value > hi:
             return f"{value!r} is out of range; allowed {_range_text(lo, hi)}"
     choices = meta.get("choices")
-    if choices and value not in choices:
-        return f"{value!r} is not one of: {', '.join(choices)}"
+    if choices:  # for a list, every entry must be one of them
+        wrong = [v for v in (value if isinstance(value, list) else [value]) if v not in choices]
+        if wrong:
+            return f"{wrong[0]!r} is not one of: {', '.join(choices)}"
     return None
 
 

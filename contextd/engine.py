@@ -159,6 +159,33 @@ class Engine:
     def gc_stash(self):
         """Collect expired and aged-out unprotected segments."""
         return self.module.stash.gc()
+    # ----- knowledge base (contextd.knowledge; searched through query) -----------------
+    def knowledge_create_context(self, name: str, description: str = ""):
+        """Create a knowledge context; a ContextInfo."""
+        return self.module.knowledge.create_context(name, description)
+
+    def knowledge_list_contexts(self):
+        """Every knowledge context; a ContextList."""
+        return self.module.knowledge.list_contexts()
+
+    def knowledge_show_context(self, name: str):
+        """A context and its documents; a ContextDetail."""
+        return self.module.knowledge.show_context(name)
+
+    def knowledge_delete_context(self, name: str, confirm: bool = False):
+        """Delete a context (never ``default``); a ContextDeleted."""
+        return self.module.knowledge.delete_context(name, confirm)
+
+    def knowledge_add(self, paths: Sequence[str], contexts: Sequence[str] | None = None,
+                      include: Sequence[str] = (), exclude: Sequence[str] = (),
+                      via_mcp: bool = False):
+        """Add files or folders to contexts; ``via_mcp`` limits them to the allowed roots.
+        An AddReport."""
+        return self.module.knowledge.add(paths, contexts, include, exclude, via_mcp)
+
+    def knowledge_remove(self, paths: Sequence[str], contexts: Sequence[str] | None = None):
+        """Take documents out of contexts (all when None); a RemoveReport."""
+        return self.module.knowledge.remove(paths, contexts)
 
     def stats(self) -> dict[str, Any]:
         """get_context_stats: providers, storage, performance, languages, indexing progress

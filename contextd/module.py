@@ -38,6 +38,7 @@ from contextd.providers.base import (
 )
 from contextd.providers.catalog import ChunkCatalog
 from contextd.providers.runner import ProviderRun, run_providers
+from contextd.knowledge.scope import KnowledgeScope, knowledge_request
 from contextd.query_api import FileResult, Hit, QueryRequest, QueryResponse
 from contextd.query_understanding import (
     UnderstoodQuery, aggregate_files, apply_boosts, understand,
@@ -151,6 +152,10 @@ class ContextModule:
         self._engine: Any = None
         self._stash: Any = None
         self._usage = UsageRecorder(store)
+        # Knowledge contexts → the documents a query's scope holds (cached per generation).
+        self.knowledge_scope = KnowledgeScope(store)
+        self._knowledge: Any = None
+        self._embed_lock = threading.Lock()
 
     # ----- construction -----------------------------------------------------------------
     @classmethod
@@ -234,8 +239,9 @@ class ContextModule:
     # ----- the query path ---------------------------------------------------------------
     def get_task_context(self, task: Any) -> TaskContext:
         """Context for a task (dict or object with title, description, keywords, paths,
-        languages, kinds, exclude_patterns, complexity 1-10, task_type, task_id, k, and
-        memory: a session id (or "*") to add that agent memory to the context).
+        languages, kinds, exclude_patterns, files, folders, contexts (knowledge contexts
+        searched beside the project), complexity 1-10, task_type, task_id, k, and memory: a
+        session id (or "*") to add that agent memory to the context).
 
         With ``core.fallback_enabled`` any failure gives an empty TaskContext and a logged
         warning instead of an exception.
@@ -248,7 +254,14 @@ class ContextModule:
                 languages=tuple(_task_field(task, "languages", ())),
                 kinds=tuple(_task_field(task, "kinds", ())),
                 exclude_patterns=tuple(_task_field(task, "exclude_patterns", ())),
+                files=tuple(_task_field(task, "files", ())),
+                folders=tuple(_task_field(task, "folders", ())),
                 memory=_task_field(task, "memory"))
+            contexts = tuple(_task_field(task, "contexts", ()))
+            if contexts:
+                scope = self.knowledge_scope.scope_for(
+                    QueryRequest(query, scope=scope, contexts=contexts),
+                    self.store.generation())
             budget = self.budgets.calculate(_task_field(task, "complexity"),
                                             _task_field(task, "task_type"))
             k = int(_task_field(task, "k", self.config.query.default_k))
@@ -276,10 +289,13 @@ class ContextModule:
         budget = (self.budgets.for_snippets(request.max_tokens) if request.max_tokens
                   else self.budgets.calculate())
         k = request.k or self.config.query.default_k
-        context, pool = self._retrieve(request.query, scope=request.scope, budget=budget, k=k,
+        generation = self.store.generation()
+        scope = self.knowledge_scope.scope_for(request, generation)
+        context, pool = self._retrieve(request.query, scope=scope, budget=budget, k=k,
                                        providers=request.providers,
                                        min_score=request.min_score, task_id=request.task_id)
-        hits = tuple(Hit.from_snippet(s) for s in context.snippets)
+        hits = self.knowledge_scope.annotate([Hit.from_snippet(s) for s in context.snippets],
+                                             self.store.generation())
         files = self._files(pool, k) if request.by_file else ()
         return QueryResponse(query=request.query, total=len(hits), hits=hits,
                              total_tokens=context.total_tokens, providers=context.providers,
@@ -295,7 +311,11 @@ class ContextModule:
     def retrieve(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
                  providers: Iterable[str] | None = None, min_score: float | None = None,
                  task_id: str = "") -> TaskContext:
-        """The whole pipeline for one query text; see the module docstring."""
+        """The whole pipeline for one query text; see the module docstring. A scope whose
+        knowledge part is not set (``documents`` None) searches the project only."""
+        if scope.documents is None:
+            scope = self.knowledge_scope.scope_for(QueryRequest(query, scope=scope),
+                                                   self.store.generation())
         return self._retrieve(query, scope=scope, budget=budget, k=k, providers=providers,
                               min_score=min_score, task_id=task_id)[0]
 
@@ -416,6 +436,63 @@ class ContextModule:
                 timings["total"] if metrics.track_latency else 0.0, None,
                 sorted({s.file_path for s in snippets}),
                 {p: round(sum(v) / len(v), 4) for p, v in by_provider.items()})
+
+    # ----- knowledge base (see contextd.knowledge) --------------------------------------
+    @property
+    def knowledge(self):
+        """The :class:`contextd.knowledge.service.KnowledgeBase` of this index."""
+        with self._lock:
+            if self._knowledge is None:
+                from contextd.knowledge.service import KnowledgeBase
+
+                self._knowledge = KnowledgeBase(self.project, self.store, self._embed_missing,
+                                                self.config.embedding.model)
+            return self._knowledge
+
+    def _embed_missing(self) -> int:
+        """Vectors for stored chunks lacking one (a knowledge add's new chunks), with the
+        model the queries use; 0 when it cannot load (the add stays searchable by text)."""
+        from contextd.indexer.embed_stage import embed_missing
+
+        embedder = self.embedder.wait(MODEL_WAIT_S)
+        if embedder is None:
+            return 0
+        return embed_missing(self.store, embedder, self.config.embedding.batch_size,
+                             lock=self._embed_lock)
+
+    def knowledge_create_context(self, name: str, description: str = ""):
+        """Create a knowledge context; returns its ContextInfo."""
+        return self.knowledge.create_context(name, description)
+
+    def knowledge_list_contexts(self):
+        """Every knowledge context (ContextList), sorted by name."""
+        return self.knowledge.list_contexts()
+
+    def knowledge_show_context(self, name: str):
+        """A context and its documents (ContextDetail)."""
+        return self.knowledge.show_context(name)
+
+    def knowledge_delete_context(self, name: str, confirm: bool = False):
+        """Delete a context (never ``default``; ``confirm=True`` required)."""
+        return self.knowledge.delete_context(name, confirm)
+
+    def knowledge_add(self, paths: Iterable[str], contexts: Iterable[str] | None = None,
+                      include: Iterable[str] = (), exclude: Iterable[str] = ()):
+        """Add files or folders to contexts (``default`` when none); an AddReport."""
+        return self.knowledge.add(list(paths), list(contexts or ()), list(include),
+                                  list(exclude))
+
+    def knowledge_remove(self, paths: Iterable[str], contexts: Iterable[str] | None = None):
+        """Take documents out of contexts (all when none); a RemoveReport."""
+        return self.knowledge.remove(list(paths), list(contexts or ()) or None)
+
+    def knowledge_search(self, query: str, contexts: Iterable[str] | None = None,
+                         k: int | None = None, include_project: bool = False,
+                         max_tokens: int | None = None) -> QueryResponse:
+        """Search knowledge contexts (all when none is named), with the project's chunks
+        too when ``include_project``; hits carry contexts, document and page in metadata."""
+        return self.query(knowledge_request(query, list(contexts or ()), k, include_project,
+                                            max_tokens, wait_for_model=True))
 
     # ----- reporting and lifecycle ------------------------------------------------------
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:

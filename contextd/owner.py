@@ -39,6 +39,7 @@ from contextd import rpc
 from contextd.errors import ContextdError, StoreError
 from contextd.project import Project
 from contextd.records import to_dict
+from contextd.store.base import KNOWLEDGE_PREFIX
 
 log = logging.getLogger("contextd.owner")
 
@@ -452,6 +453,39 @@ class SharedEngine:
 
     def gc_stash(self):
         return self._call("gc_stash", {})
+    def knowledge_create_context(self, name: str, description: str = ""):
+        """See :meth:`contextd.engine.Engine.knowledge_create_context`."""
+        return self._call("knowledge_create_context", {"name": name,
+                                                       "description": description})
+
+    def knowledge_list_contexts(self):
+        """See :meth:`contextd.engine.Engine.knowledge_list_contexts`."""
+        return self._call("knowledge_list_contexts", {})
+
+    def knowledge_show_context(self, name: str):
+        """See :meth:`contextd.engine.Engine.knowledge_show_context`."""
+        return self._call("knowledge_show_context", {"name": name})
+
+    def knowledge_delete_context(self, name: str, confirm: bool = False):
+        """See :meth:`contextd.engine.Engine.knowledge_delete_context`."""
+        return self._call("knowledge_delete_context", {"name": name, "confirm": confirm})
+
+    def knowledge_add(self, paths: Sequence[str], contexts: Sequence[str] | None = None,
+                      include: Sequence[str] = (), exclude: Sequence[str] = (),
+                      via_mcp: bool = False):
+        """See :meth:`contextd.engine.Engine.knowledge_add`. Paths are made absolute here:
+        the owner runs in another working directory."""
+        return self._call("knowledge_add", {
+            "paths": [os.path.abspath(os.path.expanduser(p)) for p in paths],
+            "contexts": list(contexts) if contexts else None, "include": list(include),
+            "exclude": list(exclude), "via_mcp": via_mcp})
+
+    def knowledge_remove(self, paths: Sequence[str], contexts: Sequence[str] | None = None):
+        """See :meth:`contextd.engine.Engine.knowledge_remove` (paths made absolute)."""
+        return self._call("knowledge_remove", {
+            "paths": [p if p.startswith(KNOWLEDGE_PREFIX) else os.path.abspath(os.path.expanduser(p))
+                      for p in paths],
+            "contexts": list(contexts) if contexts else None})
 
     def stats(self) -> dict[str, Any]:
         """See :meth:`contextd.engine.Engine.stats`; adds who owns the database."""

@@ -17,9 +17,17 @@ from contextd.records import ContextScope, ContextSnippet, to_dict
 def scope_from_dict(data: dict[str, Any] | None) -> ContextScope:
     """A ContextScope from its JSON form (lists become tuples; missing keys: no restriction)."""
     data = data or {}
+    documents = data.get("documents")
     return ContextScope(**{key: tuple(data.get(key) or ()) for key in
-                           ("paths", "languages", "kinds", "exclude_patterns")},
+                           ("paths", "languages", "kinds", "exclude_patterns", "files",
+                            "folders")},
+                        documents=tuple(documents) if documents is not None else None,
+                        include_project=bool(data.get("include_project", True)),
                         memory=data.get("memory") or None)
+
+
+# ``QueryRequest.contexts`` naming this searches every knowledge context.
+ALL_CONTEXTS = "*"
 
 
 @dataclass(frozen=True)
@@ -31,7 +39,18 @@ class QueryRequest:
     instead of answering without semantic results meanwhile (a one-shot CLI wants this; a
     long-lived server does not). ``by_file``: also rank the files the hits lie in
     (``QueryResponse.files``, at most ``k``), for a caller that wants to know which files a
-    change touches rather than read snippets."""
+    change touches rather than read snippets.
+
+    Knowledge base (a contract: search sessions and knowledge_search call exactly this):
+    ``contexts`` names knowledge contexts to search (case-insensitive; ``("*",)`` =
+    :data:`ALL_CONTEXTS`, every context). None or empty: the project index only, as before
+    contexts existed. ``include_project``: whether the project's own chunks are searched
+    too; it matters only when ``contexts`` names some (False: documents only). Knowledge and
+    project chunks go through the same providers, fusion, MMR and budget, ranked together.
+    A knowledge hit's ``file_path`` is its document's ``kb://`` path and its ``metadata``
+    carries ``contexts`` (names holding it, sorted), ``document`` (the absolute path it was
+    read from), ``page`` (1-based page of its first line, PDFs; else None) and ``format``.
+    An unknown context name raises :class:`~contextd.errors.KnowledgeError`."""
 
     query: str
     k: int | None = None
@@ -42,6 +61,8 @@ class QueryRequest:
     task_id: str = ""
     wait_for_model: bool = False
     by_file: bool = False
+    contexts: tuple[str, ...] | None = None
+    include_project: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
@@ -54,7 +75,10 @@ class QueryRequest:
                    providers=tuple(providers) if providers is not None else None,
                    task_id=data.get("task_id", ""),
                    wait_for_model=bool(data.get("wait_for_model", False)),
-                   by_file=bool(data.get("by_file", False)))
+                   by_file=bool(data.get("by_file", False)),
+                   contexts=tuple(contexts) if (contexts := data.get("contexts")) is not None
+                   else None,
+                   include_project=bool(data.get("include_project", True)))
 
 
 @dataclass(frozen=True)

@@ -94,13 +94,27 @@ class ContextScope:
 
     ``memory`` adds the agent's stashed segments (:mod:`contextd.stash`) to the project's
     context: a session id for that session's memory, ``"*"`` for every session's; None (the
-    default) leaves memory out."""
+    default) leaves memory out.
+
+    ``files``: exact paths (root-relative; a knowledge document also by its absolute path).
+    ``folders`` (seed 002): a bare name (``hooks``) is any folder of that name, a leading
+    slash (``/src/hooks``) is relative to the project root, a pattern with glob characters
+    (``src/*/hooks``) is used as it is; several folders are OR-ed, files and folders AND-ed.
+
+    ``documents`` and ``include_project`` are set by the query path from
+    :class:`~contextd.query_api.QueryRequest` ``contexts``: the knowledge documents (their
+    ``kb://`` paths) inside the scope (None: every stored document, as a provider called
+    directly sees them), and whether the project's own files are."""
 
     paths: tuple[str, ...] = ()
     languages: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
     exclude_patterns: tuple[str, ...] = ()
     memory: str | None = None
+    files: tuple[str, ...] = ()
+    folders: tuple[str, ...] = ()
+    documents: tuple[str, ...] | None = None
+    include_project: bool = True
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from contextd.records import to_dict
 
 # Bump when a message or a method's parameters change shape; peers must match exactly.
 PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 2  # 2: knowledge_* methods, QueryRequest.contexts/include_project
 
 # JSON-RPC error codes: the standard ones, plus ours in the implementation-defined range.
 METHOD_NOT_FOUND = -32601
@@ -94,6 +95,13 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("delete_stashed", result="contextd.stash.model:ChangeResult"),
     MethodSpec("protect_stashed", result="contextd.stash.model:ChangeResult"),
     MethodSpec("gc_stash", result="contextd.stash.model:GcResult"),
+    MethodSpec("knowledge_create_context", result="contextd.knowledge.records:ContextInfo"),
+    MethodSpec("knowledge_list_contexts", result="contextd.knowledge.records:ContextList"),
+    MethodSpec("knowledge_show_context", result="contextd.knowledge.records:ContextDetail"),
+    MethodSpec("knowledge_delete_context",
+               result="contextd.knowledge.records:ContextDeleted"),
+    MethodSpec("knowledge_add", result="contextd.knowledge.records:AddReport"),
+    MethodSpec("knowledge_remove", result="contextd.knowledge.records:RemoveReport"),
 )}
 
 

@@ -1,4 +1,5 @@
 -- contextd index schema: the single description of a fresh database at SCHEMA_VERSION 8.
+-- contextd index schema: the single description of a fresh database at SCHEMA_VERSION 6.
 -- Older databases reach the same shape through contextd/migrations/NNN_*.sql, applied in
 -- order on open (tests/test_store.py checks that both roads give identical tables).
 -- Vectors are keyed by (model identity, BLAKE3 of the embedded text): the embeddings table
@@ -184,6 +185,34 @@ CREATE TABLE IF NOT EXISTS stash_segments (
     protected BOOLEAN NOT NULL DEFAULT false
 );
 CREATE INDEX IF NOT EXISTS idx_stash_session ON stash_segments(session_id);
+-- Knowledge base (version 6): see migrations/006_knowledge.sql.
+CREATE TABLE IF NOT EXISTS kb_contexts (
+    name TEXT NOT NULL,                 -- lower-cased: names are unique case-insensitively
+    display_name TEXT NOT NULL,         -- as first spelled
+    description TEXT NOT NULL DEFAULT '',
+    created_at TIMESTAMP NOT NULL DEFAULT now(),
+    updated_at TIMESTAMP NOT NULL DEFAULT now()
+);
+
+CREATE TABLE IF NOT EXISTS kb_documents (
+    path TEXT NOT NULL,                 -- its file_state path: 'kb://' + root-relative or absolute
+    source TEXT NOT NULL,               -- absolute path of the file it was read from
+    format TEXT NOT NULL,               -- markdown, text, rst, html, pdf, docx, code
+    page_starts INTEGER[],              -- first line of each page (PDF), NULL without pages
+    title TEXT,
+    added_at TIMESTAMP NOT NULL DEFAULT now(),
+    updated_at TIMESTAMP NOT NULL DEFAULT now()
+);
+
+CREATE TABLE IF NOT EXISTS kb_memberships (
+    context TEXT NOT NULL,              -- kb_contexts.name
+    path TEXT NOT NULL,                 -- kb_documents.path
+    added_at TIMESTAMP NOT NULL DEFAULT now()
+);
+
+INSERT INTO kb_contexts (name, display_name, description)
+SELECT 'default', 'default', 'Documents added without naming a context'
+WHERE NOT EXISTS (SELECT 1 FROM kb_contexts WHERE name = 'default');
 
 CREATE INDEX IF NOT EXISTS idx_jobs_status ON jobs(status);
 CREATE INDEX IF NOT EXISTS idx_jobs_created ON jobs(started_at);

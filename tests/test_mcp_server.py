@@ -36,7 +36,10 @@ TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_conte
          "open_index_manager", "list_index_managers", "stop_index_manager",
          # agent memory (tests/test_stash_mcp.py)
          "stash_context", "retrieve_stashed_context", "merge_stashed_context",
-         "list_stashed_context", "delete_stashed_context", "protect_stashed_context"}
+         "list_stashed_context", "delete_stashed_context", "protect_stashed_context",
+         # knowledge contexts (tests/test_knowledge_surfaces.py)
+         "knowledge_context_create", "knowledge_context_list", "knowledge_context_show",
+         "knowledge_context_delete", "knowledge_add", "knowledge_remove", "knowledge_search"}
 REPO_FILES = {
     "src/billing/invoice.py": '''"""Invoices."""
 
@@ -196,7 +199,7 @@ def test_query_before_the_model_is_ready_answers_lexically_with_a_note(tmp_path)
     ({"query": "x", "k": 0}, "k"),
     ({"query": "x", "k": 500}, "k"),
     ({"query": "x", "filters": {"maxTokens": 10**6}}, "maxTokens"),
-    ({"query": "x", "scope": {"folders": ["src"]}}, "folders"),
+    ({"query": "x", "scope": {"dirs": ["src"]}}, "dirs"),
     ({"query": "x", "maxTokens": 400}, "maxTokens"),  # belongs in filters: not dropped silently
 ])
 def test_query_context_rejects_bad_arguments(served, arguments, hint):

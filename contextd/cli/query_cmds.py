@@ -59,6 +59,11 @@ def _print_files(response: QueryResponse) -> None:
 @click.option("--lang", "languages", multiple=True, help="Only this language (repeatable).")
 @click.option("--kind", "kinds", multiple=True, help="Only this chunk kind, e.g. "
               "CODE_FUNCTION (repeatable).")
+@click.option("--file", "files", multiple=True, help="Only this file (exact path, repeatable).")
+@click.option("--folder", "folders", multiple=True, help="Only in this folder: a name anywhere, "
+              "/path from the root, or a glob (repeatable).")
+@click.option("--context", "contexts", multiple=True, help="Also search this knowledge "
+              "context (repeatable; '*' = all).")
 @click.option("--min-score", type=click.FloatRange(0.0, 1.0), help="Lowest provider score "
               "kept.")
 @click.option("--memory", help="Also search stashed agent memory of this session ('*': every "
@@ -71,7 +76,9 @@ def _print_files(response: QueryResponse) -> None:
 def query_command(state: CliState, text: str, k: int | None, providers: tuple[str, ...],
                   budget: int | None, paths: tuple[str, ...], excludes: tuple[str, ...],
                   languages: tuple[str, ...], kinds: tuple[str, ...],
-                  min_score: float | None, memory: str | None, as_json: bool,
+                  files: tuple[str, ...], folders: tuple[str, ...],
+                  contexts: tuple[str, ...], min_score: float | None, memory: str | None,
+                  as_json: bool,
                   as_block: bool, by_file: bool) -> None:
     """Search the project's context for TEXT.
 
@@ -89,8 +96,10 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
     request = QueryRequest(
         query=text, k=k, max_tokens=budget, min_score=min_score,
         providers=tuple(providers) or None, wait_for_model=True, by_file=by_file,
+        contexts=contexts or None,
         scope=ContextScope(paths=paths, languages=languages, kinds=kinds,
-                           exclude_patterns=excludes, memory=memory))
+                           exclude_patterns=excludes, files=files, folders=folders,
+                           memory=memory))
     engine = open_engine(state)
     try:
         engine.ensure_indexed(progress=_progress(state))

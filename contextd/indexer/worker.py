@@ -64,13 +64,22 @@ def process_file(task: FileTask, config: ContextConfig, store=None) -> Outcome:
     except UnicodeDecodeError as exc:
         return Outcome(task, FAILED, error_type="decode_error",
                        message=f"not valid UTF-8: {exc.reason} at byte {exc.start}")
+    return index_text(task, text, digest, config, store)
+
+
+def index_text(task: FileTask, text: str, digest: str, config: ContextConfig, store=None,
+               chunk_as: str | None = None) -> Outcome:
+    """Scrub, chunk and contextualize the decoded text of ``task`` (``digest``: BLAKE3 of
+    its original bytes). ``chunk_as``: the path whose extension picks the chunker, when
+    the text is not the file's own (a PDF's or an HTML page's text is chunked as text or
+    Markdown; the knowledge base uses it)."""
     scrubber = scrubber_for(config)
     scrubbed = scrubber.scrub(text, task.path)
     if scrubbed.redactions:
         text = scrubbed.text
-        data = text.encode("utf-8")
+    data = text.encode("utf-8")
     try:
-        chunked = chunk_file(task.path, data, config)
+        chunked = chunk_file(chunk_as or task.path, data, config)
         # The contextualizer stage: what gets embedded and BM25-indexed for each chunk.
         texts = index_texts(text, task.path, chunked.chunks, config, store)
     except Exception as exc:  # a chunker bug must cost one file, not the run

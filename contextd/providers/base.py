@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 from contextd.config import ContextConfig, ProviderConfig
 from contextd.providers.catalog import ChunkCatalog
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
-from contextd.store.base import ChunkRow, IndexStore
+from contextd.store.base import KNOWLEDGE_PREFIX, ChunkRow, IndexStore
 
 log = logging.getLogger(__name__)
 
@@ -230,29 +230,85 @@ def path_matches(path: str, pattern: str) -> bool:
     return "/" not in pattern and fnmatch.fnmatchcase(path.rsplit("/", 1)[-1], pattern)
 
 
+def folder_matches(path: str, folder: str) -> bool:
+    """Whether ``path`` lies in ``folder``, one of seed 002's three forms: a pattern with glob
+    characters as it is (``src/*/hooks``: the path or one of its parent folders matches), a
+    leading slash relative to the project root (``/src/hooks``), else a folder name or
+    trailing folder path anywhere (``hooks`` matches ``src/hooks/a.py`` and
+    ``lib/hooks/b.py``)."""
+    folder = folder.strip()
+    if not folder.strip("/"):
+        return False
+    if _GLOB_CHARS.intersection(folder):
+        pattern = folder.lstrip("/").rstrip("/")
+        if pattern.endswith("/**"):
+            pattern = pattern[:-3]
+        parts = path.lstrip("/").split("/")
+        return any(fnmatch.fnmatchcase("/".join(parts[:end]), pattern)
+                   for end in range(1, len(parts)))
+    if folder.startswith("/"):
+        stem = folder.strip("/")
+        return path.startswith(stem + "/")
+    return f"/{path.lstrip('/')}".find(f"/{folder.strip('/')}/") >= 0
+
+
+def _file_key(path: str) -> str:
+    """An exact file of ``scope.files`` as stored paths spell it (``./a`` and ``a`` agree)."""
+    path = path.strip()
+    return path[2:] if path.startswith("./") else path
+
+
 class ScopeFilter:
     """A compiled :class:`ContextScope`: ``accepts(path, language, kind)``.
 
-    Results are memoised per path, because a query checks the same few thousand file paths
-    for many chunks.
+    A knowledge document (``kb://`` path) is inside when ``scope.documents`` is None or
+    holds it, a project file when ``scope.include_project``; paths, files, folders and
+    exclusions then apply to the document's own path (root-relative, or absolute outside
+    the root). Results are memoised per path, because a query checks the same few thousand
+    file paths for many chunks.
     """
 
     def __init__(self, scope: ContextScope):
         self.scope = scope
         self.languages = {lang.lower() for lang in scope.languages}
         self.kinds = {kind.upper() for kind in scope.kinds}
+        # A leading slash means the project root, as in folders; an absolute document path
+        # outside the root is kept as written too.
+        self.files = {key for f in scope.files
+                      for key in (_file_key(f), _file_key(f).lstrip("/"))}
+        self.documents = None if scope.documents is None else frozenset(scope.documents)
         self.unrestricted = not (scope.paths or scope.languages or scope.kinds
-                                 or scope.exclude_patterns)
+                                 or scope.exclude_patterns or scope.files or scope.folders
+                                 or self.documents is not None or not scope.include_project)
+        # Only these documents can match (and no project file): the semantic index then
+        # scores their rows alone instead of every row.
+        self.only_documents = self.documents if not scope.include_project else None
         self._paths: dict[str, bool] = {}
 
     def accepts_path(self, path: str) -> bool:
-        """Whether a file path is inside the scope's paths and outside its exclusions."""
+        """Whether a file path is inside the scope's sources, paths, files and folders and
+        outside its exclusions."""
         ok = self._paths.get(path)
         if ok is None:
-            inside = not self.scope.paths or any(path_matches(path, p) for p in self.scope.paths)
-            ok = inside and not any(path_matches(path, p) for p in self.scope.exclude_patterns)
+            ok = self._accepts_path(path)
             self._paths[path] = ok
         return ok
+
+    def _accepts_path(self, path: str) -> bool:
+        scope = self.scope
+        if path.startswith(KNOWLEDGE_PREFIX):
+            if self.documents is not None and path not in self.documents:
+                return False
+            path = path[len(KNOWLEDGE_PREFIX):]
+        elif not scope.include_project:
+            return False
+        if self.files and path not in self.files:
+            return False
+        if scope.folders and not any(folder_matches(path, f) for f in scope.folders):
+            return False
+        if scope.paths and not any(path_matches(path, p) for p in scope.paths):
+            return False
+        return not any(path_matches(path, p) for p in scope.exclude_patterns)
 
     def accepts(self, path: str, language: str | None, kind: str) -> bool:
         """Whether a chunk with these attributes is inside the scope."""

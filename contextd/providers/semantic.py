@@ -61,6 +61,8 @@ class VectorIndex(IncrementalIndex):
         self.ids: list[str | None] = []
         self.position: dict[str, int] = {}
         self.file_rows: dict[int, list[int]] = {}
+        # file path → id, so a scope of a few knowledge documents scores their rows only.
+        self.file_ids: dict[str, int] = {}
         self.files_missing_vectors: set[int] = set()
 
     def __len__(self) -> int:
@@ -105,6 +107,7 @@ class VectorIndex(IncrementalIndex):
             self.ids.append(row.chunk_id)
             self.position[row.chunk_id] = offset
             self.file_rows.setdefault(row.file_id, []).append(offset)
+            self.file_ids[row.file_path] = row.file_id
         self.size = end
 
     def _compact(self) -> None:
@@ -126,6 +129,8 @@ class VectorIndex(IncrementalIndex):
         n = self.size
         if not self.position or limit <= 0:
             return []
+        if scope.only_documents is not None:
+            return self._search_documents(query_vector, limit, scope, min_score)
         scores = _similarities(self.matrix[:n], query_vector)
         if len(self.position) < n:
             scores[~self.alive[:n]] = -np.inf
@@ -136,6 +141,27 @@ class VectorIndex(IncrementalIndex):
             hits = [(self.ids[i], float(scores[i])) for i in order
                     if scores[i] >= min_score and self._accepts(scope, rows.get(self.ids[i]))]
             if len(hits) >= limit or depth >= n or scores[order[-1]] < min_score:
+                return hits[:limit]
+            depth *= SCOPE_OVERFETCH
+
+    def _search_documents(self, query_vector: np.ndarray, limit: int, scope: ScopeFilter,
+                          min_score: float) -> list[tuple[str, float]]:
+        """:meth:`search` when only some knowledge documents can match: their rows alone are
+        scored (a context of 500 chunks beside 50k others costs 500 products, not 50k)."""
+        rows = [r for path in scope.only_documents
+                for r in self.file_rows.get(self.file_ids.get(path, -1), ())]
+        if not rows:
+            return []
+        index = np.asarray(rows, dtype=np.int64)
+        scores = _similarities(self.matrix[index], query_vector)
+        catalog_rows = self.catalog.rows
+        depth = limit * SCOPE_OVERFETCH
+        while True:
+            order = _top(scores, min(depth, len(scores)))
+            hits = [(self.ids[index[i]], float(scores[i])) for i in order
+                    if scores[i] >= min_score
+                    and self._accepts(scope, catalog_rows.get(self.ids[index[i]]))]
+            if len(hits) >= limit or depth >= len(scores) or scores[order[-1]] < min_score:
                 return hits[:limit]
             depth *= SCOPE_OVERFETCH
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from contextd import __version__
 from contextd.errors import ContextdError, JobConflictError
 from contextd.server import render
+from contextd.server.knowledge_tools import TOOLS as KNOWLEDGE_TOOLS, KnowledgeTools
 from contextd.server.lifecycle import EngineHandle, start_after_handshake
 from contextd.server.manager_tools import ManagerTools
 from contextd.server.schemas import (
@@ -101,6 +102,10 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
     registered += [_strict(Tool.from_function(_tool_errors(function), name=name,
                                               annotations=annotations))
                    for name, function, annotations in stash_tools(handle)]
+    knowledge = KnowledgeTools(handle)
+    registered += [_strict(Tool.from_function(_tool_errors(getattr(knowledge, name)), name=name,
+                                              annotations=annotations))
+                   for name, annotations in KNOWLEDGE_TOOLS]
     from contextd.server import session_tools
 
     registered += [_strict(Tool.from_function(_tool_errors(function), name=name,
@@ -132,6 +137,9 @@ class ContextTools:
         scope: Annotated[Scope | None, Field(description="Restrict the search.")] = None,
         filters: Annotated[Filters | None, Field(description="Score and budget cut-offs.")]
         = None,
+        contexts: Annotated[list[str] | None, Field(description=(
+            "Knowledge contexts to search beside the project (knowledge_context_list names "
+            "them; ['*'] = all); omitted: the project only."))] = None,
     ) -> Annotated[CallToolResult, QueryResult]:
         """Search this project's index for the code and documentation relevant to a question.
 
@@ -147,7 +155,7 @@ class ContextTools:
         budget = min(filters.max_tokens or engine.project.config.budget.default_max_tokens,
                      HARD_MAX_TOKENS)
         response = engine.query(render.query_request(query, k, scope or Scope(), budget,
-                                                     filters.min_score))
+                                                     filters.min_score, contexts))
         result = render.query_result(query, response, budget, filters.min_score)
         return _answer(result, render.query_text(result))
 

@@ -21,16 +21,19 @@ from contextd.server.schemas import (
 COUNT_LIMIT = 100_000
 
 
-def query_request(query: str, k: int, scope: Scope, max_tokens: int, min_score: float):
-    """The Engine's QueryRequest for a query_context call."""
+def query_request(query: str, k: int, scope: Scope, max_tokens: int, min_score: float,
+                  contexts: Sequence[str] | None = None):
+    """The Engine's QueryRequest for a query_context call (``contexts``: knowledge contexts
+    searched beside the project)."""
     from contextd.query_api import QueryRequest
 
     return QueryRequest(query=query, k=k, max_tokens=max_tokens,
                         min_score=min_score or None, task_id="mcp",
+                        contexts=tuple(contexts) if contexts else None,
                         scope=ContextScope(paths=tuple(scope.paths),
                                            languages=tuple(scope.languages),
-                                           kinds=tuple(scope.kinds),
-                                           memory=scope.memory))
+                                           kinds=tuple(scope.kinds), files=tuple(scope.files),
+                                           folders=tuple(scope.folders), memory=scope.memory))
 
 
 def query_result(query: str, response, max_tokens: int, min_score: float) -> QueryResult:
@@ -38,7 +41,8 @@ def query_result(query: str, response, max_tokens: int, min_score: float) -> Que
     hits = [Hit(chunkId=h.chunk_id, score=h.score, filePath=h.file_path, label=h.label,
                 kind=h.kind, snippet=h.snippet, language=h.language,
                 offsets=Offsets(start=h.start_line, end=h.end_line), tokens=h.tokens,
-                providers=list(h.providers))
+                providers=list(h.providers), document=h.metadata.get("document"),
+                contexts=h.metadata.get("contexts"), page=h.metadata.get("page"))
             for h in response.hits if h.score >= min_score]
     return QueryResult(query=query, total=response.total, hits=hits,
                        totalTokens=sum(h.tokens for h in hits), maxTokens=max_tokens,
@@ -47,18 +51,28 @@ def query_result(query: str, response, max_tokens: int, min_score: float) -> Que
 
 def query_text(result: QueryResult) -> str:
     """The hits as a readable list: location and label, then the snippet in a fence."""
-    lines = [f"{len(result.hits)} result(s) for {result.query!r} "
-             f"({result.total_tokens} of {result.max_tokens} tokens)."]
-    lines += [f"Note: {note}" for note in result.notes]
-    if not result.hits:
-        lines.append("Nothing matched: try other words, a wider scope, or get_context_stats "
-                     "to check that the project is indexed.")
+    entries = []
     for hit in result.hits:
         label = f" {hit.label}" if hit.label else ""
-        lines.append(f"\n## {hit.file_path}:{hit.offsets.start}-{hit.offsets.end}{label} "
-                     f"({hit.kind}, {hit.language}, score {hit.score:.2f})")
-        fence = "````" if "```" in hit.snippet else "```"
-        lines.append(f"{fence}{hit.language}\n{hit.snippet.rstrip()}\n{fence}")
+        entries.append((f"{hit.file_path}:{hit.offsets.start}-{hit.offsets.end}{label} "
+                        f"({hit.kind}, {hit.language}, score {hit.score:.2f})",
+                        hit.snippet, hit.language))
+    return listing(f"{len(result.hits)} result(s) for {result.query!r} "
+                   f"({result.total_tokens} of {result.max_tokens} tokens).", result.notes,
+                   "Nothing matched: try other words, a wider scope, or get_context_stats to "
+                   "check that the project is indexed.", entries)
+
+
+def listing(intro: str, notes: Sequence[str], empty_hint: str,
+            entries: Sequence[tuple[str, str, str]]) -> str:
+    """A readable answer: the intro, notes, ``empty_hint`` when there is no entry, then each
+    (heading, snippet, language) as a ``##`` heading and the snippet in a fence."""
+    lines = [intro] + [f"Note: {note}" for note in notes]
+    if not entries:
+        lines.append(empty_hint)
+    for heading, snippet, language in entries:
+        fence = "````" if "```" in snippet else "```"
+        lines += [f"\n## {heading}", f"{fence}{language}\n{snippet.rstrip()}\n{fence}"]
     return "\n".join(lines)
 
 
@@ -70,6 +84,8 @@ def stats_result(stats: dict[str, Any], config) -> StatsResult:
         providers=stats.get("providers", []),
         storage={"totalFiles": storage.get("total_files"),
                  "totalChunks": storage.get("total_chunks"),
+                 "knowledgeDocuments": storage.get("knowledge_documents"),
+                 "knowledgeChunks": storage.get("knowledge_chunks"),
                  "totalEmbeddings": sum((storage.get("embeddings_by_model") or {}).values()),
                  "embeddingsByModel": storage.get("embeddings_by_model"),
                  "dbSizeMB": storage.get("db_size_mb"),

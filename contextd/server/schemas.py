@@ -38,6 +38,11 @@ class Scope(_Input):
     memory: str | None = Field(None, description=(
         "Also search your stashed memory (stash_context): your session id, or '*' for every "
         "session's. Omit it for project context only."))
+    files: list[str] = Field(default_factory=list, description=(
+        "Exact files, relative to the project root, e.g. ['src/auth/jwt.py']."))
+    folders: list[str] = Field(default_factory=list, description=(
+        "Folders: 'hooks' = any folder of that name, '/src/hooks' = from the project root, "
+        "'src/*/hooks' = a glob. Several are OR-ed; with files, both must hold."))
 
 
 class Filters(_Input):
@@ -81,6 +86,11 @@ class Hit(BaseModel):
     language: str
     offsets: Offsets
     tokens: int
+    document: str | None = Field(None, description=(
+        "Knowledge hits: the file the document was read from."))
+    contexts: list[str] | None = Field(None, description=(
+        "Knowledge hits: the contexts holding the document."))
+    page: int | None = Field(None, description="Knowledge hits of PDFs: the page.")
     providers: list[str] = Field(default_factory=list)
 
 

@@ -17,6 +17,12 @@ import numpy as np
 
 from contextd.records import Chunk
 
+# Knowledge-base documents are stored as files whose path starts with this (then their path
+# relative to the project root, or their absolute path): no path the project walk produces
+# can start with it (a relative POSIX path never holds "//"), so the project index and the
+# knowledge base share tables, providers and the query path without mixing up.
+KNOWLEDGE_PREFIX = "kb://"
+
 
 @dataclass(frozen=True)
 class IndexedChunk:
@@ -105,6 +111,29 @@ class SegmentRow:
     embedding_model: str | None
     expires_at: datetime | None
     protected: bool
+class DocumentRecord:
+    """A knowledge document to store: its file rows (``file.path`` in the ``kb://``
+    namespace), the file it was read from, its format, the first line of each page (empty
+    without pages) and its title."""
+
+    file: FileRecord
+    source: str
+    format: str
+    page_starts: Sequence[int] = ()
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class KnowledgeDocument:
+    """A knowledge-base document as the query path needs it: its file path (``kb://...``),
+    the file it was read from, its format, the first line of each page (empty without
+    pages) and the contexts holding it (lower-cased names, sorted)."""
+
+    path: str
+    source: str
+    format: str
+    page_starts: tuple[int, ...]
+    contexts: tuple[str, ...]
 
 
 @dataclass
@@ -171,7 +200,9 @@ class IndexStore(abc.ABC):
 
     @abc.abstractmethod
     def file_states(self, prefix: str | None = None) -> dict[str, FileState]:
-        """Fingerprints of indexed files by path (optionally under a path prefix)."""
+        """Fingerprints of indexed files by path (optionally under a path prefix). Without a
+        prefix, the project's files only: knowledge documents (``KNOWLEDGE_PREFIX``) are
+        left out, so the project's catch-up, rebuild and clear never touch them."""
 
     @abc.abstractmethod
     def clear_index(self, path_prefixes: Sequence[str] | None = None) -> int:
@@ -270,6 +301,54 @@ class IndexStore(abc.ABC):
     def segment_vectors(self, model: str) -> tuple[list[str], np.ndarray]:
         """(segment ids, float32 matrix) of every segment with a vector under ``model``;
         segments without one are left out (they are re-embedded, never mixed)."""
+    # ----- knowledge base: contexts, documents, memberships --------------------------
+    # Names are lower-cased by the caller. A document is stored as a file (write_files
+    # rows) plus a kb_documents row and its memberships; every method that changes
+    # memberships bumps the generation, so in-memory scope caches follow.
+    @abc.abstractmethod
+    def kb_contexts(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Every context (or only ``name``), by name: name, display_name, description,
+        created_at, updated_at, documents, chunks, size_bytes (of its documents' files)."""
+
+    @abc.abstractmethod
+    def kb_create_context(self, name: str, display_name: str, description: str) -> bool:
+        """Create a context; False (and nothing changes) when the name exists."""
+
+    @abc.abstractmethod
+    def kb_delete_context(self, name: str) -> list[str]:
+        """Delete a context and its memberships, and every document no other context holds
+        (its file rows too), in one transaction; returns the deleted document paths."""
+
+    @abc.abstractmethod
+    def kb_documents(self, context: str | None = None,
+                     paths: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Documents (of one context, or with these paths, or all), by path: path, source,
+        format, pages, title, size_bytes, chunks, content_hash, contexts, added_at,
+        updated_at."""
+
+    @abc.abstractmethod
+    def kb_write_documents(self, documents: Sequence[DocumentRecord],
+                           contexts: Sequence[str]) -> int:
+        """Store (new or changed) documents: their file rows as ``write_files`` does, their
+        kb_documents rows and their memberships in ``contexts``, in ONE transaction (a kill
+        leaves the old version of each or the new, never a document without its rows).
+        Returns the new generation."""
+
+    @abc.abstractmethod
+    def kb_link(self, paths: Sequence[str], contexts: Sequence[str]) -> int:
+        """Add stored documents to contexts (existing memberships are kept); returns how
+        many memberships were new."""
+
+    @abc.abstractmethod
+    def kb_unlink(self, paths: Sequence[str], contexts: Sequence[str] | None
+                  ) -> tuple[int, list[str]]:
+        """Take documents out of ``contexts`` (None: out of all), deleting those left in no
+        context, in one transaction: (memberships removed, deleted document paths)."""
+
+    @abc.abstractmethod
+    def kb_document_map(self) -> dict[str, KnowledgeDocument]:
+        """Every document with its contexts and pages, by path (what a query's scope and its
+        hits' annotations are built from; cached by generation)."""
 
     # ----- jobs, progress, errors, metrics, metadata ----------------------------------
     @abc.abstractmethod
@@ -382,7 +461,8 @@ class IndexStore(abc.ABC):
 
     @abc.abstractmethod
     def stats(self) -> dict[str, Any]:
-        """Totals for get_context_stats: files, chunks, embeddings by model, languages,
+        """Totals for get_context_stats: project files and chunks, knowledge documents and
+        their chunks, embeddings by model, languages,
         database size, last indexed, secrets redacted, errors, contextualized chunks,
         usage averages."""
 
