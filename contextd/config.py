@@ -350,6 +350,8 @@ class UiConfig:
     open_browser: bool = _opt(False, help="Open the browser when the manager starts.")
     progress_log_lines: int = _opt(2000, min=10, max=1000000,
                                    help="Lines kept in .contextd/progress.jsonl.")
+
+
 # ----- [stash]: agent memory (contextd/stash, seed 001) ----------------------------------
 @dataclass(frozen=True)
 class StashConfig:
@@ -384,6 +386,8 @@ class StashConfig:
                                                       "expires_in_days; 0 = never.")
     gc_max_age_days: float = _opt(90.0, min=0.0, help="gc also removes unprotected segments "
                                                       "stashed longer ago; 0 = never.")
+
+
 # ----- [knowledge]: the knowledge base (contextd.knowledge) -------------------------------
 DEFAULT_KNOWLEDGE_FORMATS = ("markdown", "text", "rst", "html", "pdf", "docx", "code")
 # Places whose files are never read into the knowledge base, whoever asks: credentials and

@@ -124,6 +124,7 @@ class Engine:
     def list_search_results(self):
         """Live sessions, newest first (:class:`contextd.sessions.SessionList`)."""
         return self.sessions.list()
+
     # ----- agent memory (contextd.stash) ---------------------------------------------------
     def stash(self, request):
         """Stash segments (a :class:`contextd.stash.model.StashRequest`)."""
@@ -159,6 +160,7 @@ class Engine:
     def gc_stash(self):
         """Collect expired and aged-out unprotected segments."""
         return self.module.stash.gc()
+
     # ----- knowledge base (contextd.knowledge; searched through query) -----------------
     def knowledge_create_context(self, name: str, description: str = ""):
         """Create a knowledge context; a ContextInfo."""

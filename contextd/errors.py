@@ -74,6 +74,8 @@ class JobConflictError(ContextdError):
 
 class StashFullError(ContextdError):
     """Agent memory reached its size cap (``[stash] max_segments``); gc or delete first."""
+
+
 class KnowledgeError(ContextdError):
     """A knowledge-base request was refused: unknown or duplicate context, a bad name,
     deleting ``default``, a path outside the allowed roots or refused, a document that

@@ -419,6 +419,7 @@ class SharedEngine:
     def list_search_results(self):
         """See :meth:`contextd.engine.Engine.list_search_results`."""
         return self._call("list_search_results", {})
+
     # ----- agent memory: see the Engine's methods of the same names ----------------------
     def stash(self, request):
         """See :meth:`contextd.engine.Engine.stash`. Segment ids are given here, before the
@@ -453,6 +454,7 @@ class SharedEngine:
 
     def gc_stash(self):
         return self._call("gc_stash", {})
+
     def knowledge_create_context(self, name: str, description: str = ""):
         """See :meth:`contextd.engine.Engine.knowledge_create_context`."""
         return self._call("knowledge_create_context", {"name": name,

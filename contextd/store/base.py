@@ -111,6 +111,9 @@ class SegmentRow:
     embedding_model: str | None
     expires_at: datetime | None
     protected: bool
+
+
+@dataclass(frozen=True)
 class DocumentRecord:
     """A knowledge document to store: its file rows (``file.path`` in the ``kb://``
     namespace), the file it was read from, its format, the first line of each page (empty
@@ -301,6 +304,7 @@ class IndexStore(abc.ABC):
     def segment_vectors(self, model: str) -> tuple[list[str], np.ndarray]:
         """(segment ids, float32 matrix) of every segment with a vector under ``model``;
         segments without one are left out (they are re-embedded, never mixed)."""
+
     # ----- knowledge base: contexts, documents, memberships --------------------------
     # Names are lower-cased by the caller. A document is stored as a file (write_files
     # rows) plus a kb_documents row and its memberships; every method that changes
