@@ -425,7 +425,7 @@ class SharedEngine:
         """See :meth:`contextd.engine.Engine.stash`. Segment ids are given here, before the
         call leaves this process, so a call retried on a new owner (the old one died after
         committing) finds its segments instead of storing them twice."""
-        from contextd.stash.service import with_ids
+        from contextd.stash.model import with_ids
 
         return self._call("stash", {"request": with_ids(request)})
 

@@ -21,6 +21,7 @@ from contextd.providers.base import (
 )
 from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
+from contextd.similarity import similarities
 
 # When a scope is set, look this many times deeper into the ranking before sorting it all.
 SCOPE_OVERFETCH = 8
@@ -30,11 +31,6 @@ PENDING_NOTE = "semantic results pending: model loading"
 COMPACT_DEAD_SHARE = 0.25
 COMPACT_MIN_DEAD = 1024
 MIN_CAPACITY = 1024
-# Below this many rows the matrix-vector product runs on the calling thread (einsum): OpenBLAS
-# would split it over its threads, and on a loaded 2-core machine the hand-off costs more than
-# the product (10k rows: p95 ~7 ms on one thread, ~15 ms on two). Above it the product is
-# memory-bound and two threads read faster.
-SINGLE_THREAD_ROWS = 50_000
 # Query embeddings kept per text: agents repeat queries (retries, one task's context asked
 # for again), and embedding costs 3-15 ms on a loaded machine.
 QUERY_VECTOR_CACHE = 256
@@ -131,7 +127,7 @@ class VectorIndex(IncrementalIndex):
             return []
         if scope.only_documents is not None:
             return self._search_documents(query_vector, limit, scope, min_score)
-        scores = _similarities(self.matrix[:n], query_vector)
+        scores = similarities(self.matrix[:n], query_vector)
         if len(self.position) < n:
             scores[~self.alive[:n]] = -np.inf
         depth = limit if scope.unrestricted else limit * SCOPE_OVERFETCH
@@ -153,7 +149,7 @@ class VectorIndex(IncrementalIndex):
         if not rows:
             return []
         index = np.asarray(rows, dtype=np.int64)
-        scores = _similarities(self.matrix[index], query_vector)
+        scores = similarities(self.matrix[index], query_vector)
         catalog_rows = self.catalog.rows
         depth = limit * SCOPE_OVERFETCH
         while True:
@@ -174,13 +170,6 @@ class VectorIndex(IncrementalIndex):
         with self.lock:
             return {cid: self.matrix[self.position[cid]] for cid in chunk_ids
                     if cid in self.position}
-
-
-def _similarities(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    """``matrix @ vector``, on this thread for small matrices (see SINGLE_THREAD_ROWS)."""
-    if len(matrix) < SINGLE_THREAD_ROWS:
-        return np.einsum("ij,j->i", matrix, vector)
-    return matrix @ vector
 
 
 def _top(scores: np.ndarray, depth: int) -> np.ndarray:

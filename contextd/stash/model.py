@@ -9,7 +9,8 @@ ISO 8601 strings in UTC.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+import uuid
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 from contextd.errors import UsageError
@@ -216,3 +217,18 @@ class GcResult:
     expired: tuple[str, ...]
     aged_out: tuple[str, ...]
     remaining: int
+
+
+def new_segment_id() -> str:
+    """A fresh segment id (short, unique, safe in a shell)."""
+    return f"seg-{uuid.uuid4().hex[:16]}"
+
+
+def with_ids(request: StashRequest) -> StashRequest:
+    """The request with a fresh id on every segment that has none, given in the calling
+    process before the call leaves it (see :meth:`contextd.owner.SharedEngine.stash`). This
+    module is light on purpose: a tool thread imports it while the engine's thread may be
+    importing the providers."""
+    return replace(request, segments=tuple(
+        item if item.segment_id else replace(item, segment_id=new_segment_id())
+        for item in request.segments))

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import uuid
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Sequence
@@ -31,7 +30,7 @@ from contextd.stash.index import Filter, StashIndex, epoch
 from contextd.stash.model import (
     ALL_SESSIONS, MAX_HOPS_LIMIT, MAX_TOP_K, ChangeResult, GcResult, MergeResult,
     RetrievedSegment, RetrieveRequest, RetrieveResult, ScoreParts, Segment, SegmentInput,
-    SegmentList, SegmentType, StashRequest, StashResult, iso, parse_time,
+    SegmentList, SegmentType, StashRequest, StashResult, iso, new_segment_id, parse_time,
 )
 from contextd.stash.ranking import Weights, collapse_duplicates, follow_references, score_parts
 from contextd.store.base import IndexStore, SegmentRow
@@ -53,11 +52,6 @@ def system_clock() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-def new_segment_id() -> str:
-    """A fresh segment id (short, unique, safe in a shell)."""
-    return f"seg-{uuid.uuid4().hex[:16]}"
-
-
 def _top(scores: np.ndarray, depth: int) -> np.ndarray:
     """Indices of the ``depth`` highest scores, best first (a partition, not a full sort:
     at 100k candidates a sort alone costs ~8 ms)."""
@@ -65,14 +59,6 @@ def _top(scores: np.ndarray, depth: int) -> np.ndarray:
         return np.argsort(-scores, kind="stable")
     part = np.argpartition(-scores, depth - 1)[:depth]
     return part[np.argsort(-scores[part], kind="stable")]
-
-
-def with_ids(request: StashRequest) -> StashRequest:
-    """The request with a fresh id on every segment that has none (see
-    :meth:`contextd.owner.SharedEngine.stash`)."""
-    return replace(request, segments=tuple(
-        item if item.segment_id else replace(item, segment_id=new_segment_id())
-        for item in request.segments))
 
 
 def public_segment(row: SegmentRow, referenced_by: Sequence[str] = ()) -> Segment:
