@@ -12,11 +12,11 @@ import pytest
 
 from contextd.engine import Engine
 from contextd.errors import UsageError
-from contextd.providers.base import path_matches
+from contextd.providers.base import ScopeFilter
 from contextd.sessions.citations import CitationResolver
 from contextd.sessions.records import SearchRequest
 from contextd.sessions.reports import sanitise
-from contextd.sessions.scope import folder_globs, scope_paths
+from contextd.sessions.scope import search_scope
 from contextd.store.base import StoredSearchSession
 from contextd.store.duckdb_store import DuckDBStore
 
@@ -26,8 +26,9 @@ PATHS = ["hooks/a.ts", "src/hooks/b.ts", "lib/ui/hooks/c.ts", "src/x/hooks/d.ts"
          "src/hooksy/e.ts", "docs/api/f.md", "src/hooks.ts"]
 
 
-def matching(globs) -> list[str]:
-    return [p for p in PATHS if any(path_matches(p, g) for g in globs)]
+def matching(scope) -> list[str]:
+    accepts = ScopeFilter(scope).accepts
+    return [p for p in PATHS if accepts(p, "typescript", "CODE_BLOCK")]
 
 
 @pytest.mark.parametrize("folder, expected", [
@@ -39,20 +40,20 @@ def matching(globs) -> list[str]:
     ("missing", []),
 ])
 def test_seed_002_folder_forms(folder, expected):
-    assert matching(folder_globs(folder)) == expected
+    assert matching(search_scope(folders=[folder])) == expected
 
 
 def test_files_and_folders():
-    assert scope_paths() == ()
-    assert scope_paths(files=["./src/hooks.ts"]) == ("src/hooks.ts",)
-    assert scope_paths(files=["src/hooks/b.ts", "docs/api/f.md"], folders=["hooks"]) == (
-        "src/hooks/b.ts",)
-    assert scope_paths(files=["docs/api/f.md"], folders=["hooks"]) is None
+    assert matching(search_scope()) == PATHS
+    assert matching(search_scope(files=["./src/hooks.ts"])) == ["src/hooks.ts"]
+    assert matching(search_scope(files=["src/hooks/b.ts", "docs/api/f.md"],
+                                 folders=["hooks"])) == ["src/hooks/b.ts"]
+    assert matching(search_scope(files=["docs/api/f.md"], folders=["hooks"])) == []
     for bad in (["../x"], ["/"], [""]):
         with pytest.raises(UsageError):
-            scope_paths(folders=bad)
+            search_scope(folders=bad)
     with pytest.raises(UsageError):
-        scope_paths(files=["a/../../b"])
+        search_scope(files=["a/../../b"])
 
 
 def test_store_keeps_the_newest_and_drops_the_old(tmp_path):

@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
+from knowledge_docs import make_pdf
 from test_mcp_server import error_text, make_repo, mcp_session, server_env, structured
 
 USER_TEMPLATE = """# {{ query }}
@@ -117,6 +118,24 @@ def test_search_then_results_of_one_and_several_sessions(served):
                                                      session["session_id"]]
 
 
+def test_search_over_a_knowledge_context_cites_its_pages(served):
+    make_pdf(served.root / "manuals" / "psp.pdf",
+             ["Webhooks are signed with an HMAC of the raw request body.",
+              "Refunds settle within five business days after approval."])
+    structured(served.call("knowledge_context_create", {"name": "psp-manual",
+                                                        "description": "the PSP's manual"}))
+    added = structured(served.call("knowledge_add", {"paths": ["manuals/psp.pdf"],
+                                                     "contexts": ["psp-manual"]}))
+    assert added["added"] == 1, added
+    found = search(served, "how long do refunds take to settle", contexts=["psp-manual"])
+    top = found["preview"][0]
+    assert top["document"].endswith("manuals/psp.pdf") and top["pages"] == [2]
+    assert top["contexts"] == ["psp-manual"]
+    results = structured(served.call("get_search_results",
+                                     {"session_id": found["session"]["session_id"]}))
+    assert "five business days" in results["results"][0]["text"]
+
+
 def test_scope_files_and_folders_narrow_together(served):
     only_tax = search(served, "amount", scope={"files": ["src/billing/tax.py"]})
     assert {h["file_path"] for h in only_tax["preview"]} == {"src/billing/tax.py"}
@@ -210,7 +229,7 @@ GOOD = {"query": "q", "overall_summary": "s",
      ["unknown search session(s) search_00000000", "run search_knowledge again"]),
     ("get_search_results", {}, ["session_id or session_ids"]),
     ("search_knowledge", {"query": "x", "contexts": ["papers"]},
-     ["knowledge contexts are not available in this build"]),
+     ["unknown context(s) papers"]),
     ("search_knowledge", {"query": "x", "scope": {"folders": ["../up"]}}, ["leaves the project"]),
     ("search_knowledge", {"query": "x", "scope": {"paths": ["src"]}}, ["paths"]),
     ("search_knowledge", {"query": "x", "min_similarity": 2}, ["min_similarity"]),

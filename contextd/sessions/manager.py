@@ -22,11 +22,11 @@ from typing import Any, Callable, Sequence
 
 from contextd.errors import UsageError
 from contextd.query_api import Hit, QueryRequest, QueryResponse
-from contextd.records import ContextScope, to_dict
+from contextd.records import to_dict
 from contextd.sessions.records import (
     SearchRequest, SearchResults, SearchSession, SessionHit, SessionInfo, SessionList,
 )
-from contextd.sessions.scope import scope_paths
+from contextd.sessions.scope import search_scope
 from contextd.store.base import StoredSearchSession
 
 SESSION_PREFIX = "search_"
@@ -55,22 +55,14 @@ def _iso(moment: datetime | None) -> str:
     return moment.replace(tzinfo=timezone.utc).isoformat(timespec="seconds") if moment else ""
 
 
-def knowledge_query(search: SearchRequest, paths: tuple[str, ...], k: int,
-                    min_score: float | None) -> QueryRequest:
-    """The QueryRequest behind a search over ``paths`` (see
-    :func:`contextd.sessions.scope.scope_paths`); refused when it asks for what this build
-    cannot search.
-
-    MERGE(issue 15): knowledge contexts are the other helper's ``QueryRequest.contexts``;
-    once merged, pass ``contexts=search.contexts or None`` here and drop the refusal. This is
-    the one place that knows about it.
-    """
-    if search.contexts:
-        raise UsageError("knowledge contexts are not available in this build; leave "
-                         "'contexts' out to search the project index")
+def knowledge_query(search: SearchRequest, k: int, min_score: float | None) -> QueryRequest:
+    """The QueryRequest behind a search: its files and folders as the scope (see
+    :mod:`contextd.sessions.scope`) and its knowledge contexts (``["*"]``: all of them),
+    searched beside the project index."""
     return QueryRequest(query=search.query, k=k, max_tokens=SESSION_QUERY_TOKENS,
                         min_score=min_score or None, task_id="search_session",
-                        wait_for_model=True, scope=ContextScope(paths=paths))
+                        wait_for_model=True, scope=search_scope(search.files, search.folders),
+                        contexts=tuple(search.contexts) or None)
 
 
 def _pages(metadata: dict[str, Any]) -> tuple[int, ...]:
@@ -109,15 +101,9 @@ class SessionManager:
         cfg = self.config
         min_similarity = (cfg.min_similarity if search.min_similarity is None
                           else search.min_similarity)
-        paths = scope_paths(search.files, search.folders)
-        request = knowledge_query(search, paths or (), cfg.results_per_session, min_similarity)
-        notes: list[str] = []
-        if paths is None:
-            response = QueryResponse(query=search.query, total=0, hits=(), total_tokens=0)
-            notes.append("none of scope.files lies in scope.folders: nothing to search")
-        else:
-            response = self._query(request)
-            notes += response.notes
+        request = knowledge_query(search, cfg.results_per_session, min_similarity)
+        response = self._query(request)
+        notes: list[str] = list(response.notes)
         session_id = new_session_id()
         hits = [self._hit(session_id, rank, hit) for rank, hit in enumerate(
             (h for h in response.hits if h.score >= min_similarity), start=1)]
