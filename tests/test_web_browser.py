@@ -131,6 +131,21 @@ def test_errors_are_listed(browser_page):
     shot(page, "errors")
 
 
+def test_knowledge_memory_and_sessions_pages(browser_page):
+    manager, page = browser_page
+    page.goto(f"http://127.0.0.1:{manager.port}/knowledge")
+    assert "default" in page.inner_text("#contexts")
+    page.click("#contexts a")
+    page.wait_for_selector("#documents")
+    shot(page, "knowledge")
+    page.goto(f"http://127.0.0.1:{manager.port}/memory")
+    page.wait_for_selector("#segments")
+    shot(page, "memory")
+    page.goto(f"http://127.0.0.1:{manager.port}/sessions")
+    page.wait_for_selector("#sessions")
+    shot(page, "sessions")
+
+
 def test_savings_page_draws_its_charts(browser_page):
     manager, page = browser_page
     page.goto(f"http://127.0.0.1:{manager.port}/savings")

@@ -39,6 +39,7 @@ class ApiError(Exception):
 def build_app(handle: Any, feed: Any, token: str, port: int, project: str) -> ManagerGuard:
     """The whole app behind its guard (Host, Origin, token)."""
     ctx = PageContext(handle=handle, feed=feed, project=project)
+    nav = [(module.PATH, module.TITLE) for module in PAGES]
     stopping = threading.Event()
     refreshing = threading.Lock()
 
@@ -49,7 +50,7 @@ def build_app(handle: Any, feed: Any, token: str, port: int, project: str) -> Ma
                 body = await module.body(request, ctx)
             except ContextdError as exc:
                 status, body = 503, f'<p class="bad">{esc(str(exc))}</p>'
-            return HTMLResponse(page(module.TITLE, module.PATH, body, project,
+            return HTMLResponse(page(module.TITLE, module.PATH, body, project, nav,
                                      getattr(module, "SCRIPT", "")), status_code=status,
                                 headers={"cache-control": "no-store"})
         return Route(module.PATH, endpoint, methods=["GET"])

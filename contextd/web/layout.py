@@ -68,14 +68,12 @@ async function post(url, body){
 }
 """
 
-NAV = (("/", "Overview"), ("/live", "Progress"), ("/jobs", "Jobs"), ("/errors", "Errors"),
-       ("/search", "Search"), ("/savings", "Savings"))
-
-
-def page(title: str, path: str, body: str, project: str, extra_script: str = "") -> str:
-    """A whole page: header with navigation, the live status line, then ``body``."""
+def page(title: str, path: str, body: str, project: str, nav: Sequence[tuple[str, str]],
+         extra_script: str = "") -> str:
+    """A whole page: header with navigation (``nav``: path and title of every page), the
+    live status line, then ``body``."""
     links = "".join(f'<a href="{href}" class="{"active" if href == path else ""}">{esc(name)}'
-                    f"</a>" for href, name in NAV)
+                    f"</a>" for href, name in nav)
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8>"
             f"<title>{esc(title)} · contextd</title><style>{STYLE}</style></head><body>"
             f'<header><span class="brand">contextd</span>{links}'

@@ -10,9 +10,10 @@ from typing import Any, Callable
 
 import anyio
 
-from contextd.web.pages import errors, jobs, live, overview, savings, search
+from contextd.web.pages import (errors, jobs, knowledge, live, memory, overview, savings,
+                                 search, sessions)
 
-PAGES = (overview, live, jobs, errors, search, savings)
+PAGES = (overview, live, jobs, errors, search, knowledge, memory, sessions, savings)
 
 
 @dataclass
