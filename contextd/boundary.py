@@ -10,7 +10,9 @@ Project` and answers two questions with the same rules:
 The filter pipeline, in the spec's order: under a watch root → not the index's own directory →
 not ignored (``ignore_patterns``, then every ``.contextignore``/``.gitignore`` from the deepest
 directory up, gitignore semantics via pathspec) → extension allowed and not blocked → within the
-size limit (or a size exception) → not binary. Symbolic links are not followed unless
+size limit (or a size exception) → not binary. Secret files (``.env``, ``.env.*`` other than
+templates such as ``.env.example``, private keys, ``.netrc``) are refused before any of
+these, so no setting can index them. Symbolic links are not followed unless
 ``follow_symlinks`` is on, and then never out of the watch roots, never round a loop and never
 deeper than ``max_symlink_depth``. Every rejection carries a machine-readable
 :class:`RejectReason`.
@@ -39,6 +41,7 @@ from contextd.config_checks import (ERROR, check_project, compile_patterns,
                                     resolve_watch_paths)
 from contextd.errors import BoundaryError
 from contextd.project import Project
+from contextd.secret_rules import secret_file_reason
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +89,7 @@ class RejectReason(str, enum.Enum):
     UNREADABLE = "unreadable"
     NOT_A_REGULAR_FILE = "not_a_regular_file"
     NOT_FOUND = "not_found"
+    SECRET_FILE = "secret_file"
 
 
 IGNORE_FILES = {".gitignore": RejectReason.GITIGNORE,
@@ -541,6 +545,9 @@ class Boundary:
         """The rules that need only the name: index files, ignore rules, extensions."""
         if rel in self._internal:
             return RejectReason.INDEX_DIRECTORY, "contextd's own index"
+        secret = secret_file_reason(name)
+        if secret:  # before every setting: no configuration indexes a .env or a key file
+            return RejectReason.SECRET_FILE, secret
         ignored = self._ignored(rel, layers)
         if ignored:
             return ignored
