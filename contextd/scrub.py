@@ -37,6 +37,11 @@ _QUOTED_ASSIGNMENT = re.compile(
     rf"""(?ix)\b(?P<key>{_KEY_NAME})\b["']?(?:\s*:\s*[a-z_][\w.\[\]<>|]*)?\s*(?::=|=>|[:=])\s*
          (?:[bru]{{1,2}}(?=["']))?(?P<q>["'`])(?P<value>(?:(?!(?P=q))[^\\\n]|\\.){{1,}})(?P=q)""")
 
+# ``("name", "value")``: a setting passed as two arguments (``props.put``, ``os.Setenv``).
+_QUOTED_PAIR = re.compile(
+    rf"""(?ix)(?P<q1>["'])(?P<key>{_KEY_NAME})(?P=q1)\s*,\s*
+         (?P<q>["'`])(?P<value>(?:(?!(?P=q))[^\\\n]|\\.){{1,}})(?P=q)""")
+
 # ``NAME=value`` / ``name: value`` / ``export NAME=value`` / ``ENV NAME=value`` unquoted.
 _BARE_ASSIGNMENT = re.compile(
     rf"""(?imx)^(?P<lead>[ \t]*(?:[-*>|][ \t]*)*(?:(?:export|ENV|ARG|set)[ \t]+)?)
@@ -134,16 +139,27 @@ class _Redactor:
 
         return pattern.sub(replace, text)
 
-    def line(self, line: str, kind: str) -> str:
+    def line(self, line: str, kind: str, has_marker: bool) -> str:
         """Every line rule, in order: the most specific formats first, so the later, looser
-        rules see ``[REDACTED]`` instead of a value they might only half cover."""
-        line = self.sub(_URL_PASSWORD, line, lambda m: not is_placeholder(m.group("value")))
-        line = self.sub(_TOKEN_FORMATS, line, lambda m: True)
-        line = self.sub(_AUTH_HEADER, line, lambda m: _credential_like(m.group("value")))
-        line = self.sub(_QUOTED_ASSIGNMENT, line, lambda m: _named_value_is_secret(
-            m.group("key"), m.group("value"), kind, quoted=True))
-        line = self.sub(_BARE_ASSIGNMENT, line, lambda m: _named_value_is_secret(
-            m.group("key"), m.group("value"), kind, quoted=False))
+        rules see ``[REDACTED]`` instead of a value they might only half cover. Each rule
+        runs only where a substring test says it can match (most candidate lines hold just
+        the word "key" or "token")."""
+        lower = line.lower()
+        if "://" in line:
+            line = self.sub(_URL_PASSWORD, line, lambda m: not is_placeholder(m.group("value")))
+        if has_marker:
+            line = self.sub(_TOKEN_FORMATS, line, lambda m: True)
+        if "bearer" in lower or "basic" in lower or "token" in lower:
+            line = self.sub(_AUTH_HEADER, line, lambda m: _credential_like(m.group("value")))
+        if "=" in line or ":" in line:
+            if "'" in line or '"' in line or "`" in line:
+                line = self.sub(_QUOTED_ASSIGNMENT, line, lambda m: _named_value_is_secret(
+                    m.group("key"), m.group("value"), kind, quoted=True))
+            line = self.sub(_BARE_ASSIGNMENT, line, lambda m: _named_value_is_secret(
+                m.group("key"), m.group("value"), kind, quoted=False))
+        if "," in line:
+            line = self.sub(_QUOTED_PAIR, line, lambda m: _named_value_is_secret(
+                m.group("key"), m.group("value"), kind, quoted=True))
         if has_context_word(line):
             line = self.sub(RANDOM_TOKEN, line, _random_unnamed, group=0)
         return line
@@ -152,7 +168,7 @@ class _Redactor:
 def _random_unnamed(match: re.Match) -> bool:
     """A random-looking value on a line that talks about keys or tokens, unless it is a
     digest named by its algorithm (``sha512-…``, ``sha256:…``) or inline data."""
-    before = match.string[max(0, match.start() - 12):match.start()]
+    before = match.string[max(0, match.start() - 24):match.start()]
     return DIGEST_PREFIX.search(before) is None and looks_random(match.group(0))
 
 
@@ -218,8 +234,8 @@ class Scrubber:
         if spans:
             kind = _file_kind(path)
             pieces, last = [], 0
-            for start, end in spans:
-                pieces += [text[last:start], redactor.line(text[start:end], kind)]
+            for (start, end), has_marker in spans:
+                pieces += [text[last:start], redactor.line(text[start:end], kind, has_marker)]
                 last = end
             text = "".join(pieces) + text[last:]
         total = redactor.count
@@ -229,20 +245,21 @@ class Scrubber:
         return ScrubResult(text, total)
 
 
-def _candidate_lines(text: str) -> list[tuple[int, int]]:
-    """Sorted (start, end) of the lines holding a keyword or a token marker."""
-    spans: set[tuple[int, int]] = set()
+def _candidate_lines(text: str) -> list[tuple[tuple[int, int], bool]]:
+    """Sorted (start, end) of the lines holding a keyword or a token marker, each with
+    whether it holds a marker (only those can match a provider format)."""
+    spans: dict[tuple[int, int], bool] = {}
     lower = text.lower()
-    for haystack, words in ((lower, KEYWORDS), (text, TOKEN_MARKERS)):
+    for haystack, words, is_marker in ((lower, KEYWORDS, False), (text, TOKEN_MARKERS, True)):
         for word in words:
             found = haystack.find(word)
             while found >= 0:
                 start = text.rfind("\n", 0, found) + 1
                 end = text.find("\n", found)
                 end = len(text) if end < 0 else end
-                spans.add((start, end))
+                spans[(start, end)] = spans.get((start, end), False) or is_marker
                 found = haystack.find(word, end)
-    return sorted(spans)
+    return sorted(spans.items())
 
 
 @lru_cache(maxsize=8)
