@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from contextd.chunking import language_for
-from contextd.errors import JobConflictError
+from contextd.errors import JobConflictError, UsageError
 from contextd.indexer import Indexer
 from contextd.indexer.core import THROUGHPUT_META_KEY
 from contextd.indexer.plan import in_scope
+from contextd.path_args import check_paths, refusal_text
 from contextd.progress import JobProgress, Progress, TeeProgress
 from contextd.store.base import IndexStore, Job
 
@@ -92,7 +93,12 @@ class JobRunner:
         ``dry_run`` only estimates (files, seconds, files by language, sizes) and changes
         nothing. ``wait=False`` starts the job in a background thread and returns at once
         with status ``queued``. Raises JobConflictError while another rebuild runs."""
-        prefixes = [self.indexer.relative(p) for p in paths] if paths else None
+        prefixes = None
+        if paths:
+            prefixes, refused = check_paths(self.indexer.project.root, paths,
+                                            known=lambda rel: bool(self.store.file_states(rel)))
+            if refused:  # a destructive job runs on exactly what was asked, or not at all
+                raise UsageError(f"rebuild refused: {refusal_text(refused)}")
         scope = "partial" if prefixes else "full"
         estimate = self.estimate(prefixes)
         files, seconds = estimate.pop("files"), estimate.pop("seconds")

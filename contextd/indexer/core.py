@@ -8,10 +8,9 @@ vectors beside it. Runs are serialised by a lock: a watcher batch waits for a re
 
 from __future__ import annotations
 
-import os
+import dataclasses
 import threading
 import time
-from pathlib import Path
 from typing import Any, Sequence
 
 from contextd.boundary import Boundary, FileEntry
@@ -25,6 +24,7 @@ from contextd.indexer.embed_stage import EmbeddingStage, embed_missing
 from contextd.indexer.pipeline import Writer, outcomes
 from contextd.indexer.plan import FileTask, in_scope, order_by_priority, plan_changes
 from contextd.indexer.report import IndexReport
+from contextd.path_args import check_paths, refusal_text
 from contextd.progress import NullProgress, Progress
 from contextd.project import Project
 from contextd.store.base import IndexStore
@@ -196,9 +196,14 @@ class Indexer:
 
     def _refresh(self, paths: Sequence[str] | None, force: bool, progress: Progress | None,
                  cancel: threading.Event | None, mode: str) -> IndexReport:
-        rels = None if paths is None else [self.relative(p) for p in paths]
-        if rels is not None and any(r in ("", ".") for r in rels):
-            rels = None
+        rels, refused = None, []
+        if paths is not None:
+            rels, refused = check_paths(self.project.root, paths,
+                                        known=lambda rel: bool(self.store.file_states(rel)))
+            if not rels:
+                raise UsageError(f"nothing to refresh: {refusal_text(refused)}")
+            if "." in rels:
+                rels = None
         entries = self._entries_for(rels)
         if rels is None:
             states = self.store.file_states()
@@ -213,6 +218,7 @@ class Indexer:
         report.files_seen = plan.seen
         report.files_unchanged += plan.unchanged
         report.files_removed += removed
+        report.refused = [dataclasses.asdict(r) for r in refused]
         return report
 
     def _entries_for(self, rels: list[str] | None) -> list[FileEntry]:
@@ -231,16 +237,6 @@ class Indexer:
         if walk:
             entries += [e for e in self.boundary.iter_files() if in_scope(e.path, walk)]
         return entries
-
-    def relative(self, path: str) -> str:
-        """``path`` (absolute, or relative to the root) as a root-relative POSIX path;
-        raises UsageError outside the root."""
-        root = self.project.root
-        absolute = Path(os.path.normpath(path if os.path.isabs(path) else root / path))
-        try:
-            return absolute.relative_to(root).as_posix()
-        except ValueError:
-            raise UsageError(f"{path} is outside the project root {root}") from None
 
     def _run(self, tasks: list[FileTask], mode: str, progress: Progress | None,
              cancel: threading.Event | None, track_progress: bool, total: int) -> IndexReport:

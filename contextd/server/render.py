@@ -125,7 +125,13 @@ def refresh_result(report) -> RefreshResult:
     """The answer of a synchronous refresh_context."""
     files = report.files_indexed + report.files_removed + report.files_failed
     return RefreshResult(status="completed", filesQueued=files, message=report.summary,
-                         report=to_dict(report))
+                         report=to_dict(report), refused=report.refused)
+
+
+def with_refused(result: RefreshResult, refused) -> RefreshResult:
+    """``result`` naming also the paths refused before the refresh ran."""
+    rows = [{"path": r.path, "reason": r.reason} for r in refused]
+    return result.model_copy(update={"refused": rows + result.refused})
 
 
 def rebuild_result(result, partial: bool) -> RebuildResult:

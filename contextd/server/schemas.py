@@ -99,6 +99,8 @@ class RefreshResult(BaseModel):
     files_queued: int = Field(alias="filesQueued")
     message: str
     report: dict[str, Any] | None = Field(None, description="The indexing report (sync runs).")
+    refused: list[dict[str, str]] = Field(default_factory=list, description=(
+        "Paths not used, each with its reason: {path, reason}."))
 
 
 class StatsResult(BaseModel):
