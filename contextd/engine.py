@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Sequence
 
+from contextd.jobs import recover_interrupted_jobs
 from contextd.project import Project
 from contextd.records import to_dict
 from contextd.store import IndexStore, open_store
@@ -19,13 +20,15 @@ from contextd.store import IndexStore, open_store
 class Engine:
     """Index + query services of one project, living in the process that owns its database.
 
-    Parts load lazily: opening an Engine opens the store only; the embedder loads on the
-    first query or indexing run that needs it.
+    Parts load lazily: opening an Engine opens the store only (and marks jobs a dead owner
+    left running as interrupted); the embedder loads on the first query or indexing run
+    that needs it.
     """
 
     def __init__(self, project: Project, store: IndexStore | None = None):
         self.project = project
         self.store = store if store is not None else open_store(project)
+        recover_interrupted_jobs(self.store)
         self._lock = threading.RLock()
         self._indexer = None
         self._module = None

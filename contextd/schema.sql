@@ -110,7 +110,7 @@ CREATE TABLE IF NOT EXISTS bootstrap_errors (
 CREATE TABLE IF NOT EXISTS jobs (
     job_id TEXT NOT NULL,
     job_type TEXT NOT NULL,             -- rebuild_full | rebuild_partial | refresh | bootstrap
-    status TEXT NOT NULL,               -- queued | in_progress | completed | failed | cancelled
+    status TEXT NOT NULL,               -- queued | in_progress | completed | failed | cancelled | interrupted
     scope TEXT,
     files_total INTEGER,
     files_processed INTEGER NOT NULL DEFAULT 0,

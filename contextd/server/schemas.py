@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 HARD_MAX_TOKENS = 6000
 MAX_K = 50
 
-JobState = Literal["queued", "in_progress", "completed", "failed", "cancelled"]
+JobState = Literal["queued", "in_progress", "completed", "failed", "cancelled", "interrupted"]
 
 
 class _Input(BaseModel):
