@@ -17,6 +17,9 @@ from contextd.records import to_dict
 from contextd.store import IndexStore, open_store
 
 
+SKIPPED_EXAMPLES = 20  # skipped files named by stats (the counts cover them all)
+
+
 class Engine:
     """Index + query services of one project, living in the process that owns its database.
 
@@ -104,11 +107,13 @@ class Engine:
         return self.module.query(request)
 
     def stats(self) -> dict[str, Any]:
-        """get_context_stats: providers, storage, performance, languages, indexing progress
-        ("N / M files") and recent jobs."""
+        """get_context_stats: providers, storage (with files skipped, by reason, and a few
+        of them), performance, languages, indexing progress ("N / M files"), recent jobs."""
         data = self.module.stats()
         data["indexing"] = self.indexer.status()
         data["recent_jobs"] = [to_dict(job) for job in self.store.list_jobs(limit=5)]
+        data.setdefault("storage", {})["skipped_examples"] = [
+            to_dict(skip) for skip in self.store.list_skips(limit=SKIPPED_EXAMPLES)]
         return data
 
     def close(self) -> None:

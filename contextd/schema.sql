@@ -1,4 +1,4 @@
--- contextd index schema: the single description of a fresh database at SCHEMA_VERSION 2.
+-- contextd index schema: the single description of a fresh database at SCHEMA_VERSION 3.
 -- Older databases reach the same shape through contextd/migrations/NNN_*.sql, applied in
 -- order on open (tests/test_store.py checks that both roads give identical tables).
 -- Vectors are keyed by (model identity, BLAKE3 of the embedded text): the embeddings table
@@ -105,6 +105,17 @@ CREATE TABLE IF NOT EXISTS bootstrap_errors (
     stack_trace TEXT,
     occurred_at TIMESTAMP NOT NULL DEFAULT now(),
     retry_count INTEGER NOT NULL DEFAULT 0
+);
+
+-- Files left out of the index and why (a walk's too_large, binary, generated, secret_file,
+-- unreadable; files the indexer gave up on), with the size/mtime they had then.
+CREATE TABLE IF NOT EXISTS skipped_files (
+    path TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    size_bytes BIGINT,
+    mtime_ns BIGINT,
+    recorded_at TIMESTAMP NOT NULL DEFAULT now()
 );
 
 CREATE TABLE IF NOT EXISTS jobs (

@@ -9,11 +9,12 @@ vectors beside it. Runs are serialised by a lock: a watcher batch waits for a re
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from typing import Any, Sequence
 
-from contextd.boundary import Boundary, FileEntry
+from contextd.boundary import SKIP_REASONS, Boundary, FileEntry
 from contextd.chunking import chunking_signature
 from contextd.contextualize import (contextualizer_signature, counters_since, needs_store,
                                    stage_stats)
@@ -27,7 +28,7 @@ from contextd.indexer.report import IndexReport
 from contextd.path_args import check_paths, refusal_text
 from contextd.progress import NullProgress, Progress
 from contextd.project import Project
-from contextd.store.base import IndexStore
+from contextd.store.base import IndexStore, SkippedFile
 
 # index_meta keys: the measured indexing rate (for rebuild estimates) and the signature of
 # the chunking and contextualizer the stored chunks and index texts were built with.
@@ -116,8 +117,8 @@ class Indexer:
         each in bootstrap_progress so an interruption resumes where it stopped. Files already
         stored with the same content are skipped (the caller clears them to force)."""
         with self._run_lock:
-            entries = [e for e in self.boundary.iter_files() if in_scope(e.path, prefixes)]
-            entries = order_by_priority(entries, self.config.bootstrap.priority_extensions)
+            entries = order_by_priority(self._walk(prefixes),
+                                        self.config.bootstrap.priority_extensions)
             limit = self.config.bootstrap.max_initial_files
             if limit and prefixes is None:
                 entries = entries[:limit]
@@ -132,6 +133,8 @@ class Indexer:
                                total=len(entries))
             report.files_seen, report.files_unchanged = plan.seen, \
                 report.files_unchanged + plan.unchanged
+            if not report.cancelled:
+                report.files_removed += self._drop_vanished(entries)
             self._finish_bootstrap(job_id, report)
             return report
 
@@ -225,7 +228,7 @@ class Indexer:
         """Files on disk in scope: a full walk for the project or a directory, one boundary
         check per named file (the watcher's case: no walk at all)."""
         if rels is None:
-            return list(self.boundary.iter_files())
+            return self._walk(None)
         entries, walk = [], []
         for rel in rels:
             path = self.project.root / rel
@@ -235,8 +238,27 @@ class Indexer:
                 st = path.stat()
                 entries.append(FileEntry(rel, path, st.st_size, st.st_mtime_ns))
         if walk:
-            entries += [e for e in self.boundary.iter_files() if in_scope(e.path, walk)]
+            entries += self._walk(walk)
         return entries
+
+    def _drop_vanished(self, entries: Sequence[FileEntry]) -> int:
+        """Remove the files of a finished run that were deleted while it ran (after being
+        read, so they were stored): the index then matches the disk when the run ends, not
+        at the next refresh."""
+        gone = [e.path for e in entries if not os.path.lexists(e.abs_path)]
+        return self.store.delete_files(gone) if gone else 0
+
+    def _walk(self, prefixes: Sequence[str] | None) -> list[FileEntry]:
+        """The files in scope on disk (all, or under ``prefixes``). What the boundary refused
+        although the project would index it (too large, binary, generated, a secret file) is
+        recorded in skipped_files, so stats and check-file users see what is left out."""
+        if prefixes is not None and any(p in ("", ".") for p in prefixes):
+            prefixes = None
+        scan = self.boundary.scan(collect_rejections=True)
+        skips = [SkippedFile(r.path, r.reason.value, r.detail) for r in scan.rejected
+                 if r.reason in SKIP_REASONS and not r.is_dir and in_scope(r.path, prefixes)]
+        self.store.replace_skips(skips, sorted(r.value for r in SKIP_REASONS), prefixes)
+        return [e for e in scan.accepted if in_scope(e.path, prefixes)]
 
     def _run(self, tasks: list[FileTask], mode: str, progress: Progress | None,
              cancel: threading.Event | None, track_progress: bool, total: int) -> IndexReport:

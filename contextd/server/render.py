@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from contextd.errors import UsageError
 from contextd.records import ContextScope, to_dict
+from contextd.render import skipped_text
 from contextd.server.schemas import (
     Hit, JobStatusResult, Offsets, QueryResult, RebuildResult, RefreshResult, Scope,
     StatsResult,
@@ -73,7 +74,9 @@ def stats_result(stats: dict[str, Any], config) -> StatsResult:
                  "embeddingsByModel": storage.get("embeddings_by_model"),
                  "dbSizeMB": storage.get("db_size_mb"),
                  "lastIndexed": storage.get("last_indexed"),
-                 "errors": storage.get("errors")},
+                 "errors": storage.get("errors"),
+                 "skippedFiles": storage.get("skipped") or {},
+                 "skippedExamples": storage.get("skipped_examples") or []},
         performance={"queries": storage.get("queries"),
                      "avgQueryLatencyMs": storage.get("avg_query_latency_ms"),
                      "avgTokensPerQuery": storage.get("avg_tokens_per_query"),
@@ -98,7 +101,10 @@ def stats_text(result: StatsResult) -> str:
              f"providers available: {', '.join(available) or 'none'}"
              + (f"; not ready: {', '.join(waiting)}" if waiting else ""),
              "languages: " + ", ".join(f"{k} {v}" for k, v in result.languages.items())]
+    if storage.get("skippedFiles"):
+        lines.append(skipped_text(storage["skippedFiles"]))
     return "\n".join(lines)
+
 
 
 def files_under(root: Path, paths: Sequence[str]) -> int:
