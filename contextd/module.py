@@ -45,6 +45,7 @@ from contextd.query_understanding import (
 from contextd.ranking import FusionStrategy, deduplicate, fuse, mmr_select
 from contextd.records import ContextScope, ContextSnippet, TaskContext, TokenBudget
 from contextd.render import render_context
+from contextd.scrub import scrub_secrets
 
 __all__ = ["ContextModule", "Hit", "QueryRequest", "QueryResponse"]
 
@@ -386,8 +387,9 @@ class ContextModule:
             self._latency[key].append(value)
         metrics = self.config.metrics
         if metrics.enabled:
-            self._usage.submit(
-                task_id, query, sorted({p for s in snippets for p in s.providers}),
+            self._usage.submit(  # a query may quote a credential: it is stored redacted
+                task_id, scrub_secrets(query, security=self.config.security).text,
+                sorted({p for s in snippets for p in s.providers}),
                 len(snippets), tokens if metrics.track_token_usage else 0,
                 timings["total"] if metrics.track_latency else 0.0)
 

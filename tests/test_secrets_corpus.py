@@ -50,6 +50,10 @@ def served_corpus(tmp_path_factory, corpus):
             result = session.call("query_context", {"query": query, "k": 50,
                                                     "filters": {"maxTokens": 6000}})
             mcp_answers.append(json.dumps(structured(result)) + result.content[0].text)
+        # An agent quoting a credential in its query: usage_metrics keeps it redacted.
+        quoted = next(p.value for p in corpus.secrets if p.kind == "stripe")
+        assert not structured(session.call("query_context", {
+            "query": f"why is {quoted} rejected"}))["query"].count("[REDACTED]")
         for query in QUERIES[:2]:
             done = subprocess.run([sys.executable, "-m", "contextd", "--root", str(root),
                                    "query", query, "--k", "50", "--json"],
@@ -91,6 +95,7 @@ def test_no_secret_in_any_table(served_corpus, corpus):
     assert not paths & set(SECRET_FILES)
     leaked = [(p.kind, p.path) for p in corpus.secrets if p.value in dump]
     assert leaked == []
+    assert "why is [REDACTED] rejected" in dump  # the query quoting a key, in usage_metrics
     assert not [v for v in SECRET_FILES.values() if v.split()[-1] in dump]
     kept = sum(p.value in dump for p in corpus.lookalikes)
     assert kept >= 0.95 * len(corpus.lookalikes)
