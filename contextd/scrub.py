@@ -37,9 +37,10 @@ _QUOTED_ASSIGNMENT = re.compile(
     rf"""(?ix)\b(?P<key>{_KEY_NAME})\b["']?(?:\s*:\s*[a-z_][\w.\[\]<>|]*)?\s*(?::=|=>|[:=])\s*
          (?:[bru]{{1,2}}(?=["']))?(?P<q>["'`])(?P<value>(?:(?!(?P=q))[^\\\n]|\\.){{1,}})(?P=q)""")
 
-# ``("name", "value")``: a setting passed as two arguments (``props.put``, ``os.Setenv``).
+# ``f("name", "value")``: a setting passed as a call's first two arguments (``props.put``,
+# ``os.Setenv``); a tuple or list of names is no such pair.
 _QUOTED_PAIR = re.compile(
-    rf"""(?ix)(?P<q1>["'])(?P<key>{_KEY_NAME})(?P=q1)\s*,\s*
+    rf"""(?ix)\(\s*(?P<q1>["'])(?P<key>{_KEY_NAME})(?P=q1)\s*,\s*
          (?P<q>["'`])(?P<value>(?:(?!(?P=q))[^\\\n]|\\.){{1,}})(?P=q)""")
 
 # ``NAME=value`` / ``name: value`` / ``export NAME=value`` / ``ENV NAME=value`` unquoted.
@@ -197,7 +198,8 @@ def _compile_custom(pattern: str) -> Callable[[str], tuple[str, int]]:
         if REDACTED in tail:
             return whole
         if quoted.search(tail) is None:
-            return head + " " + REDACTED
+            rest = tail.strip().strip("'\"")
+            return whole if not rest or is_placeholder(rest) else head + " " + REDACTED
         return head + quoted.sub(lambda q: q.group(0) if is_placeholder(q.group(0)[1:-1])
                                  else q.group(1) + REDACTED + q.group(1), tail)
 

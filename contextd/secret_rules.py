@@ -100,7 +100,7 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 _WORDY_SEGMENT = re.compile(r"[a-z]+|[A-Z][a-z]+|[A-Z]+|\d+|[a-z]+(?:[A-Z][a-z]{2,})+"
                             r"|(?:[A-Z][a-z]{2,})+")
 _SEPARATORS = re.compile(r"[_\-./+~=]+")
-RANDOM_TOKEN = re.compile(r"(?<![\w+/=~.-])[A-Za-z0-9+/_~.-]{16,}={0,2}(?![\w+/=~-])")
+RANDOM_TOKEN = re.compile(r"(?<![\w+/=~.-])[A-Za-z0-9+/_~-]{16,}={0,2}(?![\w+/=~-])")
 # A digest is named by its algorithm right before it (lockfiles, pip, go.sum, images), a
 # commit by the word, a public key by its type.
 DIGEST_PREFIX = re.compile(r"(?i)(?:(?:sha\d{0,3}|md5|blake\d\w*|h1|base64)[:=,-]"
@@ -108,6 +108,11 @@ DIGEST_PREFIX = re.compile(r"(?i)(?:(?:sha\d{0,3}|md5|blake\d\w*|h1|base64)[:=,-
                            r"|\b(?:ssh-(?:rsa|ed25519|dss)|ecdsa-sha2-nistp\d+)\s+)\s*$")
 MIN_RANDOM_LENGTH = 16
 MIN_ENTROPY_BITS = 3.0
+MIN_BLOB_LENGTH = 30
+MIN_DIGIT_SWITCHES = 3
+MIN_MIXED_LENGTH = 24
+MIN_CLASS_SWITCH_SHARE = 0.35
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/=_~.-]+")
 
 
 def is_placeholder(value: str) -> bool:
@@ -125,24 +130,36 @@ def shannon_entropy(value: str) -> float:
 
 
 def looks_random(value: str) -> bool:
-    """Whether ``value`` looks like generated key material rather than words, a path, a
-    version or an identifier: a long hex string, or a long mix of letters and digits whose
-    pieces are not words, with enough entropy. UUIDs and references (``${TOKEN}``) do not
-    count; stand-in words do not matter here (AWS's own example key is random)."""
+    """Whether ``value`` looks like generated key material rather than an identifier, a
+    path, a version or words: a long hex string; a long base64 blob with no word in it; or
+    letters and digits interleaved again and again (an identifier such as ``pkcs7_signer``
+    or ``CallSignaturePEP302`` switches between letters and digits once or twice; 20 random
+    alphanumerics about five times). UUIDs and references (``${TOKEN}``) do not count;
+    stand-in words do not matter here (AWS's own example key is random)."""
     if len(value) < MIN_RANDOM_LENGTH or _UUID.fullmatch(value) or _REFERENCE.fullmatch(value):
+        return False
+    if not _TOKEN_CHARS.fullmatch(value):  # calls, operators, format strings: code
         return False
     if _HEX.fullmatch(value):
         return len(set(value)) > 6
-    if not any(c.isdigit() for c in value) and "+" not in value and "/" not in value:
+    segments = [s for s in _SEPARATORS.split(value) if s]
+    wordy = sum(len(s) for s in segments if len(s) >= 3 and _WORDY_SEGMENT.fullmatch(s))
+    if wordy * 2 > len(value) or shannon_entropy(value) < MIN_ENTROPY_BITS:
         return False
-    if not any(c.isalpha() for c in value):
-        return False
-    # A path, an identifier or a sentence-like slug is mostly words.
-    wordy = sum(len(s) for s in _SEPARATORS.split(value)
-                if len(s) >= 3 and _WORDY_SEGMENT.fullmatch(s))
-    if wordy * 2 > len(value):
-        return False
-    return shannon_entropy(value) >= MIN_ENTROPY_BITS
+    if ("/" in value or "+" in value) and len(value) >= MIN_BLOB_LENGTH and not wordy:
+        return True
+    pairs = [(a, b) for s in segments for a, b in zip(s, s[1:])]
+    if sum(a.isdigit() != b.isdigit() for a, b in pairs) >= MIN_DIGIT_SWITCHES:
+        return True
+    # Long mixed-case runs with a digit: random text changes case about every other
+    # character, camelCase words every five or six.
+    classes = sum(_char_class(a) != _char_class(b) for a, b in pairs)
+    return (len(value) >= MIN_MIXED_LENGTH and any(c.isdigit() for c in value)
+            and classes >= MIN_CLASS_SWITCH_SHARE * len(value))
+
+
+def _char_class(c: str) -> int:
+    return 0 if c.isdigit() else 1 if c.isupper() else 2 if c.islower() else 3
 
 
 def is_strong_name(name: str) -> bool:

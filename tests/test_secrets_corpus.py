@@ -119,3 +119,20 @@ def test_check_file_names_secret_files(served_corpus):
                               cwd=root)
         verdict = json.loads(done.stdout)
         assert verdict["indexable"] is False and verdict["reason"] == "secret_file", verdict
+
+
+@pytest.mark.parametrize("line", [
+    "__all__ = ('Context', 'ContextVar', 'Token', 'copy_context')",
+    "self.password = ''",
+    "token = self._fp.read(1)[0]",
+    "key = self.cmp_to_key(mycmp=cmp1)",
+    "class pkcs7_signer_info_st(Structure):",
+    "if key in ('__module__', '_member_map_', '_value2member_map_', '__doc__'):",
+    "access=winreg.KEY_READ | winreg.KEY_WOW64_32KEY",
+    "toolskey = \"VS%0.f0COMNTOOLS\" % version",
+    "class CallSignaturePEP302(CallSignoreSuppressImportWarning):",
+    "# OpenSSL's PKCS5_PBKDF2_HMAC requires OpenSSL 1.0+ with HMAC and SHA",
+])
+def test_real_code_on_key_and_token_lines_is_kept(line):
+    """Lines of the Python standard library that earlier rules redacted."""
+    assert scrub_secrets(line, "module.py").text == line
