@@ -6,6 +6,7 @@ query_context answer; look-alikes kept; secret files (.env, keys) never indexed,
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -136,3 +137,32 @@ def test_check_file_names_secret_files(served_corpus):
 def test_real_code_on_key_and_token_lines_is_kept(line):
     """Lines of the Python standard library that earlier rules redacted."""
     assert scrub_secrets(line, "module.py").text == line
+
+
+def test_commit_subjects_in_git_history_hits_are_scrubbed(tmp_path):
+    """git_history answers name the commits behind a hit; their subjects are not indexed
+    text, so they pass the scrubber on the way out."""
+    from contextd.engine import Engine
+    from contextd.project import Project
+    from contextd.providers import ProviderQuery
+    from contextd.records import ContextScope, TokenBudget
+
+    key = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+    root = make_repo(tmp_path / "repo")
+    (root / "src/billing/tax.py").write_text("def vat(amount):\n    return amount * 0.2\n")
+    env = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "HOME": str(tmp_path),
+           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com",
+           "PATH": os.environ["PATH"]}
+    subprocess.run(["git", "-C", str(root), "commit", "-qam", f"vat rounding with {key}"],
+                   check=True, env=env)
+    engine = Engine(Project.open(str(root)))
+    try:
+        engine.indexer.embed = False
+        engine.ensure_indexed()
+        hits = engine.module.provider("git_history").query(ProviderQuery("vat rounding", 10),
+                                                           ContextScope(), TokenBudget())
+        subjects = [c["subject"] for h in hits for c in h.metadata.get("commits", [])]
+        assert any("vat rounding with [REDACTED]" in s for s in subjects), subjects
+        assert key not in json.dumps([h.metadata for h in hits])
+    finally:
+        engine.close()
