@@ -10,7 +10,10 @@ Project` and answers two questions with the same rules:
 The filter pipeline, in the spec's order: under a watch root → not the index's own directory →
 not ignored (``ignore_patterns``, then every ``.contextignore``/``.gitignore`` from the deepest
 directory up, gitignore semantics via pathspec) → extension allowed and not blocked → within the
-size limit (or a size exception) → not binary. Symbolic links are not followed unless
+size limit (or a size exception) → not binary → not generated (minified, bundles, source
+maps: :mod:`contextd.generated`). Secret files (``.env``, ``.env.*`` other than
+templates such as ``.env.example``, private keys, ``.netrc``) are refused before any of
+these, so no setting can index them. Symbolic links are not followed unless
 ``follow_symlinks`` is on, and then never out of the watch roots, never round a loop and never
 deeper than ``max_symlink_depth``. Every rejection carries a machine-readable
 :class:`RejectReason`.
@@ -38,7 +41,9 @@ from contextd.config import CONFIG_FILENAME
 from contextd.config_checks import (ERROR, check_project, compile_patterns,
                                     resolve_watch_paths)
 from contextd.errors import BoundaryError
+from contextd.generated import generated_by_content, generated_by_name
 from contextd.project import Project
+from contextd.secret_rules import secret_file_reason
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +91,14 @@ class RejectReason(str, enum.Enum):
     UNREADABLE = "unreadable"
     NOT_A_REGULAR_FILE = "not_a_regular_file"
     NOT_FOUND = "not_found"
+    SECRET_FILE = "secret_file"
+    GENERATED = "generated"
+
+
+# Rejections of files the project would otherwise index: recorded by full indexing runs
+# (skipped_files) so stats can say what was left out and why.
+SKIP_REASONS = frozenset({RejectReason.TOO_LARGE, RejectReason.BINARY, RejectReason.GENERATED,
+                          RejectReason.SECRET_FILE, RejectReason.UNREADABLE})
 
 
 IGNORE_FILES = {".gitignore": RejectReason.GITIGNORE,
@@ -541,6 +554,9 @@ class Boundary:
         """The rules that need only the name: index files, ignore rules, extensions."""
         if rel in self._internal:
             return RejectReason.INDEX_DIRECTORY, "contextd's own index"
+        secret = secret_file_reason(name)
+        if secret:  # before every setting: no configuration indexes a .env or a key file
+            return RejectReason.SECRET_FILE, secret
         ignored = self._ignored(rel, layers)
         if ignored:
             return ignored
@@ -553,6 +569,9 @@ class Boundary:
                     else "no extension, and allowed_extensions is set")
         if self._by_extension and ext in BINARY_EXTENSIONS:
             return RejectReason.BINARY, f"{ext} is a binary format"
+        generated = generated_by_name(name)
+        if generated:
+            return RejectReason.GENERATED, generated
         return None
 
     def _file_rejection(self, rel: str, name: str, path: str, size: int,
@@ -563,15 +582,15 @@ class Boundary:
         if size > self._max_bytes and not self._size_exceptions.matches(rel):
             return (RejectReason.TOO_LARGE, f"{size / 1048576:.1f} MB is above "
                     f"max_file_size_mb ({self.project.config.indexing.max_file_size_mb})")
-        if self._sniff:
-            rejected = self._sniff_file(path)
-            if rejected:
-                return rejected
+        rejected = self._sniff_file(path, name)
+        if rejected:
+            return rejected
         if size > self.warn_bytes:
             log.warning("%s: %.1f MB is above warn_file_size_mb", rel, size / 1048576)
         return None
 
-    def _sniff_file(self, path: str) -> _Reject | None:
+    def _sniff_file(self, path: str, name: str) -> _Reject | None:
+        """Binary (with content detection on) or minified/generated, from the first 8 KB."""
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
             try:
@@ -580,8 +599,11 @@ class Boundary:
                 os.close(fd)
         except OSError as exc:
             return RejectReason.UNREADABLE, exc.strerror or str(exc)
-        why = looks_binary(data, self._threshold)
-        return (RejectReason.BINARY, why) if why else None
+        why = looks_binary(data, self._threshold) if self._sniff else None
+        if why:
+            return RejectReason.BINARY, why
+        why = generated_by_content(name, data)
+        return (RejectReason.GENERATED, why) if why else None
 
     def _ignored(self, rel: str, layers: tuple[_Layer, ...]) -> _Reject | None:
         """ignore_patterns first (they cannot be re-included by an ignore file), then the

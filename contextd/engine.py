@@ -11,21 +11,27 @@ from __future__ import annotations
 import threading
 from typing import Any, Sequence
 
+from contextd.jobs import recover_interrupted_jobs
 from contextd.project import Project
 from contextd.records import to_dict
 from contextd.store import IndexStore, open_store
 
 
+SKIPPED_EXAMPLES = 20  # skipped files named by stats (the counts cover them all)
+
+
 class Engine:
     """Index + query services of one project, living in the process that owns its database.
 
-    Parts load lazily: opening an Engine opens the store only; the embedder loads on the
-    first query or indexing run that needs it.
+    Parts load lazily: opening an Engine opens the store only (and marks jobs a dead owner
+    left running as interrupted); the embedder loads on the first query or indexing run
+    that needs it.
     """
 
     def __init__(self, project: Project, store: IndexStore | None = None):
         self.project = project
         self.store = store if store is not None else open_store(project)
+        recover_interrupted_jobs(self.store)
         self._lock = threading.RLock()
         self._indexer = None
         self._module = None
@@ -190,11 +196,13 @@ class Engine:
         return self.module.knowledge.remove(paths, contexts)
 
     def stats(self) -> dict[str, Any]:
-        """get_context_stats: providers, storage, performance, languages, indexing progress
-        ("N / M files") and recent jobs."""
+        """get_context_stats: providers, storage (with files skipped, by reason, and a few
+        of them), performance, languages, indexing progress ("N / M files"), recent jobs."""
         data = self.module.stats()
         data["indexing"] = self.indexer.status()
         data["recent_jobs"] = [to_dict(job) for job in self.store.list_jobs(limit=5)]
+        data.setdefault("storage", {})["skipped_examples"] = [
+            to_dict(skip) for skip in self.store.list_skips(limit=SKIPPED_EXAMPLES)]
         return data
 
     # ----- activity (the Index Manager's pages) ----------------------------------------

@@ -17,19 +17,40 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from contextd.chunking import language_for
-from contextd.errors import JobConflictError
-from contextd.indexer import Indexer
-from contextd.indexer.core import THROUGHPUT_META_KEY
-from contextd.indexer.plan import in_scope
+from contextd.errors import JobConflictError, UsageError
+from contextd.path_args import check_paths, refusal_text
 from contextd.progress import JobProgress, Progress, TeeProgress
 from contextd.store.base import IndexStore, Job
+
+if TYPE_CHECKING:
+    from contextd.indexer import Indexer
 
 # Used for the estimate until a run on this index has measured the real rate.
 DEFAULT_BYTES_PER_SECOND = 1_000_000
 REBUILD_TYPES = ("rebuild_full", "rebuild_partial")
+INTERRUPTED = "interrupted"
+# Statuses of a job that was running; the process that ran it is the only one that moves
+# it on, so when another process opens the index these rows belong to a dead one.
+RUNNING_STATUSES = ("queued", "in_progress")
+
+
+def recover_interrupted_jobs(store: IndexStore) -> int:
+    """Mark every job left queued or in progress as ``interrupted``; returns how many.
+
+    Called when a process becomes the index's owner (:class:`contextd.engine.Engine`): one
+    process owns the database at a time, so a job still "running" then was run by a process
+    that died (SIGKILL, a crash, power loss) and would otherwise show in_progress for ever.
+    A bootstrap or rebuild it left half done is resumed by the next ``ensure_indexed`` from
+    its bootstrap_progress rows; the job row keeps the figures it reached."""
+    stale = store.list_jobs(RUNNING_STATUSES, limit=10_000)
+    for job in stale:
+        store.update_job(job.job_id, status=INTERRUPTED, completed_at="now",
+                         error_message="interrupted: the process running it ended "
+                                       "(killed or crashed); remaining files are resumed by "
+                                       "the next indexing run")
+    return len(stale)
 
 
 @dataclass
@@ -74,7 +95,7 @@ def progress_of(job: Job) -> dict[str, Any]:
 class JobRunner:
     """Runs rebuilds of one index, refusing a second one while one runs."""
 
-    def __init__(self, indexer: Indexer, store: IndexStore):
+    def __init__(self, indexer: "Indexer", store: IndexStore):
         self.indexer = indexer
         self.store = store
         self._lock = threading.Lock()
@@ -92,7 +113,12 @@ class JobRunner:
         ``dry_run`` only estimates (files, seconds, files by language, sizes) and changes
         nothing. ``wait=False`` starts the job in a background thread and returns at once
         with status ``queued``. Raises JobConflictError while another rebuild runs."""
-        prefixes = [self.indexer.relative(p) for p in paths] if paths else None
+        prefixes = None
+        if paths:
+            prefixes, refused = check_paths(self.indexer.project.root, paths,
+                                            known=lambda rel: bool(self.store.file_states(rel)))
+            if refused:  # a destructive job runs on exactly what was asked, or not at all
+                raise UsageError(f"rebuild refused: {refusal_text(refused)}")
         scope = "partial" if prefixes else "full"
         estimate = self.estimate(prefixes)
         files, seconds = estimate.pop("files"), estimate.pop("seconds")
@@ -125,6 +151,10 @@ class JobRunner:
     def estimate(self, prefixes: Sequence[str] | None = None) -> dict[str, Any]:
         """What a rebuild of the scope would process: files, bytes, files by language,
         seconds at the rate measured on this index, and the current database size."""
+        from contextd.chunking import language_for
+        from contextd.indexer.core import THROUGHPUT_META_KEY
+        from contextd.indexer.plan import in_scope
+
         entries = [e for e in self.indexer.boundary.iter_files() if in_scope(e.path, prefixes)]
         languages = Counter(language_for(e.path) or "other" for e in entries)
         size = sum(e.size for e in entries)
@@ -168,17 +198,13 @@ class JobRunner:
 
     def _claim(self, scope: str, prefixes: Sequence[str] | None, files: int, created_by: str,
                params: dict[str, Any]) -> Job:
-        """Create the job, or refuse when one runs. A rebuild row left ``in_progress`` by a
-        process that died is marked failed: only this process writes to this index."""
+        """Create the job, or refuse when one runs (rows left running by a dead process
+        were marked interrupted when this process opened the index)."""
         with self._lock:
             if self._active is not None:
                 raise JobConflictError(
                     f"rebuild {self._active} is already running; follow it with "
                     f"get_rebuild_status or cancel it before starting another")
-            for stale in self.store.list_jobs(("queued", "in_progress"), limit=100):
-                if stale.job_type in REBUILD_TYPES:
-                    self.store.update_job(stale.job_id, status="failed", completed_at="now",
-                                          error_message="interrupted: its process ended")
             job = self.store.create_job(f"rebuild_{scope}", self._scope_text(prefixes), files,
                                         created_by, params)
             self._active = job.job_id
@@ -231,6 +257,8 @@ class JobRunner:
         if prefixes is None:
             self.store.clear_errors()
             return
+        from contextd.indexer.plan import in_scope
+
         paths = [e["file_path"] for e in self.store.list_errors(limit=1_000_000)
                  if in_scope(e["file_path"], prefixes)]
         self.store.clear_errors(paths)

@@ -46,6 +46,7 @@ from contextd.query_understanding import (
 from contextd.ranking import FusionStrategy, deduplicate, fuse, mmr_select
 from contextd.records import ContextScope, ContextSnippet, TaskContext, TokenBudget
 from contextd.render import render_context
+from contextd.scrub import scrub_secrets
 
 __all__ = ["ContextModule", "Hit", "QueryRequest", "QueryResponse"]
 
@@ -493,6 +494,11 @@ class ContextModule:
         too when ``include_project``; hits carry contexts, document and page in metadata."""
         return self.query(knowledge_request(query, list(contexts or ()), k, include_project,
                                             max_tokens, wait_for_model=True))
+            self._usage.submit(  # a query may quote a credential: it is stored redacted
+                task_id, scrub_secrets(query, security=self.config.security).text,
+                sorted({p for s in snippets for p in s.providers}),
+                len(snippets), tokens if metrics.track_token_usage else 0,
+                timings["total"] if metrics.track_latency else 0.0)
 
     # ----- reporting and lifecycle ------------------------------------------------------
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:

@@ -95,3 +95,10 @@ def render_json(context: TaskContext) -> dict[str, Any]:
     data = to_dict(context)
     data["snippets"] = [to_dict(s) for s in ordered(context.snippets)]
     return data
+
+
+def skipped_text(counts: dict[str, int]) -> str:
+    """One line: files left out of the index, by reason (``contextd stats``,
+    get_context_stats)."""
+    return ("skipped: " + ", ".join(f"{reason} {n}" for reason, n in counts.items())
+            + " (contextd check-file PATH says why)")

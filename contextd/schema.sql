@@ -1,5 +1,4 @@
--- contextd index schema: the single description of a fresh database at SCHEMA_VERSION 8.
--- contextd index schema: the single description of a fresh database at SCHEMA_VERSION 6.
+-- contextd index schema: the single description of a fresh database at SCHEMA_VERSION 10.
 -- Older databases reach the same shape through contextd/migrations/NNN_*.sql, applied in
 -- order on open (tests/test_store.py checks that both roads give identical tables).
 -- Vectors are keyed by (model identity, BLAKE3 of the embedded text): the embeddings table
@@ -111,10 +110,21 @@ CREATE TABLE IF NOT EXISTS bootstrap_errors (
     retry_count INTEGER NOT NULL DEFAULT 0
 );
 
+-- Files left out of the index and why (a walk's too_large, binary, generated, secret_file,
+-- unreadable; files the indexer gave up on), with the size/mtime they had then.
+CREATE TABLE IF NOT EXISTS skipped_files (
+    path TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    size_bytes BIGINT,
+    mtime_ns BIGINT,
+    recorded_at TIMESTAMP NOT NULL DEFAULT now()
+);
+
 CREATE TABLE IF NOT EXISTS jobs (
     job_id TEXT NOT NULL,
     job_type TEXT NOT NULL,             -- rebuild_full | rebuild_partial | refresh | bootstrap
-    status TEXT NOT NULL,               -- queued | in_progress | completed | failed | cancelled
+    status TEXT NOT NULL,               -- queued | in_progress | completed | failed | cancelled | interrupted
     scope TEXT,
     files_total INTEGER,
     files_processed INTEGER NOT NULL DEFAULT 0,

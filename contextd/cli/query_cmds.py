@@ -15,7 +15,7 @@ import click
 from contextd.cli.common import CliState, emit, open_engine, pass_state
 from contextd.query_api import QueryRequest, QueryResponse
 from contextd.records import ContextScope, to_dict
-from contextd.render import context_from_response, render_context
+from contextd.render import context_from_response, render_context, skipped_text
 
 # Lines of each snippet shown in the human-readable listing.
 PREVIEW_LINES = 3
@@ -136,6 +136,10 @@ def _print_stats(data: dict[str, Any]) -> None:
     languages = data.get("languages", {})
     if languages:
         click.echo("languages: " + ", ".join(f"{k} {v}" for k, v in languages.items()))
+    if storage.get("skipped"):
+        click.echo(skipped_text(storage["skipped"]))
+        for skip in storage.get("skipped_examples", [])[:5]:
+            click.echo(f"  {skip['path']}: {skip['reason']} ({skip['detail']})")
 
 
 @click.command("stats")

@@ -12,10 +12,9 @@ import dataclasses
 import os
 import threading
 import time
-from pathlib import Path
 from typing import Any, Sequence
 
-from contextd.boundary import Boundary, FileEntry
+from contextd.boundary import SKIP_REASONS, Boundary, FileEntry
 from contextd.chunking import chunking_signature
 from contextd.contextualize import (contextualizer_signature, counters_since, needs_store,
                                    stage_stats)
@@ -26,9 +25,10 @@ from contextd.indexer.embed_stage import EmbeddingStage, embed_missing
 from contextd.indexer.pipeline import Writer, outcomes
 from contextd.indexer.plan import FileTask, in_scope, order_by_priority, plan_changes
 from contextd.indexer.report import IndexReport
+from contextd.path_args import check_paths, refusal_text
 from contextd.progress import JobProgress, NullProgress, Progress, TeeProgress
 from contextd.project import Project
-from contextd.store.base import IndexStore
+from contextd.store.base import IndexStore, SkippedFile
 
 # index_meta keys: the measured indexing rate (for rebuild estimates) and the signature of
 # the chunking and contextualizer the stored chunks and index texts were built with.
@@ -117,8 +117,8 @@ class Indexer:
         each in bootstrap_progress so an interruption resumes where it stopped. Files already
         stored with the same content are skipped (the caller clears them to force)."""
         with self._run_lock:
-            entries = [e for e in self.boundary.iter_files() if in_scope(e.path, prefixes)]
-            entries = order_by_priority(entries, self.config.bootstrap.priority_extensions)
+            entries = order_by_priority(self._walk(prefixes),
+                                        self.config.bootstrap.priority_extensions)
             limit = self.config.bootstrap.max_initial_files
             if limit and prefixes is None:
                 entries = entries[:limit]
@@ -136,6 +136,8 @@ class Indexer:
                                total=len(entries))
             report.files_seen, report.files_unchanged = plan.seen, \
                 report.files_unchanged + plan.unchanged
+            if not report.cancelled:
+                report.files_removed += self._drop_vanished(entries)
             self._finish_bootstrap(job_id, report)
             return report
 
@@ -206,9 +208,14 @@ class Indexer:
 
     def _refresh(self, paths: Sequence[str] | None, force: bool, progress: Progress | None,
                  cancel: threading.Event | None, mode: str) -> IndexReport:
-        rels = None if paths is None else [self.relative(p) for p in paths]
-        if rels is not None and any(r in ("", ".") for r in rels):
-            rels = None
+        rels, refused = None, []
+        if paths is not None:
+            rels, refused = check_paths(self.project.root, paths,
+                                        known=lambda rel: bool(self.store.file_states(rel)))
+            if not rels:
+                raise UsageError(f"nothing to refresh: {refusal_text(refused)}")
+            if "." in rels:
+                rels = None
         entries = self._entries_for(rels)
         if rels is None:
             states = self.store.file_states()
@@ -223,13 +230,14 @@ class Indexer:
         report.files_seen = plan.seen
         report.files_unchanged += plan.unchanged
         report.files_removed += removed
+        report.refused = [dataclasses.asdict(r) for r in refused]
         return report
 
     def _entries_for(self, rels: list[str] | None) -> list[FileEntry]:
         """Files on disk in scope: a full walk for the project or a directory, one boundary
         check per named file (the watcher's case: no walk at all)."""
         if rels is None:
-            return list(self.boundary.iter_files())
+            return self._walk(None)
         entries, walk = [], []
         for rel in rels:
             path = self.project.root / rel
@@ -239,18 +247,27 @@ class Indexer:
                 st = path.stat()
                 entries.append(FileEntry(rel, path, st.st_size, st.st_mtime_ns))
         if walk:
-            entries += [e for e in self.boundary.iter_files() if in_scope(e.path, walk)]
+            entries += self._walk(walk)
         return entries
 
-    def relative(self, path: str) -> str:
-        """``path`` (absolute, or relative to the root) as a root-relative POSIX path;
-        raises UsageError outside the root."""
-        root = self.project.root
-        absolute = Path(os.path.normpath(path if os.path.isabs(path) else root / path))
-        try:
-            return absolute.relative_to(root).as_posix()
-        except ValueError:
-            raise UsageError(f"{path} is outside the project root {root}") from None
+    def _drop_vanished(self, entries: Sequence[FileEntry]) -> int:
+        """Remove the files of a finished run that were deleted while it ran (after being
+        read, so they were stored): the index then matches the disk when the run ends, not
+        at the next refresh."""
+        gone = [e.path for e in entries if not os.path.lexists(e.abs_path)]
+        return self.store.delete_files(gone) if gone else 0
+
+    def _walk(self, prefixes: Sequence[str] | None) -> list[FileEntry]:
+        """The files in scope on disk (all, or under ``prefixes``). What the boundary refused
+        although the project would index it (too large, binary, generated, a secret file) is
+        recorded in skipped_files, so stats and check-file users see what is left out."""
+        if prefixes is not None and any(p in ("", ".") for p in prefixes):
+            prefixes = None
+        scan = self.boundary.scan(collect_rejections=True)
+        skips = [SkippedFile(r.path, r.reason.value, r.detail) for r in scan.rejected
+                 if r.reason in SKIP_REASONS and not r.is_dir and in_scope(r.path, prefixes)]
+        self.store.replace_skips(skips, sorted(r.value for r in SKIP_REASONS), prefixes)
+        return [e for e in scan.accepted if in_scope(e.path, prefixes)]
 
     def _run(self, tasks: list[FileTask], mode: str, progress: Progress | None,
              cancel: threading.Event | None, track_progress: bool, total: int) -> IndexReport:

@@ -17,6 +17,7 @@ class IndexReport:
     complete regardless); ``errors`` holds the first few failures as ``path: message``.
     ``contextualizer`` is what a contextualizer running in this process did in the run
     (prefixes generated, cache hits, fallbacks; an LLM's requests, tokens and cost).
+    ``refused`` names each path argument that was not used (``path``, ``reason``).
     """
 
     mode: str = "refresh"
@@ -36,6 +37,7 @@ class IndexReport:
     embedding_error: str | None = None
     errors: list[str] = field(default_factory=list)
     contextualizer: dict[str, Any] = field(default_factory=dict)
+    refused: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def summary(self) -> str:
@@ -48,4 +50,7 @@ class IndexReport:
             text += " (cancelled)"
         if self.embedding_error:
             text += f"; embeddings unavailable: {self.embedding_error}"
+        if self.refused:
+            text += "; refused: " + "; ".join(f"'{r['path']}' {r['reason']}"
+                                             for r in self.refused)
         return text

@@ -30,6 +30,7 @@ from contextd.providers.base import (
 from contextd.providers.fulltext import code_tokens
 from contextd.providers.symbol import extract_candidates
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
+from contextd.scrub import scrub_secrets
 from contextd.store.base import ChunkRow
 
 # Signal strengths (scores in [0, 1]).
@@ -212,7 +213,9 @@ class GitHistoryProvider(ContextProvider):
             if path in best:
                 score, reason, commits = found[path]
                 meta = {"reason": reason,
-                        "commits": [c.describe() for c in commits[:COMMITS_IN_METADATA]]}
+                        # commit subjects are not indexed text: scrubbed here
+                        "commits": [{**c.describe(), "subject": scrub_secrets(c.subject).text}
+                                    for c in commits[:COMMITS_IN_METADATA]]}
                 if score >= query.min_score:
                     out.append(snippet_from_row(best[path], score, self.id, meta))
         return out

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contextd import __version__
 from contextd.errors import ContextdError, JobConflictError
+from contextd.path_args import check_paths, refusal_text
 from contextd.server import render
 from contextd.server.knowledge_tools import TOOLS as KNOWLEDGE_TOOLS, KnowledgeTools
 from contextd.server.lifecycle import EngineHandle, start_after_handshake
@@ -175,18 +176,23 @@ class ContextTools:
         A file watcher normally does this within a second; use this when results look stale,
         after a bulk change (checkout, code generation), or with force=true to re-chunk.
         Deleted paths are removed from the index. Returns status 'queued' (async, default)
-        or 'completed' with the indexing report.
+        or 'completed' with the indexing report; paths that cannot be used (outside the
+        root, a link leading out of it, too long, control characters, missing and not
+        indexed) are listed in 'refused' with a reason each.
         """
         engine = self.handle.get()
-        files = render.files_under(engine.project.root, paths)
+        accepted, refused = check_paths(engine.project.root, paths)
+        if not accepted:
+            raise ToolError(f"nothing to refresh: {refusal_text(refused)}")
+        files = render.files_under(engine.project.root, accepted)
         if run_async:
-            self._refreshes.put(engine, paths, force)
+            self._refreshes.put(engine, accepted, force)
             result = RefreshResult(status="queued", filesQueued=files, message=(
                 f"Refresh of {files} file(s) queued; query_context sees them in a moment."))
         else:
-            report = engine.refresh(paths=paths, force=force)
-            result = render.refresh_result(report)
-        return _answer(result, result.message)
+            result = render.refresh_result(engine.refresh(paths=accepted, force=force))
+        return _answer(render.with_refused(result, refused), result.message
+                       + (f" Refused: {refusal_text(refused)}" if refused else ""))
 
     def get_context_stats(self) -> Annotated[CallToolResult, StatsResult]:
         """Report the health and contents of this project's context index.
@@ -289,5 +295,7 @@ class RefreshQueue:
             engine, paths, force = self._queue.get()
             try:
                 engine.refresh(paths=paths, force=force)
+            except ContextdError as exc:  # expected (a path deleted meanwhile): one line
+                log.warning("queued refresh of %s: %s", paths, exc)
             except Exception:  # nobody is waiting for the answer: the log (stderr) gets it
                 log.exception("queued refresh of %s failed", paths)

@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 
 from contextd.errors import ContextdError
+from contextd.server.guard import MAX_REQUEST_BYTES, run_stdio
 
 log = logging.getLogger("contextd.server")
 
@@ -124,7 +125,7 @@ async def _serve_stdio(app, handle: EngineHandle) -> None:
         tasks.start_soon(_start_later, handle)
         tasks.start_soon(_exit_on_signal, handle)
         try:
-            await app.run_stdio_async()
+            await run_stdio(app)
         except* (BrokenPipeError, ConnectionResetError):
             log.info("contextd serve: the client went away")
         tasks.cancel_scope.cancel()
@@ -155,7 +156,8 @@ async def _serve_http(app, handle: EngineHandle, port: int) -> None:
         allowed_hosts=[f"{host}:*" for host in local] + list(local),
         allowed_origins=[f"http://{host}:*" for host in local]
         + [f"http://{host}" for host in local])
-    starlette_app = app.streamable_http_app(transport_security=security, host="127.0.0.1")
+    starlette_app = app.streamable_http_app(transport_security=security, host="127.0.0.1",
+                                            max_request_body_size=MAX_REQUEST_BYTES)
     config = uvicorn.Config(starlette_app, host="127.0.0.1", port=port, log_config=None,
                             access_log=False, log_level="warning", lifespan="on")
     # uvicorn re-raises the signal that stopped it once it has shut down, which would kill

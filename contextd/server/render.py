@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from contextd.errors import UsageError
 from contextd.records import ContextScope, to_dict
+from contextd.render import skipped_text
 from contextd.server.schemas import (
     Hit, JobStatusResult, Offsets, QueryResult, RebuildResult, RefreshResult, Scope,
     StatsResult,
@@ -90,7 +91,9 @@ def stats_result(stats: dict[str, Any], config) -> StatsResult:
                  "embeddingsByModel": storage.get("embeddings_by_model"),
                  "dbSizeMB": storage.get("db_size_mb"),
                  "lastIndexed": storage.get("last_indexed"),
-                 "errors": storage.get("errors")},
+                 "errors": storage.get("errors"),
+                 "skippedFiles": storage.get("skipped") or {},
+                 "skippedExamples": storage.get("skipped_examples") or []},
         performance={"queries": storage.get("queries"),
                      "avgQueryLatencyMs": storage.get("avg_query_latency_ms"),
                      "avgTokensPerQuery": storage.get("avg_tokens_per_query"),
@@ -115,7 +118,10 @@ def stats_text(result: StatsResult) -> str:
              f"providers available: {', '.join(available) or 'none'}"
              + (f"; not ready: {', '.join(waiting)}" if waiting else ""),
              "languages: " + ", ".join(f"{k} {v}" for k, v in result.languages.items())]
+    if storage.get("skippedFiles"):
+        lines.append(skipped_text(storage["skippedFiles"]))
     return "\n".join(lines)
+
 
 
 def files_under(root: Path, paths: Sequence[str]) -> int:
@@ -142,7 +148,13 @@ def refresh_result(report) -> RefreshResult:
     """The answer of a synchronous refresh_context."""
     files = report.files_indexed + report.files_removed + report.files_failed
     return RefreshResult(status="completed", filesQueued=files, message=report.summary,
-                         report=to_dict(report))
+                         report=to_dict(report), refused=report.refused)
+
+
+def with_refused(result: RefreshResult, refused) -> RefreshResult:
+    """``result`` naming also the paths refused before the refresh ran."""
+    rows = [{"path": r.path, "reason": r.reason} for r in refused]
+    return result.model_copy(update={"refused": rows + result.refused})
 
 
 def rebuild_result(result, partial: bool) -> RebuildResult:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 HARD_MAX_TOKENS = 6000
 MAX_K = 50
 
-JobState = Literal["queued", "in_progress", "completed", "failed", "cancelled"]
+JobState = Literal["queued", "in_progress", "completed", "failed", "cancelled", "interrupted"]
 
 
 class _Input(BaseModel):
@@ -112,6 +112,8 @@ class RefreshResult(BaseModel):
     files_queued: int = Field(alias="filesQueued")
     message: str
     report: dict[str, Any] | None = Field(None, description="The indexing report (sync runs).")
+    refused: list[dict[str, str]] = Field(default_factory=list, description=(
+        "Paths not used, each with its reason: {path, reason}."))
 
 
 class StatsResult(BaseModel):

@@ -139,6 +139,19 @@ class KnowledgeDocument:
     contexts: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file left out of the index: ``reason`` is a boundary reason (too_large, binary,
+    generated, secret_file, unreadable) or an indexing failure; ``size_bytes``/``mtime_ns``
+    are the file as it was then (None when unknown)."""
+
+    path: str
+    reason: str
+    detail: str
+    size_bytes: int | None = None
+    mtime_ns: int | None = None
+
+
 @dataclass
 class Job:
     """A tracked long-running operation (rebuild, refresh, bootstrap)."""
@@ -403,6 +416,17 @@ class IndexStore(abc.ABC):
     @abc.abstractmethod
     def list_errors(self, limit: int = 100) -> list[dict[str, Any]]:
         """Recorded failures, newest first."""
+
+    @abc.abstractmethod
+    def replace_skips(self, skips: Sequence[SkippedFile], reasons: Sequence[str],
+                      prefixes: Sequence[str] | None = None) -> None:
+        """Replace the skipped_files rows with one of ``reasons`` (under ``prefixes``, or
+        all) by ``skips``: a walk states everything it refused; other reasons (failures
+        recorded by someone else) are left alone."""
+
+    @abc.abstractmethod
+    def list_skips(self, path: str | None = None, limit: int = 100) -> list[SkippedFile]:
+        """Skipped files (of one path, or all), by path."""
 
     @abc.abstractmethod
     def record_usage(self, task_id: str, query: str, providers: Sequence[str],

@@ -29,7 +29,7 @@ import pyarrow as pa
 from contextd.errors import StoreError
 from contextd.store.base import (
     KNOWLEDGE_PREFIX, Changes, ChunkRow, DocumentRecord, FileRecord, FileState, IndexStore,
-    Job, KnowledgeDocument, SegmentRow, StoredSearchSession,
+    Job, KnowledgeDocument, SegmentRow, SkippedFile, StoredSearchSession,
 )
 
 SCHEMA_VERSION = 10
@@ -866,6 +866,32 @@ class DuckDBStore(IndexStore):
             after = _first(cur.execute("SELECT count(*) FROM search_sessions"))[0]
         return before - after
 
+    def replace_skips(self, skips: Sequence[SkippedFile], reasons: Sequence[str],
+                      prefixes: Sequence[str] | None = None) -> None:
+        with self._transaction() as cur:
+            where, params = "reason IN (SELECT unnest(?))", [list(reasons)]
+            if prefixes is not None:
+                where += " AND (" + " OR ".join(
+                    "path = ? OR starts_with(path, ?)" for _ in prefixes) + ")"
+                for prefix in prefixes:
+                    params += [prefix, prefix.rstrip("/") + "/"]
+            cur.execute(f"DELETE FROM skipped_files WHERE {where}", params)
+            if skips:
+                cur.executemany("INSERT INTO skipped_files (path, reason, detail, size_bytes, "
+                                "mtime_ns) VALUES (?, ?, ?, ?, ?)",
+                                [(s.path, s.reason, s.detail, s.size_bytes, s.mtime_ns)
+                                 for s in skips])
+
+    def list_skips(self, path: str | None = None, limit: int = 100) -> list[SkippedFile]:
+        sql = "SELECT path, reason, detail, size_bytes, mtime_ns FROM skipped_files"
+        params: list[Any] = []
+        if path is not None:
+            sql += " WHERE path = ?"
+            params.append(path)
+        rows = self._cursor().execute(sql + " ORDER BY path, reason LIMIT ?",
+                                      params + [limit]).fetchall()
+        return [SkippedFile(*row) for row in rows]
+
     # ----- metrics, metadata, prefixes, config -------------------------------------------
     def record_usage(self, task_id: str, query: str, providers: Sequence[str], snippets: int,
                      tokens: int, latency_ms: float, cache_hits: int | None = None,
@@ -1001,6 +1027,8 @@ class DuckDBStore(IndexStore):
             "SELECT count(*), avg(query_latency_ms), avg(context_tokens) FROM usage_metrics"
         ))
         errors = _first(cur.execute("SELECT count(*) FROM bootstrap_errors"))[0]
+        skipped = dict(cur.execute("SELECT reason, count(*) FROM skipped_files GROUP BY 1 "
+                                   "ORDER BY 2 DESC, 1").fetchall())
         size = Path(self.path).stat().st_size if self.path != ":memory:" else 0
         return {
             "total_files": files, "total_chunks": chunks - document_chunks,
@@ -1008,7 +1036,7 @@ class DuckDBStore(IndexStore):
             "embeddings_by_model": by_model,
             "contextualized_chunks": contextualized, "languages": languages,
             "db_size_mb": round(size / 2**20, 2), "last_indexed": _iso(last),
-            "secrets_redacted": int(redacted), "errors": errors,
+            "secrets_redacted": int(redacted), "errors": errors, "skipped": skipped,
             "queries": usage[0], "avg_query_latency_ms": usage[1],
             "avg_tokens_per_query": usage[2], "generation": self.generation(),
         }
