@@ -431,8 +431,9 @@ class ContextModule:
             for snippet in snippets:
                 for provider in snippet.providers:
                     by_provider[provider].append(snippet.score)
-            self._usage.submit(
-                task_id, query, sorted(by_provider), len(snippets),
+            self._usage.submit(  # a query may quote a credential: it is stored redacted
+                task_id, scrub_secrets(query, security=self.config.security).text,
+                sorted(by_provider), len(snippets),
                 tokens if metrics.track_token_usage else 0,
                 timings["total"] if metrics.track_latency else 0.0, None,
                 sorted({s.file_path for s in snippets}),
@@ -494,11 +495,6 @@ class ContextModule:
         too when ``include_project``; hits carry contexts, document and page in metadata."""
         return self.query(knowledge_request(query, list(contexts or ()), k, include_project,
                                             max_tokens, wait_for_model=True))
-            self._usage.submit(  # a query may quote a credential: it is stored redacted
-                task_id, scrub_secrets(query, security=self.config.security).text,
-                sorted({p for s in snippets for p in s.providers}),
-                len(snippets), tokens if metrics.track_token_usage else 0,
-                timings["total"] if metrics.track_latency else 0.0)
 
     # ----- reporting and lifecycle ------------------------------------------------------
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
