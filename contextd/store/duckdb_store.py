@@ -21,7 +21,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-import blake3
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -30,28 +29,17 @@ from contextd.errors import StoreError
 from contextd.store.base import (
     Changes, ChunkRow, FileRecord, FileState, IndexStore, Job,
 )
+from contextd.store.rows import JOB_FIELDS, JOB_UPDATABLE, PROJECT_CONFIG_KEYS, record_columns
+from contextd.store.rows import text_hash  # noqa: F401  (re-exported: callers import it here)
 
 SCHEMA_VERSION = 2
 
-_CHUNK_COLUMNS = ("chunk_id", "file_id", "ordinal", "kind", "label", "language", "start_line",
-                  "end_line", "start_byte", "end_byte", "tokens_est", "text", "embed_hash",
-                  "index_text", "parent", "contextualized")
 _CHUNK_ROW_SQL = """
     SELECT c.chunk_id, c.file_id, f.path, c.ordinal, c.kind, coalesce(c.label, ''),
            coalesce(c.language, ''), c.start_line, c.end_line, c.tokens_est, c.text,
            coalesce(c.index_text, c.text), c.embed_hash, coalesce(c.parent, '')
     FROM chunks c JOIN file_state f USING (file_id)
 """
-_JOB_FIELDS = ("job_id", "job_type", "status", "scope", "files_total", "files_processed",
-               "chunks_processed", "current_file", "started_at", "updated_at", "completed_at",
-               "error_message", "metrics", "params", "created_by", "cancel_requested")
-
-
-def text_hash(text: str) -> str:
-    """BLAKE3 of a text, the key of the embedding cache."""
-    return blake3.blake3(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
 def _sql_resource(name: str) -> str:
     return resources.files("contextd").joinpath(name).read_text(encoding="utf-8")
 
@@ -257,47 +245,8 @@ class DuckDBStore(IndexStore):
 
     def _insert_records(self, cur: duckdb.DuckDBPyConnection, records: Sequence[FileRecord],
                         ids: dict[str, int], gen: int) -> None:
-        files: dict[str, list] = {k: [] for k in ("file_id", "path", "size_bytes", "mtime_ns",
-                                                  "content_hash", "language", "chunk_count",
-                                                  "generation", "secrets_redacted", "warnings")}
-        chunks: dict[str, list] = {k: [] for k in _CHUNK_COLUMNS}
-        symbols: dict[str, list] = {k: [] for k in ("chunk_id", "file_id", "name", "name_lower",
-                                                    "short_lower", "kind", "line")}
-        links: dict[str, list] = {k: [] for k in ("src_chunk_id", "file_id", "target",
-                                                  "link_type")}
-        for rec in records:
-            fid = ids[rec.path]
-            for key, value in (("file_id", fid), ("path", rec.path),
-                               ("size_bytes", rec.size_bytes), ("mtime_ns", rec.mtime_ns),
-                               ("content_hash", rec.content_hash), ("language", rec.language),
-                               ("chunk_count", len(rec.chunks)), ("generation", gen),
-                               ("secrets_redacted", rec.secrets_redacted),
-                               ("warnings", list(rec.warnings))):
-                files[key].append(value)
-            seen: dict[str, int] = {}
-            for ordinal, item in enumerate(rec.chunks):
-                c = item.chunk
-                ehash = text_hash(item.index_text)
-                base = f"{rec.path}\0{c.label}\0{ehash}"
-                seen[base] = seen.get(base, -1) + 1
-                chunk_id = blake3.blake3(f"{base}\0{seen[base]}".encode()).hexdigest()[:24]
-                for key, value in zip(_CHUNK_COLUMNS, (
-                        chunk_id, fid, ordinal, c.kind.value, c.label, c.language, c.start_line,
-                        c.end_line, c.start_byte, c.end_byte, c.tokens, c.text, ehash,
-                        item.index_text, c.parent, item.contextualized)):
-                    chunks[key].append(value)
-                for sym in c.defines:
-                    for key, value in zip(symbols, (chunk_id, fid, sym.name, sym.name.lower(),
-                                                    sym.name.rsplit(".", 1)[-1].lower(),
-                                                    sym.kind, sym.line)):
-                        symbols[key].append(value)
-                for ref in dict.fromkeys(c.references):
-                    for key, value in zip(links, (chunk_id, fid, ref, "references")):
-                        links[key].append(value)
-        self._insert(cur, "file_state", files)
-        self._insert(cur, "chunks", chunks)
-        self._insert(cur, "symbols", symbols)
-        self._insert(cur, "links", links)
+        for table, columns in record_columns(records, ids, gen).items():
+            self._insert(cur, table, columns)
 
     @staticmethod
     def _insert(cur: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list]) -> None:
@@ -512,10 +461,7 @@ class DuckDBStore(IndexStore):
         return job
 
     def update_job(self, job_id: str, **fields: Any) -> None:
-        allowed = {"status", "files_total", "files_processed", "chunks_processed",
-                   "current_file", "error_message", "metrics", "completed_at",
-                   "cancel_requested", "scope"}
-        unknown = set(fields) - allowed
+        unknown = set(fields) - JOB_UPDATABLE
         if unknown:
             raise ValueError(f"unknown job fields: {sorted(unknown)}")
         sets, params = ["updated_at = now()"], []
@@ -532,11 +478,11 @@ class DuckDBStore(IndexStore):
 
     def _jobs(self, where: str, params: list[Any], limit: int) -> list[Job]:
         rows = self._cursor().execute(
-            f"SELECT {', '.join(_JOB_FIELDS)} FROM jobs {where} "
+            f"SELECT {', '.join(JOB_FIELDS)} FROM jobs {where} "
             f"ORDER BY started_at DESC, job_id LIMIT ?", [*params, limit]).fetchall()
         jobs = []
         for row in rows:
-            data = {k: _iso(v) for k, v in zip(_JOB_FIELDS, row)}
+            data = {k: _iso(v) for k, v in zip(JOB_FIELDS, row)}
             for key in ("metrics", "params"):
                 data[key] = json.loads(data[key]) if data[key] else {}
             jobs.append(Job(**data))
@@ -652,8 +598,7 @@ class DuckDBStore(IndexStore):
                             "prefix) VALUES (?, ?, ?, ?)", [(model, *r) for r in rows])
 
     def save_project_config(self, snapshot: dict[str, Any]) -> bool:
-        keys = ("watch_paths", "ignore_patterns", "allowed_extensions", "blocked_extensions",
-                "max_file_size_mb", "follow_symlinks")
+        keys = PROJECT_CONFIG_KEYS
         values = [snapshot.get(k) for k in keys]
         with self._transaction() as cur:
             row = _first(cur.execute(f"SELECT {', '.join(keys)} FROM project_config "
