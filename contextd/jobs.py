@@ -17,7 +17,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from contextd.chunking import language_for
 from contextd.errors import JobConflictError
@@ -82,6 +82,7 @@ class JobRunner:
         self._cancel: dict[str, threading.Event] = {}
         self._logs: dict[str, list[str]] = {}
         self._threads: list[threading.Thread] = []
+        self._release_claim: Callable[[], None] | None = None
 
     # ----- public ------------------------------------------------------------------------
     def rebuild(self, paths: Sequence[str] | None = None, *, dry_run: bool = False,
@@ -168,13 +169,24 @@ class JobRunner:
 
     def _claim(self, scope: str, prefixes: Sequence[str] | None, files: int, created_by: str,
                params: dict[str, Any]) -> Job:
-        """Create the job, or refuse when one runs. A rebuild row left ``in_progress`` by a
-        process that died is marked failed: only this process writes to this index."""
+        """Create the job, or refuse when one runs here or in another process. A rebuild
+        row left ``in_progress`` by a process that died is marked failed: holding the claim
+        means no other process is rebuilding."""
         with self._lock:
             if self._active is not None:
                 raise JobConflictError(
                     f"rebuild {self._active} is already running; follow it with "
                     f"get_rebuild_status or cancel it before starting another")
+            # Other processes write a shared (PostgreSQL) index too: the claim is the store's.
+            release = self.store.try_exclusive("rebuild")
+            if release is None:
+                running = [j.job_id for j in self.store.list_jobs(("queued", "in_progress"))
+                           if j.job_type in REBUILD_TYPES]
+                which = f"rebuild {running[0]}" if running else "a rebuild"
+                raise JobConflictError(
+                    f"{which} is already running in another process on this index; follow "
+                    "it with get_rebuild_status or wait for it to finish")
+            self._release_claim = release
             for stale in self.store.list_jobs(("queued", "in_progress"), limit=100):
                 if stale.job_type in REBUILD_TYPES:
                     self.store.update_job(stale.job_id, status="failed", completed_at="now",
@@ -223,6 +235,9 @@ class JobRunner:
             with self._lock:
                 self._active = None
                 self._cancel.pop(job_id, None)
+                release, self._release_claim = self._release_claim, None
+            if release is not None:
+                release()
         job = self.store.get_job(job_id)
         assert job is not None
         return job

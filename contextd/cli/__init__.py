@@ -37,6 +37,8 @@ COMMANDS = {
     "stats": "contextd.cli.query_cmds:stats_command",
     "serve": "contextd.cli.serve_cmd:serve",
     "plugins": "contextd.cli.plugins_cmd:plugins_command",
+    "workspaces": "contextd.cli.workspaces_cmd:workspaces_group",
+    "store": "contextd.cli.store_cmd:store_group",
 }
 
 

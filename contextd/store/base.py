@@ -214,6 +214,17 @@ class IndexStore(abc.ABC):
         """Distinct references made by chunks of the given files (None: all):
         (file_id, src_chunk_id, target)."""
 
+    # ----- moving an index between backends (contextd store copy) ----------------------
+    @abc.abstractmethod
+    def export_rows(self, table: str) -> list[tuple]:
+        """Every row of one table of :data:`contextd.store.rows.TRANSFER_COLUMNS`, in its
+        column order (vectors as float32 arrays)."""
+
+    @abc.abstractmethod
+    def import_rows(self, tables: dict[str, list[tuple]]) -> int:
+        """Replace the index contents and caches with exported rows, in ONE transaction
+        (file ids renumbered from this database); returns the files imported."""
+
     # ----- jobs, progress, errors, metrics, metadata ----------------------------------
     @abc.abstractmethod
     def create_job(self, job_type: str, scope: str, files_total: int | None,

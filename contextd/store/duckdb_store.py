@@ -29,7 +29,9 @@ from contextd.errors import StoreError
 from contextd.store.base import (
     Changes, ChunkRow, FileRecord, FileState, IndexStore, Job,
 )
-from contextd.store.rows import JOB_FIELDS, JOB_UPDATABLE, PROJECT_CONFIG_KEYS, record_columns
+from contextd.store.rows import (
+    JOB_FIELDS, JOB_UPDATABLE, PROJECT_CONFIG_KEYS, TRANSFER_COLUMNS, record_columns, renumber_files,
+)
 from contextd.store.rows import text_hash  # noqa: F401  (re-exported: callers import it here)
 
 SCHEMA_VERSION = 2
@@ -93,6 +95,14 @@ class _GenerationCounter:
         order; the counter only moves forward)."""
         with self._registry_lock:
             self.value = max(self.value, generation)
+
+
+def _list_array(vectors: np.ndarray) -> pa.ListArray:
+    """Rows of a matrix as an Arrow list column, without a Python list per row."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    flat = pa.array(vectors.ravel())
+    return pa.ListArray.from_arrays(
+        pa.array(np.arange(0, vectors.size + 1, vectors.shape[1], dtype=np.int32)), flat)
 
 
 def _first(result: duckdb.DuckDBPyConnection) -> tuple | None:
@@ -314,11 +324,7 @@ class DuckDBStore(IndexStore):
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> int:
         if len(hashes) == 0:
             return self.generation()
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        flat = pa.array(vectors.ravel())
-        lists = pa.ListArray.from_arrays(
-            pa.array(np.arange(0, vectors.size + 1, vectors.shape[1], dtype=np.int32)), flat)
-        arrow = pa.table({"text_hash": pa.array(list(hashes)), "vector": lists})
+        arrow = pa.table({"text_hash": pa.array(list(hashes)), "vector": _list_array(vectors)})
         with self._transaction() as cur:
             gen = self._bump_generation(cur)
             cur.register("_incoming_vectors", arrow)
@@ -340,6 +346,36 @@ class DuckDBStore(IndexStore):
                            (SELECT embed_hash FROM chunks)""", [keep_model])
             after = _first(cur.execute("SELECT count(*) FROM embeddings"))[0]
         return before - after
+
+    def export_rows(self, table: str) -> list[tuple]:
+        columns = ", ".join(TRANSFER_COLUMNS[table])
+        rows = self._cursor().execute(f"SELECT {columns} FROM {table}").fetchall()
+        if table == "embeddings":
+            return [(m, h, np.asarray(v, dtype=np.float32)) for m, h, v in rows]
+        return rows
+
+    def import_rows(self, tables: dict[str, list[tuple]]) -> int:
+        files = tables.get("file_state", [])
+        with self._transaction() as cur:
+            gen = self._bump_generation(cur)
+            cur.execute("INSERT INTO removed_files SELECT file_id, path, ? FROM file_state",
+                        [gen])
+            for table in TRANSFER_COLUMNS:
+                cur.execute(f"DELETE FROM {table}")
+            ids = cur.execute("SELECT nextval('file_id_seq') FROM range(?)",
+                              [len(files)]).fetchall()
+            columns = renumber_files(tables, {row[0]: i[0] for row, i in zip(files, ids)})
+            if "file_state" in columns:
+                columns["file_state"]["generation"] = [gen] * len(files)
+            vectors = columns.pop("embeddings", None)
+            for table, data in columns.items():
+                self._insert(cur, table, data)
+            if vectors and vectors["vector"]:
+                matrix = np.stack([np.asarray(v, dtype=np.float32) for v in vectors["vector"]])
+                self._insert(cur, "embeddings", {"model": vectors["model"],
+                                                 "text_hash": vectors["text_hash"],
+                                                 "vector": _list_array(matrix)})
+        return len(files)
 
     def chunk_vectors(self, model: str, file_ids: Sequence[int] | None = None
                       ) -> tuple[list[str], np.ndarray]:

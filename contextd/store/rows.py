@@ -70,3 +70,31 @@ def record_columns(records: Sequence[FileRecord], ids: dict[str, int], generatio
                 for key, value in zip(LINK_COLUMNS, (chunk_id, fid, ref, "references")):
                     links[key].append(value)
     return {"file_state": files, "chunks": chunks, "symbols": symbols, "links": links}
+
+
+# What `contextd store copy` carries between backends, table by table, in column order: the
+# index contents and the caches that cost model time to rebuild (vectors, LLM prefixes).
+# Jobs, progress, errors and usage belong to the index they happened in and stay behind.
+TRANSFER_COLUMNS: dict[str, tuple[str, ...]] = {
+    "file_state": tuple(c for c in FILE_COLUMNS if c != "generation"),
+    "chunks": CHUNK_COLUMNS,
+    "symbols": SYMBOL_COLUMNS,
+    "links": LINK_COLUMNS,
+    "embeddings": ("model", "text_hash", "vector"),
+    "prefix_cache": ("model", "chunk_hash", "doc_hash", "prefix"),
+}
+
+
+def renumber_files(tables: dict[str, list[tuple]], new_id: dict[int, int]
+                   ) -> dict[str, dict[str, list[Any]]]:
+    """Exported rows as column lists, file ids replaced through ``new_id`` (an index copied
+    into a database gets ids from that database's sequence)."""
+    out: dict[str, dict[str, list[Any]]] = {}
+    for table, rows in tables.items():
+        names = TRANSFER_COLUMNS[table]
+        columns: dict[str, list[Any]] = {name: [] for name in names}
+        for row in rows:
+            for name, value in zip(names, row):
+                columns[name].append(new_id[value] if name == "file_id" else value)
+        out[table] = columns
+    return out

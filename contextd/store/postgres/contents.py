@@ -11,7 +11,8 @@ from typing import Any, Iterable, Sequence
 
 from contextd.store.base import Changes, ChunkRow, FileRecord, FileState
 from contextd.store.postgres.session import PostgresSession
-from contextd.store.rows import record_columns
+from contextd.store.postgres.vectors import as_array
+from contextd.store.rows import TRANSFER_COLUMNS, record_columns, renumber_files
 
 _CHUNK_ROW_SQL = """
     SELECT c.chunk_id, c.file_id, f.path, c.ordinal, c.kind, coalesce(c.label, ''),
@@ -159,3 +160,38 @@ class ContentsMixin(PostgresSession):
             sql += " AND file_id = ANY(%s)"
             params.append(list(file_ids))
         return self._rows(sql, params)
+
+    # ----- moving an index between backends ----------------------------------------------
+    def export_rows(self, table: str) -> list[tuple]:
+        columns = ", ".join(TRANSFER_COLUMNS[table])
+        rows = self._rows(f"SELECT {columns} FROM {table} WHERE workspace_id = %s",
+                          [self.workspace])
+        if table == "embeddings":
+            return [(m, h, as_array(v)) for m, h, v in rows]
+        return rows
+
+    def import_rows(self, tables: dict[str, list[tuple]]) -> int:
+        files = tables.get("file_state", [])
+        ws = self.workspace
+        with self._transaction() as tx:
+            conn = tx.conn
+            old = conn.execute("SELECT file_id, path FROM file_state WHERE workspace_id = %s",
+                               [ws]).fetchall()
+            self._lock_paths(conn, [p for _, p in old] + [row[1] for row in files])
+            for table in TRANSFER_COLUMNS:
+                conn.execute(f"DELETE FROM {table} WHERE workspace_id = %s", [ws])
+            ids = [i[0] for i in conn.execute(
+                "SELECT nextval('file_id_seq') FROM generate_series(1, %s)",
+                [len(files)]).fetchall()]
+            columns = renumber_files(tables, {row[0]: i for row, i in zip(files, ids)})
+            vectors = columns.pop("embeddings", None)
+            for table, data in columns.items():
+                self._copy(conn, table, ws, data)
+            if vectors and vectors["vector"]:
+                self._copy_vectors(conn, "embeddings", vectors["model"], vectors["text_hash"],
+                                   vectors["vector"])
+                for model, dimension in {(m, len(v)) for m, v in zip(vectors["model"],
+                                                                     vectors["vector"])}:
+                    self._index_after_commit(tx, model, dimension)
+            tx.touch(written=ids, removed=old)
+        return len(files)

@@ -33,6 +33,12 @@ HNSW_EF_SEARCH_MAX = 1000
 INDEX_BUILD_MEMORY = "512MB"
 
 
+def as_array(value: Any) -> np.ndarray:
+    """A float32 array of a vector as the pgvector adapter returns it."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value,
+                      dtype=np.float32)
+
+
 def index_name(workspace: str, model: str, dimension: int) -> str:
     """The HNSW index of a workspace's vectors of one model (≤ 63 characters)."""
     digest = hashlib.sha256(f"{model}\0{dimension}".encode()).hexdigest()[:12]
@@ -68,24 +74,33 @@ class VectorsMixin(PostgresSession):
         with self._transaction() as tx:
             conn = tx.conn
             conn.execute("CREATE TEMP TABLE IF NOT EXISTS incoming_vectors "
-                         "(text_hash TEXT, vector vector) ON COMMIT DELETE ROWS")
-            with conn.cursor() as cur, cur.copy(
-                    "COPY incoming_vectors (text_hash, vector) FROM STDIN WITH (FORMAT BINARY)"
-            ) as copy:
-                copy.set_types(["text", "vector"])
-                for text_hash, vector in zip(hashes, vectors):
-                    copy.write_row((text_hash, vector))
+                         "(model TEXT, text_hash TEXT, vector vector) ON COMMIT DELETE ROWS")
+            self._copy_vectors(conn, "incoming_vectors", [model] * len(hashes), hashes, vectors)
             conn.execute(
                 """INSERT INTO embeddings (workspace_id, model, text_hash, vector)
-                   SELECT DISTINCT ON (text_hash) %s, %s, text_hash, vector
+                   SELECT DISTINCT ON (text_hash) %s, model, text_hash, vector
                    FROM incoming_vectors ORDER BY text_hash
                    ON CONFLICT (workspace_id, model, text_hash) DO NOTHING""",
-                [self.workspace, model])
+                [self.workspace])
             tx.touch()
-            key = (model, int(vectors.shape[1]))
-            if key not in self._indexed_models:
-                tx.after_commit.append(lambda: self._ensure_vector_index(*key))
+            self._index_after_commit(tx, model, int(vectors.shape[1]))
         return self._result_generation(tx)
+
+    def _copy_vectors(self, conn: Any, table: str, models: Sequence[str],
+                      hashes: Sequence[str], vectors: Any) -> None:
+        """COPY (model, text_hash, vector) rows in binary (numpy straight to pgvector)."""
+        workspace = [] if table == "incoming_vectors" else [self.workspace]
+        names = ("workspace_id, " if workspace else "") + "model, text_hash, vector"
+        with conn.cursor() as cur, cur.copy(
+                f"COPY {table} ({names}) FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(["text"] * (len(workspace) + 2) + ["vector"])
+            for model, text_hash, vector in zip(models, hashes, vectors):
+                copy.write_row((*workspace, model, text_hash,
+                                np.asarray(vector, dtype=np.float32)))
+
+    def _index_after_commit(self, tx: Any, model: str, dimension: int) -> None:
+        if (model, dimension) not in self._indexed_models:
+            tx.after_commit.append(lambda: self._ensure_vector_index(model, dimension))
 
     def _ensure_vector_index(self, model: str, dimension: int) -> None:
         """Create the HNSW index of (workspace, model) if missing (after the vectors that
@@ -123,7 +138,7 @@ class VectorsMixin(PostgresSession):
         rows = self._rows("SELECT text_hash, vector FROM embeddings WHERE workspace_id = %s "
                           "AND model = %s AND text_hash = ANY(%s)",
                           [self.workspace, model, list(embed_hashes)])
-        return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
+        return {h: as_array(v) for h, v in rows}
 
     def nearest(self, model: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         from psycopg import sql
