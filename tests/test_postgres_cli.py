@@ -73,3 +73,11 @@ def test_unreachable_database_is_one_line_without_the_password(team_repo):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot connect to PostgreSQL" in lines[0], result.stderr
     assert "hunter2-secret" not in result.stderr and "alice:***@" in lines[0]
+
+
+def test_validate_config_names_an_empty_url(tmp_path):
+    (tmp_path / "context.toml").write_text('[storage]\nbackend = "postgres"\n')
+    result = subprocess.run([sys.executable, "-m", "contextd", "--root", str(tmp_path),
+                             "validate-config"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "storage.url" in result.stdout + result.stderr
