@@ -198,7 +198,8 @@ WRITER = textwrap.dedent("""
 
 def _snapshot(store) -> tuple:
     files = {p: (s.content_hash, s.size_bytes) for p, s in store.file_states().items()}
-    chunks = sorted((r.file_path, r.chunk_id, r.text, r.start_line) for r in store.chunks_for_files())
+    chunks = sorted((r.file_path, r.chunk_id, r.text, r.start_line)
+                    for r in store.chunks_for_files())
     symbols = sorted((name, kind, line) for _, _, name, kind, line in store.symbols_for_files())
     links = sorted(t for _, _, t in store.links_for_files())
     return files, chunks, symbols, links

@@ -30,7 +30,8 @@ from contextd.store.base import (
     Changes, ChunkRow, FileRecord, FileState, IndexStore, Job,
 )
 from contextd.store.rows import (
-    JOB_FIELDS, JOB_UPDATABLE, PROJECT_CONFIG_KEYS, TRANSFER_COLUMNS, record_columns, renumber_files,
+    JOB_FIELDS, PROJECT_CONFIG_KEYS, TRANSFER_COLUMNS, job_assignments, record_columns,
+    renumber_files,
 )
 from contextd.store.rows import text_hash  # noqa: F401  (re-exported: callers import it here)
 
@@ -497,18 +498,7 @@ class DuckDBStore(IndexStore):
         return job
 
     def update_job(self, job_id: str, **fields: Any) -> None:
-        unknown = set(fields) - JOB_UPDATABLE
-        if unknown:
-            raise ValueError(f"unknown job fields: {sorted(unknown)}")
-        sets, params = ["updated_at = now()"], []
-        for key, value in fields.items():
-            if key == "completed_at":
-                sets.append("completed_at = now()")
-                continue
-            if key == "metrics":
-                value = json.dumps(value)
-            sets.append(f"{key} = ?")
-            params.append(value)
+        sets, params = job_assignments(fields, "now()", "?", "?")
         with self._transaction() as cur:
             cur.execute(f"UPDATE jobs SET {', '.join(sets)} WHERE job_id = ?", [*params, job_id])
 

@@ -7,7 +7,8 @@ cache and chunk ids survive a change of backend.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import json
+from typing import Any, Mapping, Sequence
 
 import blake3
 
@@ -28,6 +29,27 @@ JOB_UPDATABLE = frozenset({"status", "files_total", "files_processed", "chunks_p
                            "cancel_requested", "scope"})
 PROJECT_CONFIG_KEYS = ("watch_paths", "ignore_patterns", "allowed_extensions",
                        "blocked_extensions", "max_file_size_mb", "follow_symlinks")
+
+
+def job_assignments(fields: Mapping[str, Any], now: str, marker: str, json_marker: str
+                    ) -> tuple[list[str], list[Any]]:
+    """The SET clauses and parameters of ``update_job`` in one SQL dialect (its function
+    for the current time, its placeholder, its placeholder for a JSON value); refuses fields
+    a job does not have."""
+    unknown = set(fields) - JOB_UPDATABLE
+    if unknown:
+        raise ValueError(f"unknown job fields: {sorted(unknown)}")
+    sets, params = [f"updated_at = {now}"], []
+    for key, value in fields.items():
+        if key == "completed_at":
+            sets.append(f"completed_at = {now}")
+        elif key == "metrics":
+            sets.append(f"metrics = {json_marker}")
+            params.append(json.dumps(value))
+        else:
+            sets.append(f"{key} = {marker}")
+            params.append(value)
+    return sets, params
 
 
 def text_hash(text: str) -> str:

@@ -80,7 +80,6 @@ def check_server(url: str) -> None:
 
 def open_pool(url: str, configure: Callable | None = None):
     """A pool of autocommit connections (reads need no transaction; writes open one)."""
-    import psycopg
     from psycopg_pool import ConnectionPool
 
     pool = ConnectionPool(url, min_size=1, max_size=POOL_MAX_SIZE, open=False,
@@ -88,7 +87,7 @@ def open_pool(url: str, configure: Callable | None = None):
                           configure=configure, name="contextd")
     try:
         pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 2)
-    except (psycopg.Error, Exception) as exc:
+    except Exception as exc:  # psycopg.Error or the pool's timeout: said in one line
         pool.close()
         raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: "
                          f"{describe_failure(url, exc)}") from None

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from contextd.store.base import Job
 from contextd.store.postgres.session import PostgresSession
-from contextd.store.rows import JOB_FIELDS, JOB_UPDATABLE, PROJECT_CONFIG_KEYS
+from contextd.store.rows import JOB_FIELDS, PROJECT_CONFIG_KEYS, job_assignments
 
 
 def _iso(value: Any) -> Any:
@@ -43,20 +43,7 @@ class OperationsMixin(PostgresSession):
         return job
 
     def update_job(self, job_id: str, **fields: Any) -> None:
-        unknown = set(fields) - JOB_UPDATABLE
-        if unknown:
-            raise ValueError(f"unknown job fields: {sorted(unknown)}")
-        sets, params = ["updated_at = clock_timestamp()"], []
-        for key, value in fields.items():
-            if key == "completed_at":
-                sets.append("completed_at = clock_timestamp()")
-                continue
-            if key == "metrics":
-                sets.append("metrics = %s::jsonb")
-                params.append(json.dumps(value))
-                continue
-            sets.append(f"{key} = %s")
-            params.append(value)
+        sets, params = job_assignments(fields, "clock_timestamp()", "%s", "%s::jsonb")
         with self._transaction() as tx:
             tx.conn.execute(f"UPDATE jobs SET {', '.join(sets)} WHERE workspace_id = %s "
                             "AND job_id = %s", [*params, self.workspace, job_id])
