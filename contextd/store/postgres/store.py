@@ -4,14 +4,14 @@ database, composed of one mixin per area (see :mod:`contextd.store.postgres`).""
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Callable
 
 from contextd.errors import StoreError
 from contextd.store.base import IndexStore
 from contextd.store.postgres import connection
 from contextd.store.postgres.contents import ContentsMixin
 from contextd.store.postgres.operations import OperationsMixin
-from contextd.store.postgres.vectors import VectorsMixin
+from contextd.store.postgres.vectors import VectorsMixin, configure_connection
 from contextd.store.postgres.workspace import lock_key
 
 log = logging.getLogger(__name__)
@@ -21,12 +21,6 @@ log = logging.getLogger(__name__)
 WORKSPACE_TABLES = ("chunks", "symbols", "links", "file_state", "removed_files", "embeddings",
                     "usage_metrics", "bootstrap_progress", "bootstrap_errors", "jobs",
                     "project_config", "prefix_cache", "index_meta")
-
-
-def _register_vector(conn: Any) -> None:
-    from pgvector.psycopg import register_vector
-
-    register_vector(conn)
 
 
 class PostgresStore(ContentsMixin, VectorsMixin, OperationsMixin, IndexStore):
@@ -45,7 +39,7 @@ class PostgresStore(ContentsMixin, VectorsMixin, OperationsMixin, IndexStore):
         self.schema = connection.migrate(url)
         self._init_session()
         self._init_vectors()
-        self._pool = connection.open_pool(url, configure=_register_vector)
+        self._pool = connection.open_pool(url, configure=configure_connection)
         with self._transaction() as tx:
             tx.conn.execute(
                 """INSERT INTO workspaces (workspace_id, identity, root) VALUES (%s, %s, %s)

@@ -33,6 +33,15 @@ HNSW_EF_SEARCH_MAX = 1000
 INDEX_BUILD_MEMORY = "512MB"
 
 
+def configure_connection(conn: Any) -> None:
+    """Every pooled connection: numpy arrays in and out of pgvector, and the HNSW search
+    width of a provider's usual k, so most searches need no transaction to set it."""
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+    conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH_MIN}")
+
+
 def as_array(value: Any) -> np.ndarray:
     """A float32 array of a vector as the pgvector adapter returns it."""
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value,
@@ -135,9 +144,11 @@ class VectorsMixin(PostgresSession):
         return deleted
 
     def vectors_for(self, model: str, embed_hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        rows = self._rows("SELECT text_hash, vector FROM embeddings WHERE workspace_id = %s "
-                          "AND model = %s AND text_hash = ANY(%s)",
-                          [self.workspace, model, list(embed_hashes)])
+        with self._connection() as conn:  # binary: numpy from the wire, no text parsing
+            rows = conn.execute("SELECT text_hash, vector FROM embeddings WHERE workspace_id = %s "
+                                "AND model = %s AND text_hash = ANY(%s)",
+                                [self.workspace, model, list(embed_hashes)],
+                                binary=True).fetchall()
         return {h: as_array(v) for h, v in rows}
 
     def nearest(self, model: str, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
@@ -155,11 +166,15 @@ class VectorsMixin(PostgresSession):
                JOIN chunks c ON c.workspace_id = {ws} AND c.embed_hash = nn.text_hash
                ORDER BY nn.distance, c.chunk_id COLLATE "C" LIMIT %s""").format(
                    dim=dim, ws=sql.Literal(self.workspace), model=sql.Literal(model))
-        ef_search = min(HNSW_EF_SEARCH_MAX, max(HNSW_EF_SEARCH_MIN, k))
-        with self._connection() as conn, conn.transaction():
-            conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef_search)))
-            # Vectors no chunk uses any more (kept as a cache) may take a few of the k places.
-            rows = conn.execute(query, [vector, k, k]).fetchall()
+        # Vectors no chunk uses any more (kept as a cache) may take a few of the k places.
+        with self._connection() as conn:
+            if k <= HNSW_EF_SEARCH_MIN:  # the session's setting (configure_connection)
+                rows = conn.execute(query, [vector, k, k], binary=True).fetchall()
+            else:
+                with conn.transaction():
+                    conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                        sql.Literal(min(HNSW_EF_SEARCH_MAX, k))))
+                    rows = conn.execute(query, [vector, k, k], binary=True).fetchall()
         return [(chunk_id, float(score)) for chunk_id, score in rows]
 
     def _vector_index_names(self, conn: Any) -> list[str]:
