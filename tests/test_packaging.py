@@ -51,8 +51,8 @@ def test_wheel_ships_everything_under_contextd(tmp_path: Path) -> None:
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     text = zipfile.ZipFile(wheels[0]).read(entry_points).decode()
     assert "contextd = contextd.cli:main" in text
-    assert {"contextd/migrations/001_initial.sql", "contextd/chunkers/queries/rust.scm"} <= set(
-        names)
+    assert {"contextd/migrations/001_initial.sql", "contextd/chunkers/queries/rust.scm",
+            "contextd/store/postgres/migrations/001_initial.sql"} <= set(names)
     _installed_wheel_works(wheels[0], tmp_path / "site")
 
 
