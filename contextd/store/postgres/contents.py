@@ -96,7 +96,7 @@ class ContentsMixin(PostgresSession):
     # ----- reading ---------------------------------------------------------------------
     def changes_since(self, generation: int) -> Changes:
         ws = self.workspace
-        with self._pool.connection() as conn, conn.transaction():
+        with self._server_errors(), self._pool.connection() as conn, conn.transaction():
             # One snapshot for the three reads (generations commit in order: see session.py).
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             row = conn.execute("SELECT generation FROM workspaces WHERE workspace_id = %s",

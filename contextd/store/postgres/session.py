@@ -21,6 +21,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
+from contextd.errors import StoreError
+from contextd.store.postgres.connection import describe_failure, redact
 from contextd.store.postgres.workspace import lock_key
 
 
@@ -47,6 +49,7 @@ class _Transaction:
 class PostgresSession:
     """Pool, per-thread transactions and the workspace generation (see the module doc)."""
 
+    url: str
     workspace: str
     _pool: Any
 
@@ -62,8 +65,20 @@ class PostgresSession:
         if tx is not None:
             yield tx.conn
             return
-        with self._pool.connection() as conn:
+        with self._server_errors(), self._pool.connection() as conn:
             yield conn
+
+    @contextlib.contextmanager
+    def _server_errors(self) -> Iterator[None]:
+        """A server that goes away (or a pool that cannot reach it) mid-command is one
+        redacted StoreError line, like one that was never there."""
+        import psycopg
+
+        try:
+            yield
+        except psycopg.OperationalError as exc:
+            raise StoreError(f"PostgreSQL at {redact(self.url)}: "
+                             f"{describe_failure(self.url, exc)}") from exc
 
     def _rows(self, sql: Any, params: Sequence[Any] = ()) -> list[tuple]:
         with self._connection() as conn:
@@ -85,7 +100,7 @@ class PostgresSession:
         if tx is not None:
             yield tx
             return
-        with self._pool.connection() as conn:
+        with self._server_errors(), self._pool.connection() as conn:
             tx = _Transaction(conn)
             self._local.tx = tx
             try:
