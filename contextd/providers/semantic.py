@@ -178,7 +178,9 @@ class StoreVectorSearch:
         self.catalog.sync(generation)
 
     def is_current(self, generation: int | None) -> bool:
-        return generation is not None
+        """Never "answers from memory": each search is a database round trip, better run on
+        a pool thread beside the in-memory providers (contextd.providers.runner)."""
+        return False
 
     def search(self, query_vector: np.ndarray, limit: int, scope: ScopeFilter,
                min_score: float) -> list[tuple[str, float]]:

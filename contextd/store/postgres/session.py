@@ -116,9 +116,13 @@ class PostgresSession:
         if not tx.bump:
             return
         conn, ws = tx.conn, self.workspace
-        tx.generation = conn.execute(
+        row = conn.execute(
             "UPDATE workspaces SET generation = generation + 1 WHERE workspace_id = %s "
-            "RETURNING generation", [ws]).fetchone()[0]
+            "RETURNING generation", [ws]).fetchone()
+        if row is None:
+            raise StoreError(f"workspace {ws} was dropped while this process used it; "
+                             "run the command again to start it afresh")
+        tx.generation = row[0]
         if tx.written_file_ids:
             conn.execute("UPDATE file_state SET generation = %s WHERE workspace_id = %s "
                          "AND file_id = ANY(%s)", [tx.generation, ws, sorted(tx.written_file_ids)])
