@@ -176,8 +176,3 @@ class VectorsMixin(PostgresSession):
                         sql.Literal(min(HNSW_EF_SEARCH_MAX, k))))
                     rows = conn.execute(query, [vector, k, k], binary=True).fetchall()
         return [(chunk_id, float(score)) for chunk_id, score in rows]
-
-    def _vector_index_names(self, conn: Any) -> list[str]:
-        return [r[0] for r in conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = 'embeddings' "
-            "AND indexname LIKE %s", [f"emb_hnsw_{self.workspace}_%"]).fetchall()]
