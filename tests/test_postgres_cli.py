@@ -38,6 +38,10 @@ def test_query_on_a_postgres_project(team_repo, postgres_url):
     assert hit["file_path"] == "src/shoptrack/auth.py" and hit["label"].endswith("validate_token")
     assert "semantic" in hit["providers"]
     assert not (team_repo / ".contextd" / "context.duckdb").exists()
+    scoped = run(team_repo, postgres_url, "--json", "query", "where are JWT tokens validated",
+                 "--provider", "semantic", "--path", "web/")
+    hits = json.loads(scoped.stdout)["hits"]
+    assert hits and all(h["file_path"].startswith("web/") for h in hits), scoped.stderr
     stats = json.loads(run(team_repo, postgres_url, "--json", "stats").stdout)
     assert stats["storage"]["backend"] == "postgres" and stats["storage"]["total_files"] > 5
 
