@@ -30,8 +30,8 @@ from contextd.store.base import (
     Changes, ChunkRow, FileRecord, FileState, IndexStore, Job,
 )
 from contextd.store.rows import (
-    JOB_FIELDS, PROJECT_CONFIG_KEYS, TRANSFER_COLUMNS, job_assignments, record_columns,
-    renumber_files,
+    JOB_FIELDS, PROJECT_CONFIG_KEYS, TRANSFER_COLUMNS, job_assignments, job_from_row,
+    record_columns, renumber_files,
 )
 from contextd.store.rows import text_hash  # noqa: F401  (re-exported: callers import it here)
 
@@ -506,13 +506,7 @@ class DuckDBStore(IndexStore):
         rows = self._cursor().execute(
             f"SELECT {', '.join(JOB_FIELDS)} FROM jobs {where} "
             f"ORDER BY started_at DESC, job_id LIMIT ?", [*params, limit]).fetchall()
-        jobs = []
-        for row in rows:
-            data = {k: _iso(v) for k, v in zip(JOB_FIELDS, row)}
-            for key in ("metrics", "params"):
-                data[key] = json.loads(data[key]) if data[key] else {}
-            jobs.append(Job(**data))
-        return jobs
+        return [job_from_row(row) for row in rows]
 
     def get_job(self, job_id: str) -> Job | None:
         found = self._jobs("WHERE job_id = ?", [job_id], 1)

@@ -12,7 +12,9 @@ from typing import Any, Mapping, Sequence
 
 import blake3
 
-from contextd.store.base import FileRecord
+from datetime import datetime
+
+from contextd.store.base import FileRecord, Job
 
 CHUNK_COLUMNS = ("chunk_id", "file_id", "ordinal", "kind", "label", "language", "start_line",
                  "end_line", "start_byte", "end_byte", "tokens_est", "text", "embed_hash",
@@ -50,6 +52,21 @@ def job_assignments(fields: Mapping[str, Any], now: str, marker: str, json_marke
             sets.append(f"{key} = {marker}")
             params.append(value)
     return sets, params
+
+
+def iso(value: Any) -> Any:
+    """A timestamp as ISO text (other values unchanged)."""
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def job_from_row(row: Sequence[Any]) -> Job:
+    """A Job from a row of JOB_FIELDS (JSON columns as text, or decoded by the driver)."""
+    data = {k: iso(v) for k, v in zip(JOB_FIELDS, row)}
+    for key in ("metrics", "params"):
+        value = data[key]
+        data[key] = (json.loads(value) if value else {}) if isinstance(value, str) \
+            else (value or {})
+    return Job(**data)
 
 
 def text_hash(text: str) -> str:

@@ -5,23 +5,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime
 from typing import Any, Sequence
 
 from contextd.store.base import Job
 from contextd.store.postgres.session import PostgresSession
-from contextd.store.rows import JOB_FIELDS, PROJECT_CONFIG_KEYS, job_assignments
-
-
-def _iso(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime) else value
-
-
-def _json(value: Any) -> Any:
-    """JSONB comes back decoded; older rows or drivers may give text."""
-    if isinstance(value, str):
-        return json.loads(value) if value else {}
-    return value or {}
+from contextd.store.rows import (
+    JOB_FIELDS, PROJECT_CONFIG_KEYS, iso, job_assignments, job_from_row,
+)
 
 
 class OperationsMixin(PostgresSession):
@@ -53,12 +43,7 @@ class OperationsMixin(PostgresSession):
             f"SELECT {', '.join(JOB_FIELDS)} FROM jobs WHERE workspace_id = %s {where} "
             f"ORDER BY started_at DESC, job_id COLLATE \"C\" LIMIT %s",
             [self.workspace, *params, limit])
-        jobs = []
-        for row in rows:
-            data = {k: _iso(v) for k, v in zip(JOB_FIELDS, row)}
-            data["metrics"], data["params"] = _json(data["metrics"]), _json(data["params"])
-            jobs.append(Job(**data))
-        return jobs
+        return [job_from_row(row) for row in rows]
 
     def get_job(self, job_id: str) -> Job | None:
         found = self._jobs("AND job_id = %s", [job_id], 1)
@@ -130,7 +115,7 @@ class OperationsMixin(PostgresSession):
                               WHERE workspace_id = %s
                               ORDER BY occurred_at DESC, file_path COLLATE "C" LIMIT %s""",
                           [self.workspace, limit])
-        return [{k: _iso(v) for k, v in zip(names, row)} for row in rows]
+        return [{k: iso(v) for k, v in zip(names, row)} for row in rows]
 
     # ----- metrics, metadata, prefixes, config -------------------------------------------
     def record_usage(self, task_id: str, query: str, providers: Sequence[str], snippets: int,
@@ -221,7 +206,7 @@ class OperationsMixin(PostgresSession):
         return {
             "total_files": files, "total_chunks": chunks, "embeddings_by_model": by_model,
             "contextualized_chunks": contextualized, "languages": languages,
-            "db_size_mb": round(size / 2**20, 2), "last_indexed": _iso(last),
+            "db_size_mb": round(size / 2**20, 2), "last_indexed": iso(last),
             "secrets_redacted": int(redacted), "errors": errors,
             "queries": usage[0],
             "avg_query_latency_ms": float(usage[1]) if usage[1] is not None else None,
