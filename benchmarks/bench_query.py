@@ -27,7 +27,7 @@ from contextd.embedding import get_embedder
 from contextd.module import ContextModule
 from contextd.project import Project
 from contextd.query_api import QueryRequest
-from contextd.store.base import FileRecord, IndexedChunk
+from contextd.store.base import FileRecord, IndexedChunk, IndexStore
 from contextd.store.duckdb_store import DuckDBStore, text_hash
 
 QUERIES = [
@@ -55,8 +55,24 @@ def build_store(path: Path, target_chunks: int, config: ContextConfig, identity:
                 dimension: int) -> int:
     """Chunk real files until ``target_chunks``; store them with random unit vectors."""
     store = DuckDBStore(path)
-    rng = np.random.default_rng(0)
-    total, batch = 0, []
+    total = fill_store(store, target_chunks, config, identity, dimension)
+    store.close()
+    return total
+
+
+def fill_store(store: IndexStore, target_chunks: int, config: ContextConfig, identity: str,
+               dimension: int, seed: int = 0, vectors_at_end: bool = False) -> int:
+    """Write chunks of real files until ``target_chunks``, with random unit vectors (all in
+    one call at the end with ``vectors_at_end``: a store that indexes vectors builds its
+    index once, in bulk). Returns the chunks written."""
+    rng = np.random.default_rng(seed)
+    total, batch, pending = 0, [], []
+
+    def put(hashes: list[str]) -> None:
+        vectors = rng.standard_normal((len(hashes), dimension)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        store.put_embeddings(identity, hashes, vectors)
+
     for file in source_files():
         data = file.read_bytes()
         chunked = chunk_file(file.name, data, config)
@@ -70,13 +86,15 @@ def build_store(path: Path, target_chunks: int, config: ContextConfig, identity:
         if len(batch) >= BATCH_FILES or total >= target_chunks:
             store.write_files(batch)
             hashes = sorted({text_hash(c.index_text) for r in batch for c in r.chunks})
-            vectors = rng.standard_normal((len(hashes), dimension)).astype(np.float32)
-            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-            store.put_embeddings(identity, hashes, vectors)
+            if vectors_at_end:
+                pending.extend(hashes)
+            else:
+                put(hashes)
             batch = []
         if total >= target_chunks:
             break
-    store.close()
+    if pending:
+        put(sorted(set(pending)))
     return total
 
 
@@ -88,7 +106,16 @@ def measure(size: int, queries: int, workdir: Path) -> dict[str, float]:
     chunks = build_store(db, size, config, embedder.identity, embedder.dimension)
     build_s = time.perf_counter() - started
     store = DuckDBStore(db)
-    module = ContextModule(Project(root=workdir, config=config), store)
+    figures = query_latencies(store, config, workdir, queries)
+    store.close()
+    return {"chunks": chunks, "build_s": build_s, **figures}
+
+
+def query_latencies(store: IndexStore, config: ContextConfig, root: Path, queries: int
+                    ) -> dict[str, float]:
+    """Warm-up seconds (model, catalog, BM25) and p50/p95 ms of ``queries`` hybrid queries
+    (k=12, MMR) of a ContextModule on ``store``."""
+    module = ContextModule(Project(root=root, config=config), store)
     started = time.perf_counter()
     module.warm_up(wait=True)
     module.query(QueryRequest(QUERIES[0], k=12))
@@ -99,11 +126,14 @@ def measure(size: int, queries: int, workdir: Path) -> dict[str, float]:
         module.query(QueryRequest(QUERIES[i % len(QUERIES)], k=12))
         latencies.append((time.perf_counter() - begin) * 1000)
     module.shutdown()
-    store.close()
-    latencies.sort()
-    return {"chunks": chunks, "build_s": build_s, "warm_up_s": warm_s,
-            "p50_ms": statistics.median(latencies),
-            "p95_ms": latencies[max(0, int(round(0.95 * len(latencies))) - 1)]}
+    return {"warm_up_s": warm_s, **percentiles(latencies)}
+
+
+def percentiles(latencies: list[float]) -> dict[str, float]:
+    """p50 and p95 of a list of milliseconds."""
+    ordered = sorted(latencies)
+    return {"p50_ms": statistics.median(ordered),
+            "p95_ms": ordered[max(0, int(round(0.95 * len(ordered))) - 1)]}
 
 
 def main() -> None:

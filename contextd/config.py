@@ -88,6 +88,15 @@ class StorageConfig:
                         help="DuckDB file, relative to the project root or absolute.")
     backup_enabled: bool = _opt(False, help="Copy the database periodically.")
     backup_interval_hours: int = _opt(24, min=1, help="Hours between backups.")
+    # ----- team scale: a shared PostgreSQL + pgvector database (docs/ARCHITECTURE.md) -----
+    backend: str = _opt("duckdb", choices=("duckdb", "postgres"),
+                        help="duckdb: a file in the project (db_path); postgres: a shared "
+                             "PostgreSQL database with pgvector (url), one workspace per project.")
+    url: str = _opt("", help='PostgreSQL URL for backend = "postgres", e.g. "${DATABASE_URL}"; '
+                             "its password is never logged.")
+    workspace: str = _opt("", help="Workspace name in the shared database (empty: derived from "
+                                   "the git remote and the project's place in the repository, "
+                                   "else from the project path).")
 
 
 @dataclass(frozen=True)

@@ -152,6 +152,9 @@ def check_project(project: Project) -> list[ConfigIssue]:
             fname, "indexing.warn_file_size_mb",
             f"{cfg.indexing.warn_file_size_mb} is above max_file_size_mb "
             f"({cfg.indexing.max_file_size_mb}); no file will ever trigger the warning", WARNING))
+    if cfg.storage.backend == "postgres" and not cfg.storage.url:
+        issues.append(ConfigIssue(fname, "storage.url", 'empty, but storage.backend is '
+                                  '"postgres": set it, e.g. url = "${DATABASE_URL}"'))
     return issues
 
 

@@ -31,7 +31,11 @@ class Engine:
     def __init__(self, project: Project, store: IndexStore | None = None):
         self.project = project
         self.store = store if store is not None else open_store(project)
-        recover_interrupted_jobs(self.store)
+        if project.config.storage.backend == "duckdb":
+            # The owner election makes this the only writer: a job still marked running was
+            # left by a dead one. A shared (PostgreSQL) index has live writers elsewhere;
+            # there a rebuild's claim decides (contextd.jobs).
+            recover_interrupted_jobs(self.store)
         self._lock = threading.RLock()
         self._indexer = None
         self._module = None

@@ -17,7 +17,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from contextd.errors import JobConflictError, UsageError
 from contextd.path_args import check_paths, refusal_text
@@ -103,6 +103,7 @@ class JobRunner:
         self._cancel: dict[str, threading.Event] = {}
         self._logs: dict[str, list[str]] = {}
         self._threads: list[threading.Thread] = []
+        self._release_claim: Callable[[], None] | None = None
 
     # ----- public ------------------------------------------------------------------------
     def rebuild(self, paths: Sequence[str] | None = None, *, dry_run: bool = False,
@@ -198,13 +199,28 @@ class JobRunner:
 
     def _claim(self, scope: str, prefixes: Sequence[str] | None, files: int, created_by: str,
                params: dict[str, Any]) -> Job:
-        """Create the job, or refuse when one runs (rows left running by a dead process
-        were marked interrupted when this process opened the index)."""
+        """Create the job, or refuse when one runs here or in another process (a shared
+        PostgreSQL index). Rebuild rows left running by a process that died are marked
+        interrupted: holding the claim means no other process is rebuilding."""
         with self._lock:
             if self._active is not None:
                 raise JobConflictError(
                     f"rebuild {self._active} is already running; follow it with "
                     f"get_rebuild_status or cancel it before starting another")
+            # Other processes write a shared (PostgreSQL) index too: the claim is the store's.
+            release = self.store.try_exclusive("rebuild")
+            if release is None:
+                running = [j.job_id for j in self.store.list_jobs(("queued", "in_progress"))
+                           if j.job_type in REBUILD_TYPES]
+                which = f"rebuild {running[0]}" if running else "a rebuild"
+                raise JobConflictError(
+                    f"{which} is already running in another process on this index; follow "
+                    "it with get_rebuild_status or wait for it to finish")
+            self._release_claim = release
+            for stale in self.store.list_jobs(("queued", "in_progress"), limit=100):
+                if stale.job_type in REBUILD_TYPES:
+                    self.store.update_job(stale.job_id, status=INTERRUPTED, completed_at="now",
+                                          error_message="interrupted: its process ended")
             job = self.store.create_job(f"rebuild_{scope}", self._scope_text(prefixes), files,
                                         created_by, params)
             self._active = job.job_id
@@ -249,6 +265,9 @@ class JobRunner:
             with self._lock:
                 self._active = None
                 self._cancel.pop(job_id, None)
+                release, self._release_claim = self._release_claim, None
+            if release is not None:
+                release()
         job = self.store.get_job(job_id)
         assert job is not None
         return job

@@ -11,6 +11,9 @@ session), a watcher and a person's CLI all work on one project at once. So:
   domain socket (:mod:`contextd.rpc`). The socket lives in a private 0700 directory under
   ``$XDG_RUNTIME_DIR`` (or ``/tmp/contextd-<uid>``), named by a hash of the database path,
   because a path inside a deep project could pass the 108-byte limit of socket addresses.
+* **Shared databases** — none of this applies to a PostgreSQL store: it takes many writing
+  processes, so each process opens the Engine itself (:attr:`SharedEngine.is_owner` is then
+  always true).
 * **Takeover** — a client whose call breaks (the owner died or is shutting down) runs the
   election again: the winner opens the Engine, the others reconnect, and the call is retried,
   so a refresh in flight is not lost. A long-running process that should keep the index
@@ -356,6 +359,9 @@ class SharedEngine:
         self._db = str(Path(project.db_path).resolve())
         self._socket = socket_path(project.db_path)
         self._lock = OwnerLock(lock_path(project.db_path))
+        # A PostgreSQL store takes any number of writing processes (advisory locks guard its
+        # rebuilds and file replaces), so every process opens it itself: no election, no socket.
+        self._opens_store_itself = project.config.storage.backend != "duckdb"
         self._mutex = threading.RLock()
         self._engine = None
         self._server: OwnerServer | None = None
@@ -542,7 +548,7 @@ class SharedEngine:
                     return None
                 if self._idle:
                     return self._idle.pop()
-                if self._lock.try_acquire():
+                if self._opens_store_itself or self._lock.try_acquire():
                     self._become_owner(deadline)
                     return None
             try:
@@ -573,7 +579,8 @@ class SharedEngine:
         except BaseException:
             self._lock.release()
             raise
-        self._server = OwnerServer(engine, self._socket, self._db).start()
+        if not self._opens_store_itself:
+            self._server = OwnerServer(engine, self._socket, self._db).start()
         self._engine = engine
         for client in self._idle:
             client.close()

@@ -53,7 +53,7 @@ def test_wheel_ships_everything_under_contextd(tmp_path: Path) -> None:
     assert "contextd = contextd.cli:main" in text
     assert {"contextd/migrations/001_initial.sql", "contextd/chunkers/queries/rust.scm",
             "contextd/sessions/templates/basic.md.j2", "contextd/sessions/templates/paper.json",
-            } <= set(names)
+            "contextd/store/postgres/migrations/001_initial.sql"} <= set(names)
     _installed_wheel_works(wheels[0], tmp_path / "site")
 
 

@@ -1,4 +1,8 @@
-"""The DuckDB store on real database files: schema, migrations, atomic writes, cache, jobs."""
+"""The index stores on real databases: schema, migrations, atomic writes, cache, jobs.
+
+Tests taking ``make_store`` run against both backends: a DuckDB file and a workspace of a
+real PostgreSQL server with pgvector (tests/conftest_postgres.py).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,27 @@ from contextd.errors import StoreError
 from contextd.records import Chunk, ChunkKind, SymbolDef
 from contextd.store import FileRecord, IndexedChunk
 from contextd.store.duckdb_store import SCHEMA_VERSION, DuckDBStore, _migrations
+
+pytest_plugins = ["conftest_postgres"]
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def make_store(request, tmp_path):
+    """A factory of stores of one backend, all opening the same index; closed at the end."""
+    opened = []
+
+    def make():
+        if request.param == "duckdb":
+            store = DuckDBStore(tmp_path / "i.duckdb")
+        else:
+            from contextd.store.postgres import PostgresStore
+            store = PostgresStore(request.getfixturevalue("postgres_url"),
+                                  request.getfixturevalue("workspace"))
+        opened.append(store)
+        return store
+    yield make
+    for store in opened:
+        store.close()
 
 
 def make_chunk(text: str, label: str, line: int = 1, defines=(), references=()) -> IndexedChunk:
@@ -75,8 +100,8 @@ def test_newer_database_is_refused(tmp_path):
         DuckDBStore(path)
 
 
-def test_write_replaces_file_rows_and_tracks_changes(tmp_path):
-    store = DuckDBStore(tmp_path / "i.duckdb")
+def test_write_replaces_file_rows_and_tracks_changes(make_store):
+    store = make_store()
     g1 = store.write_files([
         record("a.py", make_chunk("def alpha(): beta()", "alpha",
                                   defines=[SymbolDef("alpha", "function", 1)],
@@ -100,11 +125,10 @@ def test_write_replaces_file_rows_and_tracks_changes(tmp_path):
     changes = store.changes_since(g2)
     assert changes.removed_file_ids and not changes.changed_file_ids
     assert {r.label for r in store.chunks_for_files()} == {"gamma"}
-    store.close()
 
 
-def test_embeddings_are_a_cache_keyed_by_model_and_text(tmp_path):
-    store = DuckDBStore(tmp_path / "i.duckdb")
+def test_embeddings_are_a_cache_keyed_by_model_and_text(make_store):
+    store = make_store()
     store.write_files([record("a.py", make_chunk("x = 1", "x"), make_chunk("y = 2", "y"))])
     missing = store.missing_embeddings("m1", 10)
     assert len(missing) == 2 and store.count_missing_embeddings("m1") == 2
@@ -113,16 +137,16 @@ def test_embeddings_are_a_cache_keyed_by_model_and_text(tmp_path):
     store.put_embeddings("m1", [h for h, _ in missing], vectors)  # ignored: already cached
     assert store.count_missing_embeddings("m1") == 0
     assert store.count_missing_embeddings("m2") == 2
-    ids, matrix = store.chunk_vectors("m1")
-    assert len(ids) == 2 and matrix.shape == (2, 4)
+    by_hash = store.vectors_for("m1", [h for h, _ in missing])
+    assert sorted(by_hash) == sorted(h for h, _ in missing)
+    assert all(v.shape == (4,) for v in by_hash.values())
     # same text in another file reuses the vector
     store.write_files([record("b.py", make_chunk("x = 1", "x"))])
     assert store.count_missing_embeddings("m1") == 0
-    store.close()
 
 
-def test_readers_never_see_half_a_file(tmp_path):
-    store = DuckDBStore(tmp_path / "i.duckdb")
+def test_readers_never_see_half_a_file(make_store):
+    store = make_store()
     chunks = [make_chunk(f"v{i} = {i}", f"v{i}") for i in range(50)]
     store.write_files([record("a.py", *chunks)])
     seen: set[int] = set()
@@ -139,11 +163,10 @@ def test_readers_never_see_half_a_file(tmp_path):
     stop.set()
     thread.join()
     assert seen <= {25, 50}
-    store.close()
 
 
-def test_jobs_progress_errors_and_meta(tmp_path):
-    store = DuckDBStore(tmp_path / "i.duckdb")
+def test_jobs_progress_errors_and_meta(make_store):
+    store = make_store()
     job = store.create_job("rebuild_full", "all", 3, "test")
     store.update_job(job.job_id, status="in_progress", files_processed=2, metrics={"a": 1})
     got = store.get_job(job.job_id)
@@ -166,7 +189,6 @@ def test_jobs_progress_errors_and_meta(tmp_path):
     assert store.save_project_config({"watch_paths": ["src"], "ignore_patterns": []}) is True
     stats = store.stats()
     assert stats["errors"] == 1 and stats["total_files"] == 0
-    store.close()
 
 
 def test_database_locked_by_another_process_is_a_clear_error(tmp_path):
@@ -184,3 +206,36 @@ def test_database_locked_by_another_process_is_a_clear_error(tmp_path):
             DuckDBStore(path)
     finally:
         holder.kill()
+
+
+def test_nearest_is_answered_by_postgres_and_left_to_numpy_by_duckdb(make_store):
+    store = make_store()
+    store.write_files([record("a.py", make_chunk("x = 1", "x"), make_chunk("y = 2", "y"),
+                              make_chunk("z = 3", "z"))])
+    missing = store.missing_embeddings("m1", 10)
+    vectors = np.array([[1, 0, 0, 0], [0.8, 0.6, 0, 0], [0, 0, 1, 0]], dtype=np.float32)
+    store.put_embeddings("m1", [h for h, _ in missing], vectors)
+    label_of = {c.embed_hash: c.label for c in store.chunks_for_files()}
+    found = store.nearest("m1", np.array([1, 0, 0, 0], dtype=np.float32), 2)
+    if isinstance(store, DuckDBStore):
+        assert found is None
+        return
+    chunks = store.chunks_by_id([cid for cid, _ in found])
+    expected = [label_of[h] for h, _ in missing]
+    assert [chunks[cid].label for cid, _ in found] == expected[:2]
+    assert [round(score, 4) for _, score in found] == [1.0, 0.8]
+
+
+def test_a_rebuild_claim_is_exclusive_across_store_objects(make_store):
+    first, second = make_store(), make_store()
+    release = first.try_exclusive("rebuild")
+    assert release is not None
+    other = second.try_exclusive("rebuild")
+    if isinstance(first, DuckDBStore):  # one process owns a DuckDB file: nothing to claim
+        assert other is not None
+        return
+    assert other is None
+    release()
+    again = second.try_exclusive("rebuild")
+    assert again is not None
+    again()

@@ -42,6 +42,8 @@ COMMANDS = {
     "ui": "contextd.cli.ui_cmd:ui_group",
     "stash": "contextd.cli.stash_cmd:stash_group",
     "kb": "contextd.cli.kb_cmd:kb_group",
+    "workspaces": "contextd.cli.workspaces_cmd:workspaces_group",
+    "store": "contextd.cli.store_cmd:store_group",
 }
 
 

@@ -1,6 +1,8 @@
 """Semantic provider: cosine similarity between the query embedding and chunk embeddings.
 
-Vectors live in memory as one float32 matrix (exact top-k by one matrix product: ~0.4 ms at
+A store that searches vectors itself (PostgreSQL + pgvector: :meth:`IndexStore.nearest`) is
+asked for the nearest chunks instead (:class:`StoreVectorSearch`). Otherwise vectors live in
+memory as one float32 matrix (exact top-k by one matrix product: ~0.4 ms at
 10k chunks, ~4 ms at 100k on this machine kind) and follow the store file by file through
 :class:`~contextd.providers.catalog.IncrementalIndex`. Chunks written before their vectors exist
 are remembered per file and picked up as soon as the vectors are stored, so results are never
@@ -34,6 +36,9 @@ MIN_CAPACITY = 1024
 # Query embeddings kept per text: agents repeat queries (retries, one task's context asked
 # for again), and embedding costs 3-15 ms on a loaded machine.
 QUERY_VECTOR_CACHE = 256
+# The deepest a store-side search looks when a scope filters candidates out (pgvector's
+# HNSW returns at most its ef_search, 1000, per query).
+STORE_SEARCH_MAX_DEPTH = 1000
 
 
 class VectorIndex(IncrementalIndex):
@@ -172,6 +177,59 @@ class VectorIndex(IncrementalIndex):
                     if cid in self.position}
 
 
+class StoreVectorSearch:
+    """Nearest neighbours asked of the store, for stores that search vectors themselves
+    (:meth:`IndexStore.nearest`: PostgreSQL's HNSW index). Nothing is held in memory, so a
+    process answering many workspaces does not load their vectors; each query is one SQL
+    round trip, and results follow the store's committed state (never stale)."""
+
+    files_missing_vectors: frozenset[int] = frozenset()
+
+    def __init__(self, catalog: ChunkCatalog, model: str):
+        self.catalog = catalog
+        self.store = catalog.store
+        self.model = model
+        self.lock = threading.RLock()
+
+    def __len__(self) -> int:
+        return 0
+
+    def sync(self, generation: int | None = None) -> None:
+        """The store answers from its committed rows; only the catalog, whose rows the scope
+        filter reads, catches up."""
+        self.catalog.sync(generation)
+
+    def is_current(self, generation: int | None) -> bool:
+        """Never "answers from memory": each search is a database round trip, better run on
+        a pool thread beside the in-memory providers (contextd.providers.runner)."""
+        return False
+
+    def search(self, query_vector: np.ndarray, limit: int, scope: ScopeFilter,
+               min_score: float) -> list[tuple[str, float]]:
+        """(chunk id, cosine) of the best ``limit`` chunks inside the scope, looking deeper
+        (up to STORE_SEARCH_MAX_DEPTH) while the scope filters too many out."""
+        if limit <= 0:
+            return []
+        depth = limit if scope.unrestricted else limit * SCOPE_OVERFETCH
+        while True:
+            depth = min(depth, STORE_SEARCH_MAX_DEPTH)
+            found = self.store.nearest(self.model, query_vector, depth)
+            rows = self.catalog.rows
+            hits = [(cid, score) for cid, score in found
+                    if score >= min_score and VectorIndex._accepts(scope, rows.get(cid))]
+            if (len(hits) >= limit or len(found) < depth or depth >= STORE_SEARCH_MAX_DEPTH
+                    or found[-1][1] < min_score):
+                return hits[:limit]
+            depth *= SCOPE_OVERFETCH
+
+    def vectors(self, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of the given chunks, read from the store (for MMR)."""
+        rows = self.catalog.rows
+        hashes = {cid: rows[cid].embed_hash for cid in chunk_ids if cid in rows}
+        found = self.store.vectors_for(self.model, sorted(set(hashes.values())))
+        return {cid: found[h] for cid, h in hashes.items() if h in found}
+
+
 def _top(scores: np.ndarray, depth: int) -> np.ndarray:
     """Indices of the ``depth`` highest scores, best first."""
     if depth >= len(scores):
@@ -189,7 +247,7 @@ class SemanticProvider(ContextProvider):
 
     def __init__(self) -> None:
         super().__init__()
-        self.index: VectorIndex | None = None
+        self.index: VectorIndex | StoreVectorSearch | None = None
         self._query_vectors: collections.OrderedDict[tuple[str, str], np.ndarray] = \
             collections.OrderedDict()
         self._cache_lock = threading.Lock()
@@ -222,13 +280,20 @@ class SemanticProvider(ContextProvider):
             return PENDING_NOTE
         return None
 
-    def ready_index(self, generation: int | None = None) -> VectorIndex | None:
-        """The vector index, synced with the store; None while the model is loading."""
+    def ready_index(self, generation: int | None = None
+                    ) -> VectorIndex | StoreVectorSearch | None:
+        """The vector index, synced with the store; None while the model is loading. A store
+        that searches vectors itself (``nearest``) is asked instead of loading them."""
         embedder = self._embedder()
         if embedder is None:
             return None
         if self.index is None or self.index.model != embedder.identity:
-            self.index = VectorIndex(self.context.catalog, embedder.identity, embedder.dimension)
+            catalog = self.context.catalog
+            probe = np.zeros(embedder.dimension, dtype=np.float32)
+            if catalog.store.nearest(embedder.identity, probe, 0) is not None:
+                self.index = StoreVectorSearch(catalog, embedder.identity)
+            else:
+                self.index = VectorIndex(catalog, embedder.identity, embedder.dimension)
         self.index.sync(generation)
         return self.index
 
@@ -264,5 +329,7 @@ class SemanticProvider(ContextProvider):
     def stats(self) -> dict[str, Any]:
         if self.index is None:
             return {"loaded": False}
+        if isinstance(self.index, StoreVectorSearch):
+            return {"loaded": True, "model": self.index.model, "vectors": "searched in the store"}
         return {"loaded": True, "model": self.index.model, "vectors": len(self.index),
                 "files_missing_vectors": len(self.index.files_missing_vectors)}

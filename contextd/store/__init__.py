@@ -1,4 +1,5 @@
-"""The index store: an interface (:mod:`contextd.store.base`) and its DuckDB implementation."""
+"""The index store: an interface (:mod:`contextd.store.base`) and its implementations,
+DuckDB (:mod:`contextd.store.duckdb_store`) and PostgreSQL (:mod:`contextd.store.postgres`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ __all__ = ["Changes", "ChunkRow", "FileRecord", "FileState", "IndexedChunk", "In
 
 
 def open_store(project) -> IndexStore:
-    """Open (creating or migrating) the index of a :class:`contextd.project.Project`."""
+    """Open (creating or migrating) the index of a :class:`contextd.project.Project`: its
+    DuckDB file, or its workspace of a shared PostgreSQL database (``storage.backend``)."""
+    storage = project.config.storage
+    if storage.backend == "postgres":
+        from contextd.store.postgres import open_postgres
+        from contextd.store.postgres.workspace import project_identity, workspace_id
+
+        identity = project_identity(project.root, storage.workspace)
+        return open_postgres(storage.url, workspace_id(identity), identity, str(project.root))
     from contextd.store.duckdb_store import DuckDBStore
 
     return DuckDBStore(project.db_path)

@@ -11,7 +11,7 @@ import abc
 import contextlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -265,6 +265,22 @@ class IndexStore(abc.ABC):
     def vectors_for(self, model: str, embed_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Vectors for the given text hashes under ``model``."""
 
+    def nearest(self, model: str, vector: np.ndarray, k: int
+                ) -> list[tuple[str, float]] | None:
+        """The ``k`` chunks whose ``model`` vectors are closest to ``vector`` by cosine, as
+        (chunk_id, cosine similarity), best first; None when this store cannot search vectors
+        itself (DuckDB: its ``array_cosine_similarity`` is 10-15x slower than numpy, so the
+        semantic provider keeps the vectors in memory instead). A store that answers lets
+        every process search without loading every vector (PostgreSQL: pgvector's HNSW)."""
+        return None
+
+    def try_exclusive(self, purpose: str) -> Callable[[], None] | None:
+        """Claim ``purpose`` (e.g. ``"rebuild"``) for this index across every process that
+        writes it: a function that gives the claim back, or None when another process holds
+        it. A claim dies with its process. The default serves stores written by one process
+        only (DuckDB, where the owner election already makes one writer): always granted."""
+        return lambda: None
+
     @abc.abstractmethod
     def find_symbols(self, names_lower: Sequence[str], prefixes_lower: Sequence[str] = ()
                      ) -> list[tuple[str, str, str, int]]:
@@ -366,6 +382,17 @@ class IndexStore(abc.ABC):
     def kb_document_map(self) -> dict[str, KnowledgeDocument]:
         """Every document with its contexts and pages, by path (what a query's scope and its
         hits' annotations are built from; cached by generation)."""
+
+    # ----- moving an index between backends (contextd store copy) ----------------------
+    @abc.abstractmethod
+    def export_rows(self, table: str) -> list[tuple]:
+        """Every row of one table of :data:`contextd.store.rows.TRANSFER_COLUMNS`, in its
+        column order (vectors as float32 arrays)."""
+
+    @abc.abstractmethod
+    def import_rows(self, tables: dict[str, list[tuple]]) -> int:
+        """Replace the index contents and caches with exported rows, in ONE transaction
+        (file ids renumbered from this database); returns the files imported."""
 
     # ----- jobs, progress, errors, metrics, metadata ----------------------------------
     @abc.abstractmethod

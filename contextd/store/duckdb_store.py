@@ -21,7 +21,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-import blake3
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -31,12 +30,14 @@ from contextd.store.base import (
     KNOWLEDGE_PREFIX, Changes, ChunkRow, DocumentRecord, FileRecord, FileState, IndexStore,
     Job, KnowledgeDocument, SegmentRow, SkippedFile, StoredSearchSession,
 )
+from contextd.store.rows import (
+    JOB_FIELDS, PROJECT_CONFIG_KEYS, TRANSFER_COLUMNS, job_assignments, job_from_row,
+    record_columns, renumber_files,
+)
+from contextd.store.rows import text_hash  # noqa: F401  (re-exported: callers import it here)
 
 SCHEMA_VERSION = 10
 
-_CHUNK_COLUMNS = ("chunk_id", "file_id", "ordinal", "kind", "label", "language", "start_line",
-                  "end_line", "start_byte", "end_byte", "tokens_est", "text", "embed_hash",
-                  "index_text", "parent", "contextualized")
 _CHUNK_ROW_SQL = """
     SELECT c.chunk_id, c.file_id, f.path, c.ordinal, c.kind, coalesce(c.label, ''),
            coalesce(c.language, ''), c.start_line, c.end_line, c.tokens_est, c.text,
@@ -46,14 +47,6 @@ _CHUNK_ROW_SQL = """
 _SEGMENT_COLUMNS = ("segment_id", "session_id", "text", "segment_type", "created_at",
                     "stashed_at", "tokens", "topic", "source", "refs", "text_hash",
                     "embedding_model", "expires_at", "protected")
-_JOB_FIELDS = ("job_id", "job_type", "status", "scope", "files_total", "files_processed",
-               "chunks_processed", "current_file", "started_at", "updated_at", "completed_at",
-               "error_message", "metrics", "params", "created_by", "cancel_requested")
-
-
-def text_hash(text: str) -> str:
-    """BLAKE3 of a text, the key of the embedding cache."""
-    return blake3.blake3(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _sql_resource(name: str) -> str:
@@ -113,6 +106,14 @@ class _GenerationCounter:
         order; the counter only moves forward)."""
         with self._registry_lock:
             self.value = max(self.value, generation)
+
+
+def _list_array(vectors: np.ndarray) -> pa.ListArray:
+    """Rows of a matrix as an Arrow list column, without a Python list per row."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    flat = pa.array(vectors.ravel())
+    return pa.ListArray.from_arrays(
+        pa.array(np.arange(0, vectors.size + 1, vectors.shape[1], dtype=np.int32)), flat)
 
 
 def _first(result: duckdb.DuckDBPyConnection) -> tuple | None:
@@ -265,47 +266,8 @@ class DuckDBStore(IndexStore):
 
     def _insert_records(self, cur: duckdb.DuckDBPyConnection, records: Sequence[FileRecord],
                         ids: dict[str, int], gen: int) -> None:
-        files: dict[str, list] = {k: [] for k in ("file_id", "path", "size_bytes", "mtime_ns",
-                                                  "content_hash", "language", "chunk_count",
-                                                  "generation", "secrets_redacted", "warnings")}
-        chunks: dict[str, list] = {k: [] for k in _CHUNK_COLUMNS}
-        symbols: dict[str, list] = {k: [] for k in ("chunk_id", "file_id", "name", "name_lower",
-                                                    "short_lower", "kind", "line")}
-        links: dict[str, list] = {k: [] for k in ("src_chunk_id", "file_id", "target",
-                                                  "link_type")}
-        for rec in records:
-            fid = ids[rec.path]
-            for key, value in (("file_id", fid), ("path", rec.path),
-                               ("size_bytes", rec.size_bytes), ("mtime_ns", rec.mtime_ns),
-                               ("content_hash", rec.content_hash), ("language", rec.language),
-                               ("chunk_count", len(rec.chunks)), ("generation", gen),
-                               ("secrets_redacted", rec.secrets_redacted),
-                               ("warnings", list(rec.warnings))):
-                files[key].append(value)
-            seen: dict[str, int] = {}
-            for ordinal, item in enumerate(rec.chunks):
-                c = item.chunk
-                ehash = text_hash(item.index_text)
-                base = f"{rec.path}\0{c.label}\0{ehash}"
-                seen[base] = seen.get(base, -1) + 1
-                chunk_id = blake3.blake3(f"{base}\0{seen[base]}".encode()).hexdigest()[:24]
-                for key, value in zip(_CHUNK_COLUMNS, (
-                        chunk_id, fid, ordinal, c.kind.value, c.label, c.language, c.start_line,
-                        c.end_line, c.start_byte, c.end_byte, c.tokens, c.text, ehash,
-                        item.index_text, c.parent, item.contextualized)):
-                    chunks[key].append(value)
-                for sym in c.defines:
-                    for key, value in zip(symbols, (chunk_id, fid, sym.name, sym.name.lower(),
-                                                    sym.name.rsplit(".", 1)[-1].lower(),
-                                                    sym.kind, sym.line)):
-                        symbols[key].append(value)
-                for ref in dict.fromkeys(c.references):
-                    for key, value in zip(links, (chunk_id, fid, ref, "references")):
-                        links[key].append(value)
-        self._insert(cur, "file_state", files)
-        self._insert(cur, "chunks", chunks)
-        self._insert(cur, "symbols", symbols)
-        self._insert(cur, "links", links)
+        for table, columns in record_columns(records, ids, gen).items():
+            self._insert(cur, table, columns)
 
     @staticmethod
     def _insert(cur: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list]) -> None:
@@ -380,11 +342,7 @@ class DuckDBStore(IndexStore):
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> int:
         if len(hashes) == 0:
             return self.generation()
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        flat = pa.array(vectors.ravel())
-        lists = pa.ListArray.from_arrays(
-            pa.array(np.arange(0, vectors.size + 1, vectors.shape[1], dtype=np.int32)), flat)
-        arrow = pa.table({"text_hash": pa.array(list(hashes)), "vector": lists})
+        arrow = pa.table({"text_hash": pa.array(list(hashes)), "vector": _list_array(vectors)})
         with self._transaction() as cur:
             gen = self._bump_generation(cur)
             cur.register("_incoming_vectors", arrow)
@@ -408,6 +366,36 @@ class DuckDBStore(IndexStore):
                         [keep_model])
             after = _first(cur.execute("SELECT count(*) FROM embeddings"))[0]
         return before - after
+
+    def export_rows(self, table: str) -> list[tuple]:
+        columns = ", ".join(TRANSFER_COLUMNS[table])
+        rows = self._cursor().execute(f"SELECT {columns} FROM {table}").fetchall()
+        if table == "embeddings":
+            return [(m, h, np.asarray(v, dtype=np.float32)) for m, h, v in rows]
+        return rows
+
+    def import_rows(self, tables: dict[str, list[tuple]]) -> int:
+        files = tables.get("file_state", [])
+        with self._transaction() as cur:
+            gen = self._bump_generation(cur)
+            cur.execute("INSERT INTO removed_files SELECT file_id, path, ? FROM file_state",
+                        [gen])
+            for table in TRANSFER_COLUMNS:
+                cur.execute(f"DELETE FROM {table}")
+            ids = cur.execute("SELECT nextval('file_id_seq') FROM range(?)",
+                              [len(files)]).fetchall()
+            columns = renumber_files(tables, {row[0]: i[0] for row, i in zip(files, ids)})
+            if "file_state" in columns:
+                columns["file_state"]["generation"] = [gen] * len(files)
+            vectors = columns.pop("embeddings", None)
+            for table, data in columns.items():
+                self._insert(cur, table, data)
+            if vectors and vectors["vector"]:
+                matrix = np.stack([np.asarray(v, dtype=np.float32) for v in vectors["vector"]])
+                self._insert(cur, "embeddings", {"model": vectors["model"],
+                                                 "text_hash": vectors["text_hash"],
+                                                 "vector": _list_array(matrix)})
+        return len(files)
 
     def chunk_vectors(self, model: str, file_ids: Sequence[int] | None = None
                       ) -> tuple[list[str], np.ndarray]:
@@ -734,35 +722,15 @@ class DuckDBStore(IndexStore):
         return job
 
     def update_job(self, job_id: str, **fields: Any) -> None:
-        allowed = {"status", "files_total", "files_processed", "chunks_processed",
-                   "current_file", "error_message", "metrics", "completed_at",
-                   "cancel_requested", "scope"}
-        unknown = set(fields) - allowed
-        if unknown:
-            raise ValueError(f"unknown job fields: {sorted(unknown)}")
-        sets, params = ["updated_at = now()"], []
-        for key, value in fields.items():
-            if key == "completed_at":
-                sets.append("completed_at = now()")
-                continue
-            if key == "metrics":
-                value = json.dumps(value)
-            sets.append(f"{key} = ?")
-            params.append(value)
+        sets, params = job_assignments(fields, "now()", "?", "?")
         with self._transaction() as cur:
             cur.execute(f"UPDATE jobs SET {', '.join(sets)} WHERE job_id = ?", [*params, job_id])
 
     def _jobs(self, where: str, params: list[Any], limit: int) -> list[Job]:
         rows = self._cursor().execute(
-            f"SELECT {', '.join(_JOB_FIELDS)} FROM jobs {where} "
+            f"SELECT {', '.join(JOB_FIELDS)} FROM jobs {where} "
             f"ORDER BY started_at DESC, job_id LIMIT ?", [*params, limit]).fetchall()
-        jobs = []
-        for row in rows:
-            data = {k: _iso(v) for k, v in zip(_JOB_FIELDS, row)}
-            for key in ("metrics", "params"):
-                data[key] = json.loads(data[key]) if data[key] else {}
-            jobs.append(Job(**data))
-        return jobs
+        return [job_from_row(row) for row in rows]
 
     def get_job(self, job_id: str) -> Job | None:
         found = self._jobs("WHERE job_id = ?", [job_id], 1)
@@ -994,8 +962,7 @@ class DuckDBStore(IndexStore):
                             "prefix) VALUES (?, ?, ?, ?)", [(model, *r) for r in rows])
 
     def save_project_config(self, snapshot: dict[str, Any]) -> bool:
-        keys = ("watch_paths", "ignore_patterns", "allowed_extensions", "blocked_extensions",
-                "max_file_size_mb", "follow_symlinks")
+        keys = PROJECT_CONFIG_KEYS
         values = [snapshot.get(k) for k in keys]
         with self._transaction() as cur:
             row = _first(cur.execute(f"SELECT {', '.join(keys)} FROM project_config "

@@ -1,0 +1,139 @@
+"""The rows a file becomes, identical for every backend.
+
+Chunk ids and text hashes are computed here once, so an index copied from DuckDB to
+PostgreSQL (or built by either) names every chunk and vector the same way: the embedding
+cache and chunk ids survive a change of backend.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+import blake3
+
+from datetime import datetime
+
+from contextd.store.base import FileRecord, Job
+
+CHUNK_COLUMNS = ("chunk_id", "file_id", "ordinal", "kind", "label", "language", "start_line",
+                 "end_line", "start_byte", "end_byte", "tokens_est", "text", "embed_hash",
+                 "index_text", "parent", "contextualized")
+FILE_COLUMNS = ("file_id", "path", "size_bytes", "mtime_ns", "content_hash", "language",
+                "chunk_count", "generation", "secrets_redacted", "warnings")
+SYMBOL_COLUMNS = ("chunk_id", "file_id", "name", "name_lower", "short_lower", "kind", "line")
+LINK_COLUMNS = ("src_chunk_id", "file_id", "target", "link_type")
+JOB_FIELDS = ("job_id", "job_type", "status", "scope", "files_total", "files_processed",
+              "chunks_processed", "current_file", "started_at", "updated_at", "completed_at",
+              "error_message", "metrics", "params", "created_by", "cancel_requested")
+JOB_UPDATABLE = frozenset({"status", "files_total", "files_processed", "chunks_processed",
+                           "current_file", "error_message", "metrics", "completed_at",
+                           "cancel_requested", "scope"})
+PROJECT_CONFIG_KEYS = ("watch_paths", "ignore_patterns", "allowed_extensions",
+                       "blocked_extensions", "max_file_size_mb", "follow_symlinks")
+
+
+def job_assignments(fields: Mapping[str, Any], now: str, marker: str, json_marker: str
+                    ) -> tuple[list[str], list[Any]]:
+    """The SET clauses and parameters of ``update_job`` in one SQL dialect (its function
+    for the current time, its placeholder, its placeholder for a JSON value); refuses fields
+    a job does not have."""
+    unknown = set(fields) - JOB_UPDATABLE
+    if unknown:
+        raise ValueError(f"unknown job fields: {sorted(unknown)}")
+    sets, params = [f"updated_at = {now}"], []
+    for key, value in fields.items():
+        if key == "completed_at":
+            sets.append(f"completed_at = {now}")
+        elif key == "metrics":
+            sets.append(f"metrics = {json_marker}")
+            params.append(json.dumps(value))
+        else:
+            sets.append(f"{key} = {marker}")
+            params.append(value)
+    return sets, params
+
+
+def iso(value: Any) -> Any:
+    """A timestamp as ISO text (other values unchanged)."""
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def job_from_row(row: Sequence[Any]) -> Job:
+    """A Job from a row of JOB_FIELDS (JSON columns as text, or decoded by the driver)."""
+    data = {k: iso(v) for k, v in zip(JOB_FIELDS, row)}
+    for key in ("metrics", "params"):
+        value = data[key]
+        data[key] = (json.loads(value) if value else {}) if isinstance(value, str) \
+            else (value or {})
+    return Job(**data)
+
+
+def text_hash(text: str) -> str:
+    """BLAKE3 of a text, the key of the embedding cache."""
+    return blake3.blake3(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def record_columns(records: Sequence[FileRecord], ids: dict[str, int], generation: int
+                   ) -> dict[str, dict[str, list[Any]]]:
+    """Column lists of the file_state, chunks, symbols and links rows of ``records``
+    (``ids``: file id by path), ready for an Arrow insert or a COPY."""
+    files: dict[str, list] = {k: [] for k in FILE_COLUMNS}
+    chunks: dict[str, list] = {k: [] for k in CHUNK_COLUMNS}
+    symbols: dict[str, list] = {k: [] for k in SYMBOL_COLUMNS}
+    links: dict[str, list] = {k: [] for k in LINK_COLUMNS}
+    for rec in records:
+        fid = ids[rec.path]
+        for key, value in zip(FILE_COLUMNS, (
+                fid, rec.path, rec.size_bytes, rec.mtime_ns, rec.content_hash, rec.language,
+                len(rec.chunks), generation, rec.secrets_redacted, list(rec.warnings))):
+            files[key].append(value)
+        seen: dict[str, int] = {}
+        for ordinal, item in enumerate(rec.chunks):
+            c = item.chunk
+            ehash = text_hash(item.index_text)
+            base = f"{rec.path}\0{c.label}\0{ehash}"
+            seen[base] = seen.get(base, -1) + 1
+            chunk_id = blake3.blake3(f"{base}\0{seen[base]}".encode()).hexdigest()[:24]
+            for key, value in zip(CHUNK_COLUMNS, (
+                    chunk_id, fid, ordinal, c.kind.value, c.label, c.language, c.start_line,
+                    c.end_line, c.start_byte, c.end_byte, c.tokens, c.text, ehash,
+                    item.index_text, c.parent, item.contextualized)):
+                chunks[key].append(value)
+            for sym in c.defines:
+                for key, value in zip(SYMBOL_COLUMNS, (
+                        chunk_id, fid, sym.name, sym.name.lower(),
+                        sym.name.rsplit(".", 1)[-1].lower(), sym.kind, sym.line)):
+                    symbols[key].append(value)
+            for ref in dict.fromkeys(c.references):
+                for key, value in zip(LINK_COLUMNS, (chunk_id, fid, ref, "references")):
+                    links[key].append(value)
+    return {"file_state": files, "chunks": chunks, "symbols": symbols, "links": links}
+
+
+# What `contextd store copy` carries between backends, table by table, in column order: the
+# index contents and the caches that cost model time to rebuild (vectors, LLM prefixes).
+# Jobs, progress, errors and usage belong to the index they happened in and stay behind.
+TRANSFER_COLUMNS: dict[str, tuple[str, ...]] = {
+    "file_state": tuple(c for c in FILE_COLUMNS if c != "generation"),
+    "chunks": CHUNK_COLUMNS,
+    "symbols": SYMBOL_COLUMNS,
+    "links": LINK_COLUMNS,
+    "embeddings": ("model", "text_hash", "vector"),
+    "prefix_cache": ("model", "chunk_hash", "doc_hash", "prefix"),
+}
+
+
+def renumber_files(tables: dict[str, list[tuple]], new_id: dict[int, int]
+                   ) -> dict[str, dict[str, list[Any]]]:
+    """Exported rows as column lists, file ids replaced through ``new_id`` (an index copied
+    into a database gets ids from that database's sequence)."""
+    out: dict[str, dict[str, list[Any]]] = {}
+    for table, rows in tables.items():
+        names = TRANSFER_COLUMNS[table]
+        columns: dict[str, list[Any]] = {name: [] for name in names}
+        for row in rows:
+            for name, value in zip(names, row):
+                columns[name].append(new_id[value] if name == "file_id" else value)
+        out[table] = columns
+    return out

@@ -1,0 +1,87 @@
+"""A project configured for a team PostgreSQL database, used as a person would: contextd query,
+workspaces list|drop, store copy there and back, and the one-line error of a bad URL."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest_plugins = ["conftest_providers", "conftest_postgres"]
+
+TEAM_CONFIG = '[storage]\nbackend = "postgres"\nurl = "${DATABASE_URL}"\n'
+
+
+def run(root, url, *args):
+    env = {**os.environ, "DATABASE_URL": url}
+    return subprocess.run([sys.executable, "-m", "contextd", "--root", str(root), *args],
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+@pytest.fixture(scope="module")
+def team_repo(tmp_path_factory):
+    from conftest_providers import make_golden_copy
+
+    root = make_golden_copy(tmp_path_factory.mktemp("team") / "repo")
+    (root / "context.toml").write_text(TEAM_CONFIG)
+    return root
+
+
+def test_query_on_a_postgres_project(team_repo, postgres_url):
+    result = run(team_repo, postgres_url, "query", "where are JWT tokens validated", "--k",
+                 "3", "--json")
+    assert result.returncode == 0, result.stderr
+    hit = json.loads(result.stdout)["hits"][0]
+    assert hit["file_path"] == "src/shoptrack/auth.py" and hit["label"].endswith("validate_token")
+    assert "semantic" in hit["providers"]
+    assert not (team_repo / ".contextd" / "context.duckdb").exists()
+    scoped = run(team_repo, postgres_url, "--json", "query", "where are JWT tokens validated",
+                 "--provider", "semantic", "--path", "web/")
+    hits = json.loads(scoped.stdout)["hits"]
+    assert hits and all(h["file_path"].startswith("web/") for h in hits), scoped.stderr
+    stats = json.loads(run(team_repo, postgres_url, "--json", "stats").stdout)
+    assert stats["storage"]["backend"] == "postgres" and stats["storage"]["total_files"] > 5
+
+
+def test_workspaces_list_copy_there_and_back_and_drop(team_repo, postgres_url, tmp_path):
+    run(team_repo, postgres_url, "refresh")
+    listed = json.loads(run(team_repo, postgres_url, "--json", "workspaces", "list").stdout)
+    mine = [w for w in listed if w["root"] == str(team_repo)]
+    assert len(mine) == 1 and mine[0]["files"] > 5 and mine[0]["vectors"] > 0
+    file = tmp_path / "copy.duckdb"
+    back = run(team_repo, postgres_url, "--json", "store", "copy", "--to", "duckdb", "--path",
+               str(file))
+    assert back.returncode == 0, back.stderr
+    rows = json.loads(back.stdout)["rows"]
+    assert rows["chunks"] > 0 and rows["embeddings"] > 0
+    dropped = run(team_repo, postgres_url, "workspaces", "drop", mine[0]["workspace_id"])
+    assert dropped.returncode == 0, dropped.stderr
+    again = run(team_repo, postgres_url, "--json", "store", "copy", "--to", "postgres",
+                "--path", str(file))
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["rows"] == rows
+    listed = json.loads(run(team_repo, postgres_url, "--json", "workspaces", "list").stdout)
+    restored = [w for w in listed if w["workspace_id"] == mine[0]["workspace_id"]][0]
+    assert (restored["files"], restored["chunks"], restored["vectors"]) == \
+        (mine[0]["files"], mine[0]["chunks"], mine[0]["vectors"])
+    result = run(team_repo, postgres_url, "--json", "query", "cancel order", "--k", "2")
+    assert result.returncode == 0 and json.loads(result.stdout)["hits"], result.stderr
+
+
+def test_unreachable_database_is_one_line_without_the_password(team_repo):
+    result = run(team_repo, "postgresql://alice:hunter2-secret@127.0.0.1:9/team", "query", "x")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot connect to PostgreSQL" in lines[0], result.stderr
+    assert "hunter2-secret" not in result.stderr and "alice:***@" in lines[0]
+
+
+def test_validate_config_names_an_empty_url(tmp_path):
+    (tmp_path / "context.toml").write_text('[storage]\nbackend = "postgres"\n')
+    result = subprocess.run([sys.executable, "-m", "contextd", "--root", str(tmp_path),
+                             "validate-config"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "storage.url" in result.stdout + result.stderr
