@@ -99,3 +99,23 @@ def exact_evidence(query: ExactQuery, text: str) -> float:
     phrase = phrase_coverage(query, text)
     phrase = phrase if phrase >= MIN_PHRASE_COVERAGE else 0.0
     return max(phrase, names_present(query, text))
+
+
+def matched_lines(terms: frozenset[str], query: ExactQuery, text: str, start_line: int,
+                  limit: int) -> list[int]:
+    """The (at most ``limit``) line numbers of ``text`` that hold the most of the query:
+    phrase trigrams count double, then query terms (lower-cased words), then names as
+    written; in file order. Empty when no line holds any of it."""
+    scored = []
+    for offset, line in enumerate(text.split("\n")):
+        found = words(line)
+        if not found:
+            continue
+        flat = " " + " ".join(found) + " "
+        score = (2 * sum(1 for gram in query.phrases if gram in flat)
+                 + len(terms.intersection(found))
+                 + sum(1 for name in query.names if name in line))
+        if score:
+            scored.append((-score, offset))
+    best = sorted(scored)[:limit]
+    return sorted(start_line + offset for _, offset in best)

@@ -90,12 +90,14 @@ class Chunk:
 @dataclass(frozen=True)
 class ContextScope:
     """Where to search (spec 004 §3.1): path globs relative to the root, languages, chunk kinds,
-    and exclusion globs. Empty means no restriction."""
+    exclusion globs, and file roles (source, test, doc, config: :mod:`contextd.roles`).
+    Empty means no restriction."""
 
     paths: tuple[str, ...] = ()
     languages: tuple[str, ...] = ()
     kinds: tuple[str, ...] = ()
     exclude_patterns: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

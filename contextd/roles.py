@@ -21,6 +21,9 @@ from __future__ import annotations
 import enum
 import functools
 import re
+from typing import Iterable
+
+from contextd.errors import UsageError
 
 
 class FileRole(str, enum.Enum):
@@ -48,6 +51,17 @@ _CONFIG_LANGUAGES = frozenset({"yaml", "toml", "json", "ini", "xml", "properties
                                "csv"})
 _CONFIG_SUFFIXES = (".yaml", ".yml", ".toml", ".json", ".ini", ".cfg", ".xml", ".properties",
                     ".lock", ".csv")
+
+
+def checked_roles(roles: Iterable[str]) -> frozenset[str]:
+    """The role names of a scope, lower-cased; an unknown one is a usage error naming the
+    choices."""
+    wanted = frozenset(role.lower() for role in roles)
+    unknown = sorted(wanted.difference(ROLE_NAMES))
+    if unknown:
+        raise UsageError(f"unknown file role(s) {', '.join(unknown)}; choose from: "
+                         f"{', '.join(ROLE_NAMES)}")
+    return wanted
 
 
 @functools.lru_cache(maxsize=65_536)

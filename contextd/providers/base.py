@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 from contextd.config import ContextConfig, ProviderConfig
 from contextd.providers.catalog import ChunkCatalog
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
+from contextd.roles import checked_roles, file_role
 from contextd.store.base import ChunkRow, IndexStore
 
 log = logging.getLogger(__name__)
@@ -241,8 +242,9 @@ class ScopeFilter:
         self.scope = scope
         self.languages = {lang.lower() for lang in scope.languages}
         self.kinds = {kind.upper() for kind in scope.kinds}
+        self.roles = checked_roles(scope.roles)
         self.unrestricted = not (scope.paths or scope.languages or scope.kinds
-                                 or scope.exclude_patterns)
+                                 or scope.exclude_patterns or scope.roles)
         self._paths: dict[str, bool] = {}
 
     def accepts_path(self, path: str) -> bool:
@@ -261,6 +263,8 @@ class ScopeFilter:
         if self.languages and (language or "").lower() not in self.languages:
             return False
         if self.kinds and kind.upper() not in self.kinds:
+            return False
+        if self.roles and file_role(path, language or "").value not in self.roles:
             return False
         return self.accepts_path(path)
 

@@ -159,7 +159,8 @@ class SymbolProvider(ContextProvider):
         for chunk_id, name, kind, _line in catalog.find_symbols(exact, prefixes, generation):
             score = max(_match_score(c, name) for c in candidates)
             if score > 0 and score > scored.get(chunk_id, (0, 0.0))[1]:
-                scored[chunk_id] = (0, score, {"symbol": name, "symbol_kind": kind})
+                scored[chunk_id] = (0, score, {"symbol": name, "symbol_kind": kind,
+                                               "symbol_score": round(score, 4)})
             if any(c.weight >= STRONG_NAME_WEIGHT and _match_score(c, name) for c in candidates):
                 short = name.rsplit(".", 1)[-1].lower()
                 found_names[short] = max(found_names.get(short, 0.0), score)
@@ -168,7 +169,9 @@ class SymbolProvider(ContextProvider):
                 continue
             short = target.rsplit(".", 1)[-1].lower()
             score = found_names.get(target.lower(), found_names.get(short, 0.0))
-            scored[chunk_id] = (2, score * REFERENCE_FACTOR, {"references": target})
+            scored[chunk_id] = (2, score * REFERENCE_FACTOR,
+                                {"references": target,
+                                 "symbol_score": round(score * REFERENCE_FACTOR, 4)})
 
     def _files(self, names: list[str], scored: dict[str, tuple[int, float, dict[str, Any]]],
                generation: int | None) -> None:

@@ -29,7 +29,8 @@ def query_request(query: str, k: int, scope: Scope, max_tokens: int, min_score: 
                         min_score=min_score or None, task_id="mcp",
                         scope=ContextScope(paths=tuple(scope.paths),
                                            languages=tuple(scope.languages),
-                                           kinds=tuple(scope.kinds)))
+                                           kinds=tuple(scope.kinds),
+                                           roles=tuple(scope.roles)))
 
 
 def query_result(query: str, response, max_tokens: int, min_score: float) -> QueryResult:
@@ -37,7 +38,7 @@ def query_result(query: str, response, max_tokens: int, min_score: float) -> Que
     hits = [Hit(chunkId=h.chunk_id, score=h.score, filePath=h.file_path, label=h.label,
                 kind=h.kind, snippet=h.snippet, language=h.language,
                 offsets=Offsets(start=h.start_line, end=h.end_line), tokens=h.tokens,
-                providers=list(h.providers))
+                providers=list(h.providers), role=h.role)
             for h in response.hits if h.score >= min_score]
     return QueryResult(query=query, total=response.total, hits=hits,
                        totalTokens=sum(h.tokens for h in hits), maxTokens=max_tokens,

@@ -35,6 +35,10 @@ class Scope(_Input):
     kinds: list[str] = Field(default_factory=list, description=(
         "Chunk kinds to keep: CODE_FUNCTION, CODE_CLASS, CODE_BLOCK, MARKDOWN_SECTION, "
         "DOCSTRING, COMMENT, YAML_BLOCK, CONFIG_BLOCK, SQL_STATEMENT, PARAGRAPH."))
+    roles: list[Literal["source", "test", "doc", "config"]] = Field(
+        default_factory=list, description=(
+            "File roles to keep, from path conventions and language: 'source' (code), 'test', "
+            "'doc' (prose, docs/, examples/, README, CHANGES), 'config'."))
 
 
 class Filters(_Input):
@@ -79,6 +83,7 @@ class Hit(BaseModel):
     offsets: Offsets
     tokens: int
     providers: list[str] = Field(default_factory=list)
+    role: str = Field("", description="The file's role: source, test, doc or config.")
 
 
 class QueryResult(BaseModel):
