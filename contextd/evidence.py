@@ -29,6 +29,11 @@ PHRASE_MIN_WORDS = 4
 PHRASE_SIZE = 3
 # Below this coverage the trigrams met are chance ("the number of"), not a quotation.
 MIN_PHRASE_COVERAGE = 0.5
+# From this coverage on the chunk quotes the query: it ranks above every chunk that does not
+# (a name or a neighbour's agreement between providers explains a quotation less well), and
+# among quoting chunks the one quoting more (in steps of QUOTE_STEP) comes first.
+QUOTE_COVERAGE = 0.8
+QUOTE_STEP = 0.05
 # Words that alone do not make a trigram worth matching.
 _FUNCTION_WORDS = frozenset("""
 a an and are as at be by for from has have if in is it its of on or that the this to was were
@@ -71,6 +76,15 @@ def phrase_coverage(query: ExactQuery, text: str) -> float:
         return 0.0
     flat = " " + " ".join(words(text)) + " "
     return sum(1 for gram in query.phrases if gram in flat) / len(query.phrases)
+
+
+def quotation_tier(query: ExactQuery, text: str) -> int:
+    """0 when ``text`` does not quote the query; else 1 + the number of QUOTE_STEPs its
+    phrase coverage lies above QUOTE_COVERAGE (a higher tier quotes more of it)."""
+    coverage = phrase_coverage(query, text)
+    if coverage < QUOTE_COVERAGE:
+        return 0
+    return 1 + int((coverage - QUOTE_COVERAGE) / QUOTE_STEP + 1e-9)
 
 
 def names_present(query: ExactQuery, text: str) -> float:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from contextd.config import DEFAULT_ALLOWED_EXTENSIONS, RankingConfig
-from contextd.evidence import ExactQuery, exact_evidence
+from contextd.evidence import ExactQuery, exact_evidence, quotation_tier
 from contextd.intent import QueryIntent, classify
 from contextd.records import ContextSnippet, ProviderType
 from contextd.roles import FileRole, file_role
@@ -192,9 +192,16 @@ def _implementation_factor(role: FileRole, settings: RankingConfig) -> float:
 def apply_boosts(snippets: Sequence[ContextSnippet], query: UnderstoodQuery,
                  settings: RankingConfig) -> list[ContextSnippet]:
     """Snippets re-scored by :func:`boost_factor` and re-sorted; scores are divided by the
-    best one when it passes 1 (not clipped: two boosted chunks keep their order)."""
+    best one when it passes 1 (not clipped: two boosted chunks keep their order).
+
+    A chunk quoting the query (:func:`contextd.evidence.quotation_tier`) ranks above every
+    chunk that does not, whatever its fused score: its score is lifted by its tier times the
+    best score, then all are scaled back into [0, 1]."""
     scored = [(s, s.score * boost_factor(s, query, settings)) for s in snippets]
-    top = max((score for _, score in scored), default=1.0)
+    top = max((score for _, score in scored), default=1.0) or 1.0
+    if query.exact.phrases:
+        scored = [(s, score + top * quotation_tier(query.exact, s.text)) for s, score in scored]
+        top = max(score for _, score in scored)
     scale = 1.0 / top if top > 1.0 else 1.0
     boosted = [dataclasses.replace(s, score=score * scale) for s, score in scored]
     return sorted(boosted, key=lambda s: -s.score)
