@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import re
 from dataclasses import dataclass
 from typing import Sequence
@@ -156,7 +157,13 @@ def understand(task: str, settings: RankingConfig) -> UnderstoodQuery:
 
 
 def matches_any(path: str, patterns: Sequence[str]) -> bool:
-    """True when the root-relative POSIX ``path`` matches one of the globs."""
+    """True when the root-relative POSIX ``path`` matches one of the globs (memoised: a
+    query checks the same few hundred paths against the same patterns)."""
+    return _matches_any(path, tuple(patterns))
+
+
+@functools.lru_cache(maxsize=16_384)
+def _matches_any(path: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(path, p) for p in patterns)
 
 
