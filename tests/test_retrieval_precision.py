@@ -10,7 +10,10 @@ documentation and a test, indexed once by the real indexer with the real embeddi
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -252,3 +255,26 @@ def test_where_is_it_implemented_ranks_source_first(module):
     answer = ask(module, "where is the delay between retries computed", k=5)
     assert answer.hits[0].role == "source"
     assert answer.hits[0].file_path == "src/client.js"
+
+
+# ----- the CLI, as a user runs it --------------------------------------------------------------
+def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "contextd", "--root", str(root), *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_role_filter_and_matched_line_preview(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "src" / "client.js").write_text(CLIENT_JS)
+    (tmp_path / "docs" / "guide.md").write_text(GUIDE_MD)
+    docs = _cli(tmp_path, "query", "retry delay backoff", "--role", "doc", "--json")
+    assert docs.returncode == 0, docs.stderr
+    hits = json.loads(docs.stdout)["hits"]
+    assert hits and {h["role"] for h in hits} == {"doc"}
+    listing = _cli(tmp_path, "query", "request failed after retries error", "--k", "1")
+    assert listing.returncode == 0, listing.stderr
+    assert "(source)" in listing.stdout
+    assert "failed after retries" in listing.stdout
+    wrong = _cli(tmp_path, "query", "retry", "--role", "docs")
+    assert wrong.returncode == 2 and "docs" in wrong.stderr

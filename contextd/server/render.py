@@ -56,7 +56,8 @@ def query_text(result: QueryResult) -> str:
     for hit in result.hits:
         label = f" {hit.label}" if hit.label else ""
         lines.append(f"\n## {hit.file_path}:{hit.offsets.start}-{hit.offsets.end}{label} "
-                     f"({hit.kind}, {hit.language}, score {hit.score:.2f})")
+                     f"({hit.kind}, {hit.language}, {hit.role or 'unknown'} file, "
+                     f"score {hit.score:.2f})")
         fence = "````" if "```" in hit.snippet else "```"
         lines.append(f"{fence}{hit.language}\n{hit.snippet.rstrip()}\n{fence}")
     return "\n".join(lines)
