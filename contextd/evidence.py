@@ -10,7 +10,10 @@ nothing:
   found in the chunk's text, docstrings and string literals included, once words are
   lower-cased and punctuation and line breaks are ignored;
 - **names as written**: the share of the names the query writes as code (``_parse_opts``,
-  ``Client.#retryDelay``) that the chunk holds verbatim (a dotted name by its last part).
+  ``Client.#retryDelay``) that the chunk holds verbatim (a dotted name by its last part),
+  counted only when names make up at least NAME_QUERY_SHARE of the query's words: in a
+  sentence that mentions a name in passing ("Sends a PreparedRequest object") the name is
+  context, and the chunks holding it are rarely the answer.
 
 :func:`exact_evidence` combines them into one number in [0, 1]; the ranking multiplies a
 candidate's score by ``1 + ranking.exact_evidence_boost × evidence``, and the confidence of
@@ -30,6 +33,8 @@ _NON_WORD_RE = re.compile(r"[^a-z0-9_#$]+")
 FLAT_CACHE_SIZE = 8192
 # Fewer words than this are not a phrase: a two-word query is a keyword search.
 PHRASE_MIN_WORDS = 4
+# Names count as exact evidence when they make up at least this share of the query's words.
+NAME_QUERY_SHARE = 0.3
 PHRASE_SIZE = 3
 # Below this coverage the trigrams met are chance ("the number of"), not a quotation.
 MIN_PHRASE_COVERAGE = 0.5
@@ -75,6 +80,8 @@ class ExactQuery:
                 if any(w not in _FUNCTION_WORDS for w in gram):
                     phrases.append(" " + " ".join(gram) + " ")
         tails = [n.rsplit(".", 1)[-1] for n in names]
+        if len(tails) < NAME_QUERY_SHARE * max(1, len(found)):
+            tails = []
         return cls(tuple(dict.fromkeys(phrases)), tuple(dict.fromkeys(t for t in tails if t)))
 
     def __bool__(self) -> bool:
