@@ -16,11 +16,11 @@ between, which only makes the task harder.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
 import tarfile
-import io
 from dataclasses import dataclass
 from pathlib import Path
 
