@@ -208,7 +208,7 @@ def apply_boosts(snippets: Sequence[ContextSnippet], query: UnderstoodQuery,
     top = max((score for _, score in scored), default=1.0) or 1.0
     if query.exact.phrases:
         scored = [(s, score + top * quotation_tier(query.exact, s.text)) for s, score in scored]
-        top = max(score for _, score in scored)
+        top = max((score for _, score in scored), default=1.0)
     scale = 1.0 / top if top > 1.0 else 1.0
     boosted = [dataclasses.replace(s, score=score * scale) for s, score in scored]
     return sorted(boosted, key=lambda s: -s.score)

@@ -28,7 +28,7 @@ from contextd.intent import QueryIntent, classify
 from contextd.module import ContextModule
 from contextd.providers.symbol import extract_candidates
 from contextd.query_api import QueryRequest
-from contextd.query_understanding import boost_factor, understand
+from contextd.query_understanding import apply_boosts, boost_factor, understand
 from contextd.records import ContextScope, ContextSnippet
 from contextd.roles import FileRole, file_role
 
@@ -234,6 +234,12 @@ def test_hits_carry_roles_and_a_role_scope_keeps_only_those(module):
 ])
 def test_query_intent_from_wording(query, intent):
     assert classify(query, about_tests=False) is intent
+
+
+def test_boosts_of_no_candidates_for_a_quotation_are_none():
+    query = understand("It's modelled after optparse and brings a similar API.", RankingConfig())
+    assert query.exact.phrases
+    assert apply_boosts([], query, RankingConfig()) == []
 
 
 def test_intent_decides_whether_docs_and_tests_step_back():
