@@ -309,6 +309,22 @@ class RankingConfig:
                                               "*/third_party/*", "*/_vendor/*",
                                               "node_modules/*", "*.min.js"],
                                              help="Globs of vendored code.")
+    # ----- retrieval precision (issue 14): exact evidence, intent x file role, confidence ----
+    exact_evidence_boost: float = _opt(1.0, min=0.0, max=10.0,
+                                       help="A chunk holding the query verbatim (or the names "
+                                            "it writes) gets its score times 1 + this.")
+    implementation_doc_factor: float = _opt(0.6, min=0.0, max=10.0,
+                                            help="Score factor for documentation when the query "
+                                                 "asks for an implementation or a change.")
+    implementation_test_factor: float = _opt(0.8, min=0.0, max=10.0,
+                                             help="Further score factor for tests when the "
+                                                  "query asks for an implementation or a change.")
+    implementation_config_factor: float = _opt(0.7, min=0.0, max=10.0,
+                                               help="Score factor for config files when the "
+                                                    "query asks for an implementation or a change.")
+    strong_match_confidence: float = _opt(0.5, min=0.0, max=1.0,
+                                          help="Below this confidence the best hit is reported "
+                                               "as no strong match (a note).")
 
 
 # ----- search sessions and reports (contextd/sessions/, seed 002) -------------------------

@@ -5,8 +5,11 @@ CLI, MCP tools, the owner's socket and an orchestrator's pre-task hook all come 
     task/query → query understanding (a dense, a lexical and a symbol query)
                → scope + budget → enabled providers in parallel (isolated, time-limited),
                  each sent the query meant for its kind
-               → fusion → [ranking] boosts → de-duplication
+               → fusion → [ranking] boosts (intent x file role, exact evidence)
+               → de-duplication → calibration (absolute scores, "no strong match" note,
+                 ``min_score``)
                → MMR on embeddings within the token budget
+               → matched lines of each snippet (``metadata["matched_lines"]``)
                → TaskContext / QueryResponse (snippets, tokens, attribution, timings;
                  files ranked by their chunks when asked ``by_file``)
 
@@ -24,6 +27,7 @@ Python API (embedded, in-process)::
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import queue
 import threading
@@ -31,8 +35,10 @@ import time
 from typing import Any, Iterable
 
 from contextd.budget import BudgetManager
+from contextd.confidence import NO_MATCH_NOTE, calibrate
 from contextd.contextualize import stage_stats
 from contextd.errors import UsageError
+from contextd.evidence import ExactQuery, matched_lines, words
 from contextd.providers.base import (
     DEFAULT_CANDIDATES, EmbedderHandle, ProviderContext, ProviderQuery,
 )
@@ -45,6 +51,7 @@ from contextd.query_understanding import (
 )
 from contextd.ranking import FusionStrategy, deduplicate, fuse, mmr_select
 from contextd.records import ContextScope, ContextSnippet, TaskContext, TokenBudget
+from contextd.roles import checked_roles
 from contextd.render import render_context
 from contextd.scrub import scrub_secrets
 
@@ -63,6 +70,8 @@ PERFORMANCE_WINDOW = 1000
 MODEL_WAIT_S = 120.0
 # Usage rows arriving within this long of each other are written in one transaction.
 USAGE_BATCH_DELAY_S = 0.2
+# Lines of a snippet named as the ones that matched the query (a listing's preview).
+MATCHED_LINES = 3
 
 
 def _task_field(task: Any, name: str, default: Any = None) -> Any:
@@ -257,7 +266,8 @@ class ContextModule:
                 exclude_patterns=tuple(_task_field(task, "exclude_patterns", ())),
                 files=tuple(_task_field(task, "files", ())),
                 folders=tuple(_task_field(task, "folders", ())),
-                memory=_task_field(task, "memory"))
+                memory=_task_field(task, "memory"),
+                roles=tuple(_task_field(task, "roles", ())))
             contexts = tuple(_task_field(task, "contexts", ()))
             if contexts:
                 scope = self.knowledge_scope.scope_for(
@@ -333,15 +343,22 @@ class ContextModule:
             return TaskContext.empty(task_id, query, "empty query"), []
         # Agent memory joins only when the scope asks for it.
         selected = [p for p in self._select(providers) if p.id != STASH_ID or scope.memory]
+        checked_roles(scope.roles)  # a misspelt role is the caller's error, not a provider's
         generation = self.store.generation()
         understood = self._understand(query)
+        # min_score applies to the calibrated scores below, not to each provider's own scale.
         provider_query = ProviderQuery(query, max(DEFAULT_CANDIDATES, k * CANDIDATES_PER_RESULT),
-                                       min_score or 0.0, generation,
+                                       0.0, generation,
                                        understood.texts_by_kind() if understood else {})
         runs, candidates, notes = self._gather(selected, provider_query, scope, budget)
         if understood:
             candidates = apply_boosts(candidates, understood, self.config.ranking)
-        unique = deduplicate(candidates)
+        unique, confidence = calibrate(deduplicate(candidates),
+                                       understood.exact if understood else None)
+        if unique and confidence < self.config.ranking.strong_match_confidence:
+            notes.append(NO_MATCH_NOTE.format(confidence))
+        if min_score:
+            unique = [s for s in unique if s.score >= min_score]
         vectors = self._vectors([s.chunk_id for s in unique], generation)
         selection = mmr_select(unique, vectors, self.config.query.mmr_lambda,
                                self.budgets.available(budget), k,
@@ -350,7 +367,8 @@ class ContextModule:
             notes.append("MMR used word overlap for snippets without an embedding yet")
         self.budgets.log_usage(budget, selection.total_tokens)
         # MMR decides which snippets make the cut; they are shown most relevant first.
-        chosen = sorted(selection.snippets, key=lambda s: -s.score)
+        chosen = self._mark_matches(sorted(selection.snippets, key=lambda s: -s.score),
+                                    query, understood)
         attribution = collections.Counter(p for s in chosen for p in s.providers)
         timings = {pid: round(run.elapsed_ms, 2) for pid, run in runs.items()}
         timings["total"] = round((time.perf_counter() - started) * 1000, 2)
@@ -358,6 +376,17 @@ class ContextModule:
         return TaskContext(task_id=task_id, query=query, snippets=tuple(chosen),
                            total_tokens=selection.total_tokens, providers=dict(attribution),
                            timings_ms=timings, notes=tuple(dict.fromkeys(notes))), unique
+
+    @staticmethod
+    def _mark_matches(snippets: list[ContextSnippet], query: str,
+                      understood: UnderstoodQuery | None) -> list[ContextSnippet]:
+        """Each snippet with ``metadata["matched_lines"]``: the lines holding most of the
+        query, so a listing can show why it was found instead of its first lines."""
+        terms = frozenset(understood.lexical.split() if understood else words(query))
+        exact = understood.exact if understood else ExactQuery.of(query, ())
+        return [dataclasses.replace(s, metadata={**s.metadata, "matched_lines": lines})
+                if (lines := matched_lines(terms, exact, s.text, s.start_line, MATCHED_LINES))
+                else s for s in snippets]
 
     def _understand(self, query: str) -> UnderstoodQuery | None:
         """The per-provider texts and boost inputs of a query, or None when

@@ -12,6 +12,7 @@ from typing import Any
 
 from contextd.query_understanding import FileHit
 from contextd.records import ContextScope, ContextSnippet, to_dict
+from contextd.roles import file_role
 
 
 def scope_from_dict(data: dict[str, Any] | None) -> ContextScope:
@@ -20,7 +21,7 @@ def scope_from_dict(data: dict[str, Any] | None) -> ContextScope:
     documents = data.get("documents")
     return ContextScope(**{key: tuple(data.get(key) or ()) for key in
                            ("paths", "languages", "kinds", "exclude_patterns", "files",
-                            "folders")},
+                            "folders", "roles")},
                         documents=tuple(documents) if documents is not None else None,
                         include_project=bool(data.get("include_project", True)),
                         memory=data.get("memory") or None)
@@ -34,7 +35,7 @@ ALL_CONTEXTS = "*"
 class QueryRequest:
     """A query. ``None`` means "the configured default": ``k`` (query.default_k),
     ``max_tokens`` (budget.default_max_tokens minus budget.reserve_for_prompt), ``min_score``
-    (applied to each provider's own scores), ``providers`` (the hybrid provider plus enabled
+    (applied to the calibrated hit scores, which mean the same across queries), ``providers`` (the hybrid provider plus enabled
     providers it does not combine). ``wait_for_model``: wait for the embedding model to load
     instead of answering without semantic results meanwhile (a one-shot CLI wants this; a
     long-lived server does not). ``by_file``: also rank the files the hits lie in
@@ -84,7 +85,13 @@ class QueryRequest:
 @dataclass(frozen=True)
 class Hit:
     """One result: where it is (``file_path`` relative to the project root, 1-based inclusive
-    lines), what it is, its fused score in [0, 1], which providers found it, and its text."""
+    lines), what it is, its score in [0, 1], which providers found it, and its text.
+
+    ``score`` means the same across queries: the fused ranking scaled by how strongly the
+    query's best match is backed by the providers' raw evidence (:mod:`contextd.confidence`).
+    ``role`` is the file's part in the project (source, test, doc, config).
+    ``metadata["matched_lines"]`` numbers the lines of the snippet that hold most of the query,
+    for a listing that shows why it was found rather than its first lines."""
 
     chunk_id: str
     file_path: str
@@ -98,6 +105,7 @@ class Hit:
     snippet: str
     tokens: int
     metadata: dict[str, Any] = field(default_factory=dict)
+    role: str = ""
 
     @classmethod
     def from_snippet(cls, snippet: ContextSnippet) -> "Hit":
@@ -105,7 +113,8 @@ class Hit:
                    start_line=snippet.start_line, end_line=snippet.end_line, label=snippet.label,
                    kind=snippet.kind, language=snippet.language, score=round(snippet.score, 6),
                    providers=tuple(snippet.providers), snippet=snippet.text,
-                   tokens=snippet.tokens, metadata=dict(snippet.metadata))
+                   tokens=snippet.tokens, metadata=dict(snippet.metadata),
+                   role=file_role(snippet.file_path, snippet.language).value)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Hit":

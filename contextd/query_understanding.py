@@ -14,23 +14,31 @@ Retry-After header when ..."). Each provider wants something different from that
 
 The boosts are factors named in ``[ranking]`` (no magic numbers): definitions of a named symbol
 over mere references, source over tests and vendored code (unless the task is about tests),
-code over documentation when the task names symbols.
+code over documentation when the task names symbols, source over documentation, tests and
+config when the query asks for an implementation or a change (:mod:`contextd.intent`, file
+roles from :mod:`contextd.roles`), and the chunk that holds the query verbatim or the names
+it writes above its neighbours (:mod:`contextd.evidence`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import re
 from dataclasses import dataclass
 from typing import Sequence
 
 from contextd.config import DEFAULT_ALLOWED_EXTENSIONS, RankingConfig
+from contextd.evidence import ExactQuery, exact_evidence, quotation_tier
+from contextd.intent import QueryIntent, classify
 from contextd.records import ContextSnippet, ProviderType
+from contextd.roles import FileRole, file_role
 
 _QUOTED_RE = re.compile(r"`([^`]+)`|\"([^\"]+)\"|'([^'\s][^']*[^'\s])'")
 _FILE_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+(\.[A-Za-z][A-Za-z0-9]{0,5}))(?![\w/])")
-_TOKEN_RE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?:\(\))?")
+# Names as written: a leading ``_``, ``$`` or ``#`` (JS private) belongs to the name.
+_TOKEN_RE = re.compile(r"#?[A-Za-z_$][\w$]*(?:\.#?[A-Za-z_$][\w$]*)*(?:\(\))?")
 _CAMEL_PARTS_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _BOILERPLATE_RE = re.compile(
     r"^\s*(?:(?:fix(?:es|ed)?|feat(?:ure)?|bug|chore|refactor|perf|docs|test|issue|todo)"
@@ -69,6 +77,8 @@ class UnderstoodQuery:
     files: tuple[str, ...]
     quoted: tuple[str, ...]
     about_tests: bool
+    intent: QueryIntent = QueryIntent.NEUTRAL
+    exact: ExactQuery = ExactQuery((), ())
 
     def texts_by_kind(self) -> dict[ProviderType, str]:
         """The text each kind of provider is sent (see the module docstring); a kind whose
@@ -88,7 +98,7 @@ class UnderstoodQuery:
 def split_identifier(name: str) -> list[str]:
     """``retry_after`` / ``RetryAfter`` / ``Session.send`` -> their lower-case word parts."""
     parts = []
-    for piece in re.split(r"[._$]+", name.rstrip("()")):
+    for piece in re.split(r"[._$#]+", name.rstrip("()")):
         parts += [p.lower() for p in _CAMEL_PARTS_RE.findall(piece)]
     return parts
 
@@ -98,6 +108,7 @@ def looks_like_code(token: str) -> bool:
     with an inner capital, dotted names and calls."""
     core = token.rstrip("()")
     return (token.endswith("()") or "_" in core.strip("_") or "." in core
+            or (len(core) > 1 and core[0] in "_#$")
             or bool(re.search(r"[a-z][A-Z]", core)) or bool(re.match(r"[A-Z][a-z]+[A-Z]", core)))
 
 
@@ -119,7 +130,8 @@ def understand(task: str, settings: RankingConfig) -> UnderstoodQuery:
     quoted = tuple(next(g for g in m.groups() if g) for m in _QUOTED_RE.finditer(task))
     files = tuple(dict.fromkeys(m.group(1) for m in _FILE_RE.finditer(task)
                                 if m.group(2).lower() in _FILE_EXTENSIONS))
-    tokens = _TOKEN_RE.findall(_ISSUE_REF_RE.sub("", _BOILERPLATE_RE.sub("", task)))
+    tokens = _TOKEN_RE.findall(_ISSUE_REF_RE.sub("", _BOILERPLATE_RE.sub("", task))
+                               .replace("::", "."))
     symbols: list[str] = []
     for token in [*tokens, *(q for q in quoted if _TOKEN_RE.fullmatch(q))]:
         name = token.rstrip("()")
@@ -138,13 +150,20 @@ def understand(task: str, settings: RankingConfig) -> UnderstoodQuery:
                 lexical.append(low)
     lexical += [f.lower() for f in files if f.lower() not in lexical]
     about_tests = any(w in _TEST_WORDS for w in lexical)
-    return UnderstoodQuery(task, dense_query(task), " ".join(lexical),
-                           tuple(symbols[:settings.max_symbol_candidates]), files, quoted,
-                           about_tests)
+    symbols = symbols[:settings.max_symbol_candidates]
+    return UnderstoodQuery(task, dense_query(task), " ".join(lexical), tuple(symbols), files,
+                           quoted, about_tests, classify(task, about_tests),
+                           ExactQuery.of(task, symbols))
 
 
 def matches_any(path: str, patterns: Sequence[str]) -> bool:
-    """True when the root-relative POSIX ``path`` matches one of the globs."""
+    """True when the root-relative POSIX ``path`` matches one of the globs (memoised: a
+    query checks the same few hundred paths against the same patterns)."""
+    return _matches_any(path, tuple(patterns))
+
+
+@functools.lru_cache(maxsize=16_384)
+def _matches_any(path: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(path, p) for p in patterns)
 
 
@@ -162,14 +181,36 @@ def boost_factor(snippet: ContextSnippet, query: UnderstoodQuery, settings: Rank
         factor *= settings.vendored_penalty
     if query.symbols and snippet.language in _DOC_LANGUAGES:
         factor *= settings.docs_penalty
+    if query.intent is QueryIntent.IMPLEMENTATION:
+        factor *= _implementation_factor(file_role(snippet.file_path, snippet.language),
+                                         settings)
+    if query.exact:
+        factor *= 1 + settings.exact_evidence_boost * exact_evidence(query.exact, snippet.text)
     return factor
+
+
+def _implementation_factor(role: FileRole, settings: RankingConfig) -> float:
+    """Source first when a query asks for an implementation or a change."""
+    return {FileRole.DOC: settings.implementation_doc_factor,
+            FileRole.TEST: settings.implementation_test_factor,
+            FileRole.CONFIG: settings.implementation_config_factor}.get(role, 1.0)
 
 
 def apply_boosts(snippets: Sequence[ContextSnippet], query: UnderstoodQuery,
                  settings: RankingConfig) -> list[ContextSnippet]:
-    """Snippets re-scored by :func:`boost_factor` (clipped to [0, 1]) and re-sorted."""
-    boosted = [dataclasses.replace(s, score=min(1.0, s.score * boost_factor(s, query, settings)))
-               for s in snippets]
+    """Snippets re-scored by :func:`boost_factor` and re-sorted; scores are divided by the
+    best one when it passes 1 (not clipped: two boosted chunks keep their order).
+
+    A chunk quoting the query (:func:`contextd.evidence.quotation_tier`) ranks above every
+    chunk that does not, whatever its fused score: its score is lifted by its tier times the
+    best score, then all are scaled back into [0, 1]."""
+    scored = [(s, s.score * boost_factor(s, query, settings)) for s in snippets]
+    top = max((score for _, score in scored), default=1.0) or 1.0
+    if query.exact.phrases:
+        scored = [(s, score + top * quotation_tier(query.exact, s.text)) for s, score in scored]
+        top = max((score for _, score in scored), default=1.0)
+    scale = 1.0 / top if top > 1.0 else 1.0
+    boosted = [dataclasses.replace(s, score=score * scale) for s, score in scored]
     return sorted(boosted, key=lambda s: -s.score)
 
 

@@ -90,7 +90,8 @@ class Chunk:
 @dataclass(frozen=True)
 class ContextScope:
     """Where to search (spec 004 §3.1): path globs relative to the root, languages, chunk kinds,
-    and exclusion globs. Empty means no restriction.
+    exclusion globs, and file roles (source, test, doc, config: :mod:`contextd.roles`).
+    Empty means no restriction.
 
     ``memory`` adds the agent's stashed segments (:mod:`contextd.stash`) to the project's
     context: a session id for that session's memory, ``"*"`` for every session's; None (the
@@ -115,6 +116,7 @@ class ContextScope:
     folders: tuple[str, ...] = ()
     documents: tuple[str, ...] | None = None
     include_project: bool = True
+    roles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

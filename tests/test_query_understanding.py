@@ -3,6 +3,8 @@ and file aggregation, on real task texts and real snippet records."""
 
 from __future__ import annotations
 
+import pytest
+
 from contextd.config import RankingConfig, config_from_dict
 from contextd.providers import ProviderQuery
 from contextd.query_understanding import (
@@ -80,7 +82,9 @@ def test_boosts_prefer_definitions_and_source_over_tests_and_vendored():
     in_tests = snippet("tests/test_requests.py", "test_merge", 0.5)
     vendored = snippet("src/_vendor/cookies.py", "helper", 0.5)
     assert boost_factor(definition, q, SETTINGS) == SETTINGS.definition_over_reference
-    assert boost_factor(in_tests, q, SETTINGS) == SETTINGS.source_over_tests
+    # "crashes" makes it a change request: tests lose both factors.
+    assert boost_factor(in_tests, q, SETTINGS) == pytest.approx(
+        SETTINGS.source_over_tests * SETTINGS.implementation_test_factor)
     assert boost_factor(vendored, q, SETTINGS) == SETTINGS.vendored_penalty
     ranked = apply_boosts([in_tests, vendored, reference, definition], q, SETTINGS)
     assert [s.label for s in ranked] == ["merge_cookies", "Session.prepare_request",

@@ -288,6 +288,16 @@ class _Walker:
             units[0].defines, units[0].context = defines, context
         elif units:
             units.insert(0, Unit(start, start, d.kind, label, defines, context, parent))
+        if len(units) > 1 and not any(units[0].start <= c.start_byte < units[0].end
+                                      for c in body.named_children
+                                      if c.type not in COMMENT_TYPES):
+            # A header with no docstring or field of its own joins its first member: alone
+            # (``class Source(enum.IntEnum):``) it would answer for the class's name with
+            # nothing to read.
+            header, first = units[0], units[1]
+            first.start, first.defines = header.start, header.defines + first.defines
+            first.context = header.context
+            units = units[1:]
         return [u for u in units if u.end > u.start or u.defines]
 
     def _member_defines(self, body: Node, label: str) -> tuple[SymbolDef, ...]:
@@ -301,10 +311,21 @@ class _Walker:
         return tuple(defines)
 
     def _bounds(self, scope: Node, start: int, end: int) -> Callable[[], dict[int, int]]:
-        """Preferred cut lines among ``scope``'s children, listed only if the unit is cut."""
+        """Preferred cut lines among ``scope``'s children, listed only if the unit is cut.
+
+        No cut falls at or before the first statement inside the unit: a definition's header
+        alone (``def f(x):``, ``class Source(enum.IntEnum):``) says nothing without the
+        docstring or first lines that follow it, and would outrank them for its own name."""
         src = self.src
-        return lambda: node_boundaries(scope.named_children, src.line_of(start),
-                                       src.line_of(max(start, end - 1)))
+
+        def bounds() -> dict[int, int]:
+            first, last = src.line_of(start), src.line_of(max(start, end - 1))
+            found = node_boundaries(scope.named_children, first, last)
+            opening = next((c.start_point[0] + 1 for c in scope.named_children
+                            if c.start_byte >= start and c.type not in COMMENT_TYPES), first)
+            return {line: depth for line, depth in found.items() if line > opening}
+
+        return bounds
 
     def _attach_docs(self, node: Node, bound: int) -> int:
         """Start of a definition's unit: its line's indentation and the comment/attribute lines

@@ -1,6 +1,8 @@
 """Markdown (spec 004 §10.1): one chunk per ATX heading section, labelled with the heading
 path ("Install > From source"); long sections cut at paragraphs; code fences as CODE_BLOCK
-chunks labelled with their language, the heading path as their parent and context.
+chunks labelled with their language, the heading path as their parent and context. A section
+that holds only its heading ("# Guide" straight before "## Install") joins the section or
+code block that follows: a chunk of one heading line costs budget and answers nothing.
 """
 
 from __future__ import annotations
@@ -41,11 +43,16 @@ class MarkdownChunker:
         path: list[tuple[int, str]] = []
         section_start, n = 1, 0
 
-        def close(end_line: int) -> None:
+        def close(end_line: int, final: bool = False) -> bool:
+            """Emit the section ending at ``end_line``; False when it holds only headings and
+            so waits to join what follows."""
             if end_line >= section_start:
+                if not final and _only_headings(lines[section_start - 1:end_line]):
+                    return False
                 label = " > ".join(t for _, t in path) or title
                 self._add(src, units, lines, section_start, end_line,
                           ChunkKind.MARKDOWN_SECTION, label, " > ".join(t for _, t in path[:-1]))
+            return True
 
         while n < len(lines):
             line = lines[n]
@@ -53,23 +60,23 @@ class MarkdownChunker:
             if fence:
                 end = _fence_end(lines, n, fence.group(1))
                 if settings.preserve_code_blocks:
-                    close(n)
+                    first = n + 1 if close(n) else section_start
                     heading = " > ".join(t for _, t in path)
-                    self._add(src, units, lines, n + 1, end + 1, ChunkKind.CODE_BLOCK,
+                    self._add(src, units, lines, first, end + 1, ChunkKind.CODE_BLOCK,
                               f"{fence.group(2) or 'text'} code", heading)
                     section_start = end + 2
                 n = end + 1
                 continue
             heading = _HEADING_RE.match(line) if line.lstrip().startswith("#") else None
             if heading and settings.split_by_headings:
-                close(n)
+                if close(n):
+                    section_start = n + 1
                 level = len(heading.group(1))
                 while path and path[-1][0] >= level:
                     path.pop()
                 path.append((level, (heading.group(2) or "").strip() or "#" * level))
-                section_start = n + 1
             n += 1
-        close(len(lines))
+        close(len(lines), final=True)
         return units
 
     @staticmethod
@@ -80,6 +87,12 @@ class MarkdownChunker:
             bounds = paragraph_starts(lines, first, last)
             units.append(Unit(start, end, kind, label, (), parent, parent,
                               lambda: bounds, label))
+
+
+def _only_headings(lines: list[str]) -> bool:
+    """Whether these lines hold ATX headings and blank lines only."""
+    return all(not line.strip() or (line.lstrip().startswith("#") and _HEADING_RE.match(line))
+               for line in lines)
 
 
 def _fence_end(lines: list[str], open_line: int, marker: str) -> int:

@@ -16,6 +16,7 @@ from contextd.cli.common import CliState, emit, open_engine, pass_state
 from contextd.query_api import QueryRequest, QueryResponse
 from contextd.records import ContextScope, to_dict
 from contextd.render import context_from_response, render_context, skipped_text
+from contextd.roles import ROLE_NAMES
 
 # Lines of each snippet shown in the human-readable listing.
 PREVIEW_LINES = 3
@@ -28,12 +29,23 @@ def _progress(state: CliState):
     return terminal_progress(bootstrap.show_progress, bootstrap.progress_interval_seconds)
 
 
+def preview(hit: Any) -> list[tuple[int, str]]:
+    """(line number, text) of the lines shown under a hit: those that matched the query
+    (``metadata["matched_lines"]``), else its first PREVIEW_LINES lines."""
+    lines = hit.snippet.split("\n")
+    wanted = hit.metadata.get("matched_lines") or range(
+        hit.start_line, hit.start_line + min(PREVIEW_LINES, len(lines)))
+    return [(n, lines[n - hit.start_line]) for n in wanted
+            if 0 <= n - hit.start_line < len(lines)][:PREVIEW_LINES]
+
+
 def _print_hits(response: QueryResponse) -> None:
     for number, hit in enumerate(response.hits, start=1):
+        role = f"  ({hit.role})" if hit.role else ""
         click.echo(f"{number:>2}. {hit.score:.3f}  {hit.file_path}:{hit.start_line}-"
-                   f"{hit.end_line}  {hit.label}  [{', '.join(hit.providers)}]")
-        for line in hit.snippet.splitlines()[:PREVIEW_LINES]:
-            click.echo(f"      {line}")
+                   f"{hit.end_line}  {hit.label}  [{', '.join(hit.providers)}]{role}")
+        for line_number, line in preview(hit):
+            click.echo(f"  {line_number:>5} {line}")
     click.echo(f"{response.total} hits, {response.total_tokens} tokens, "
                f"{response.timings_ms.get('total', 0):.0f} ms")
 
@@ -64,8 +76,10 @@ def _print_files(response: QueryResponse) -> None:
               "/path from the root, or a glob (repeatable).")
 @click.option("--context", "contexts", multiple=True, help="Also search this knowledge "
               "context (repeatable; '*' = all).")
-@click.option("--min-score", type=click.FloatRange(0.0, 1.0), help="Lowest provider score "
-              "kept.")
+@click.option("--role", "roles", multiple=True, type=click.Choice(ROLE_NAMES),
+              help="Only files of this role: source, test, doc or config (repeatable).")
+@click.option("--min-score", type=click.FloatRange(0.0, 1.0), help="Lowest hit score kept "
+              "(scores mean the same across queries).")
 @click.option("--memory", help="Also search stashed agent memory of this session ('*': every "
               "session).")
 @click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
@@ -75,11 +89,10 @@ def _print_files(response: QueryResponse) -> None:
 @pass_state
 def query_command(state: CliState, text: str, k: int | None, providers: tuple[str, ...],
                   budget: int | None, paths: tuple[str, ...], excludes: tuple[str, ...],
-                  languages: tuple[str, ...], kinds: tuple[str, ...],
+                  languages: tuple[str, ...], kinds: tuple[str, ...], roles: tuple[str, ...],
                   files: tuple[str, ...], folders: tuple[str, ...],
                   contexts: tuple[str, ...], min_score: float | None, memory: str | None,
-                  as_json: bool,
-                  as_block: bool, by_file: bool) -> None:
+                  as_json: bool, as_block: bool, by_file: bool) -> None:
     """Search the project's context for TEXT.
 
     \b
@@ -99,7 +112,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
         contexts=contexts or None,
         scope=ContextScope(paths=paths, languages=languages, kinds=kinds,
                            exclude_patterns=excludes, files=files, folders=folders,
-                           memory=memory))
+                           memory=memory, roles=roles))
     engine = open_engine(state)
     try:
         engine.ensure_indexed(progress=_progress(state))

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 from contextd.config import ContextConfig, ProviderConfig
 from contextd.providers.catalog import ChunkCatalog
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
+from contextd.roles import checked_roles, file_role
 from contextd.store.base import KNOWLEDGE_PREFIX, ChunkRow, IndexStore
 
 log = logging.getLogger(__name__)
@@ -277,8 +278,10 @@ class ScopeFilter:
         self.files = {key for f in scope.files
                       for key in (_file_key(f), _file_key(f).lstrip("/"))}
         self.documents = None if scope.documents is None else frozenset(scope.documents)
+        self.roles = checked_roles(scope.roles)
         self.unrestricted = not (scope.paths or scope.languages or scope.kinds
                                  or scope.exclude_patterns or scope.files or scope.folders
+                                 or scope.roles
                                  or self.documents is not None or not scope.include_project)
         # Only these documents can match (and no project file): the semantic index then
         # scores their rows alone instead of every row.
@@ -317,6 +320,8 @@ class ScopeFilter:
         if self.languages and (language or "").lower() not in self.languages:
             return False
         if self.kinds and kind.upper() not in self.kinds:
+            return False
+        if self.roles and file_role(path, language or "").value not in self.roles:
             return False
         return self.accepts_path(path)
 

@@ -193,6 +193,24 @@ class BM25Index:
                 scores[slots] += weights
         return scores
 
+    def coverage(self, query_tokens: Sequence[str], doc_ids: Sequence[str]) -> list[float]:
+        """Per document: the IDF-weighted share of the distinct query terms it holds, a term
+        found in no document weighing the most any term can (an absolute measure: a query
+        for a name that does not exist scores low everywhere)."""
+        terms = list(dict.fromkeys(query_tokens))
+        if not terms or not self.slot_of:
+            return [0.0] * len(doc_ids)
+        ceiling = math.log(len(self.slot_of) + 0.5) - math.log(0.5)
+        weights = [self.idf(t) if t in self.postings else ceiling for t in terms]
+        total = sum(weights) or 1.0
+        out = []
+        for doc_id in doc_ids:
+            slot = self.slot_of.get(doc_id)
+            held = sum(w for t, w in zip(terms, weights)
+                       if slot is not None and slot in self.postings.get(t, ()))
+            out.append(held / total)
+        return out
+
     def scores(self, query_tokens: Sequence[str]) -> dict[str, float]:
         """BM25 score of every document, by id."""
         dense = self.score_slots(query_tokens)
@@ -281,12 +299,14 @@ class FullTextProvider(ContextProvider):
             accept = None if scope_filter.unrestricted else (
                 lambda cid: (row := rows.get(cid)) is not None and scope_filter.accepts_row(row))
             hits = index.bm25.top(tokens, query.limit, accept)
+            coverage = index.bm25.coverage(tokens, [cid for cid, _ in hits])
         if not hits:
             return []
         best = hits[0][1]
         rows = self.context.rows([cid for cid, _ in hits], query.generation)
-        results = [snippet_from_row(rows[cid], score / best, self.id, {"bm25": round(score, 4)})
-                   for cid, score in hits if cid in rows]
+        results = [snippet_from_row(rows[cid], score / best, self.id,
+                                    {"bm25": round(score, 4), "bm25_coverage": round(cov, 4)})
+                   for (cid, score), cov in zip(hits, coverage) if cid in rows]
         return [s for s in results if s.score >= query.min_score]
 
     def stats(self) -> dict[str, Any]:

@@ -7,9 +7,13 @@ git) and cached until HEAD moves:
 2. files the query names, or that define symbols it names → their recent commits;
 3. co-change neighbours of those files: files that were changed in the same commits.
 
-Each file is returned as its chunk that best matches the query words, with the commits in
-``metadata["commits"]``. Outside a git repository (or without git) the provider reports itself
-unavailable.
+Each file is returned as its chunk that best matches the query words. The first
+BLAMED_HITS hits are blamed (:mod:`contextd.providers.blame`): ``metadata["blame"]`` names
+the last change of their lines and how many lines each commit last changed,
+``metadata["recent_change"]`` holds that change's diff of the file, and ``metadata["commits"]``
+keeps only the commits behind the hit that last changed those very lines. The commits that
+made the file a hit without being checked against its lines are ``metadata["file_commits"]``.
+Outside a git repository (or without git) the provider reports itself unavailable.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
+from contextd.providers.blame import Blamer, summarize
 from contextd.providers.fulltext import code_tokens
 from contextd.providers.symbol import extract_candidates
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
@@ -45,6 +50,8 @@ LARGE_COMMIT_FILES = 12
 # Files must have changed together at least this often to be co-change neighbours.
 MIN_SHARED_COMMITS = 2
 COMMITS_IN_METADATA = 3
+# Hits whose lines are blamed (a subprocess each, cached per HEAD).
+BLAMED_HITS = 3
 HEAD_CHECK_INTERVAL_S = 2.0
 GIT_TIMEOUT_S = 10.0
 _RECORD_SEP, _FIELD_SEP = "\x1e", "\x1f"
@@ -61,8 +68,9 @@ class Commit:
     files: tuple[str, ...]
 
     def describe(self) -> dict[str, Any]:
+        # Commit subjects are not indexed text: scrubbed here, on their way to an answer.
         return {"sha": self.sha[:12], "author": self.author, "timestamp": self.timestamp,
-                "subject": self.subject}
+                "subject": scrub_secrets(self.subject).text}
 
 
 def _git(root: Path, *args: str) -> str:
@@ -86,6 +94,7 @@ class GitHistoryProvider(ContextProvider):
         self._head = ""
         self._checked_at = 0.0
         self._commits: list[Commit] = []
+        self._blamer: Blamer | None = None
 
     def is_available(self) -> bool:
         if self.context is None:
@@ -212,13 +221,32 @@ class GitHistoryProvider(ContextProvider):
         for path in ranked:
             if path in best:
                 score, reason, commits = found[path]
-                meta = {"reason": reason,
-                        # commit subjects are not indexed text: scrubbed here
-                        "commits": [{**c.describe(), "subject": scrub_secrets(c.subject).text}
-                                    for c in commits[:COMMITS_IN_METADATA]]}
+                meta = {"reason": reason}
+                if len(out) < BLAMED_HITS:
+                    meta.update(self._blame(best[path], commits))
+                else:
+                    meta["file_commits"] = [c.describe() for c in commits[:COMMITS_IN_METADATA]]
                 if score >= query.min_score:
                     out.append(snippet_from_row(best[path], score, self.id, meta))
         return out
+
+    def _blame(self, row: ChunkRow, commits: list[Commit]) -> dict[str, Any]:
+        """Blame of a hit's lines, its last change's diff, and the commits behind the hit
+        that last changed those lines (see the module docstring)."""
+        if self._blamer is None:
+            self._blamer = Blamer(Path(self.context.project.root))
+        changes = self._blamer.lines(self._head, row.file_path, row.start_line, row.end_line)
+        touched = {c.sha for c in changes}
+        meta: dict[str, Any] = {
+            "commits": [c.describe() for c in commits if c.sha in touched][:COMMITS_IN_METADATA]}
+        blame = summarize(changes)
+        if blame is not None:
+            meta["blame"] = blame
+            latest = max(changes, key=lambda c: c.timestamp)
+            # An old version may hold a secret since removed: the diff is scrubbed too.
+            meta["recent_change"] = {**latest.describe(), "diff": scrub_secrets(
+                self._blamer.diff(self._head, latest.sha, row.file_path)).text}
+        return meta
 
     def stats(self) -> dict[str, Any]:
         return {"repository": bool(self._available), "commits_cached": len(self._commits)}

@@ -1,8 +1,9 @@
 """Symbol provider: names in the query looked up in the symbols and links tables.
 
 Candidates are pulled from the query text: `backticked` words, dotted names
-(``RateLimiter.allow``), CamelCase and snake_case identifiers, file names (``settings.yaml``,
-``src/auth``), and — at a lower weight — plain words and adjacent word pairs joined the way
+(``RateLimiter.allow``, ``Client.#retryDelay``, ``Foo::bar`` read as ``Foo.bar``), CamelCase and
+snake_case identifiers, names with a leading ``_``, ``#`` or ``$`` kept as written
+(``_parse_opts`` is not ``parse_opts``), file names (``settings.yaml``, ``src/auth``), and — at a lower weight — plain words and adjacent word pairs joined the way
 identifiers are written ("rate limiter" → ``ratelimiter``, ``rate_limiter``, and the prefix
 ``ratelimit``). Names are
 matched exactly, case-insensitively and (for identifiers) by prefix; definitions come first,
@@ -39,7 +40,11 @@ MIN_PLAIN_WORD_LENGTH = 4
 FILE_CHUNKS_PER_MATCH = 3
 
 _BACKTICK_RE = re.compile(r"`([^`\n]+)`")
-_WORD_RE = re.compile(r"[\w./\-]+")
+_WORD_RE = re.compile(r"[\w./\-#$:]+")
+# What may wrap a name in prose ("see `x`.", "(foo)", "a::b:") but never belongs to it. A
+# leading ``_``, ``#`` or ``$`` does: it is part of the name (private, JS private, PHP).
+_NAME_EDGES = ".-/:"
+_SIGILS = "_#$"
 _CAMEL_RE = re.compile(r"[a-z0-9][A-Z]|[A-Z]{2,}[a-z]")
 
 
@@ -64,16 +69,16 @@ def extract_candidates(query: str, extensions: frozenset[str], limit: int
     files: list[str] = []
 
     def add(text: str, weight: float, prefix: bool = False) -> None:
-        text = text.strip("._-/")
+        text = text.strip(_NAME_EDGES)
         key = text.lower()
         if text and (key not in symbols or symbols[key].weight < weight):
             symbols[key] = Candidate(text, weight, prefix and len(text) >= MIN_PREFIX_LENGTH)
 
     for quoted in _BACKTICK_RE.findall(query):
-        add(quoted.strip("()"), 1.0, prefix=True)
+        add(quoted.strip("()").replace("::", "."), 1.0, prefix=True)
     plain: list[str] = []
     for raw in _WORD_RE.findall(_BACKTICK_RE.sub(" ", query)):
-        word = raw.strip(".-/")
+        word = raw.replace("::", ".").strip(_NAME_EDGES)
         suffix = "." + word.rsplit(".", 1)[-1].lower() if "." in word else ""
         if "/" in word or suffix in extensions:
             files.append(word)
@@ -82,7 +87,7 @@ def extract_candidates(query: str, extensions: frozenset[str], limit: int
             add(word, 1.0)
             add(word.rsplit(".", 1)[-1], DOTTED_TAIL_FACTOR, prefix=True)
             plain.append("")
-        elif "_" in word or _CAMEL_RE.search(word):
+        elif "_" in word or word[:1] in _SIGILS or _CAMEL_RE.search(word):
             add(word, 1.0, prefix=True)
             plain.append("")
         elif word.lower() not in STOPWORDS:  # stopwords neither count nor break word pairs
@@ -154,7 +159,8 @@ class SymbolProvider(ContextProvider):
         for chunk_id, name, kind, _line in catalog.find_symbols(exact, prefixes, generation):
             score = max(_match_score(c, name) for c in candidates)
             if score > 0 and score > scored.get(chunk_id, (0, 0.0))[1]:
-                scored[chunk_id] = (0, score, {"symbol": name, "symbol_kind": kind})
+                scored[chunk_id] = (0, score, {"symbol": name, "symbol_kind": kind,
+                                               "symbol_score": round(score, 4)})
             if any(c.weight >= STRONG_NAME_WEIGHT and _match_score(c, name) for c in candidates):
                 short = name.rsplit(".", 1)[-1].lower()
                 found_names[short] = max(found_names.get(short, 0.0), score)
@@ -163,7 +169,9 @@ class SymbolProvider(ContextProvider):
                 continue
             short = target.rsplit(".", 1)[-1].lower()
             score = found_names.get(target.lower(), found_names.get(short, 0.0))
-            scored[chunk_id] = (2, score * REFERENCE_FACTOR, {"references": target})
+            scored[chunk_id] = (2, score * REFERENCE_FACTOR,
+                                {"references": target,
+                                 "symbol_score": round(score * REFERENCE_FACTOR, 4)})
 
     def _files(self, names: list[str], scored: dict[str, tuple[int, float, dict[str, Any]]],
                generation: int | None) -> None:

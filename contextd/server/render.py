@@ -34,7 +34,8 @@ def query_request(query: str, k: int, scope: Scope, max_tokens: int, min_score: 
                         scope=ContextScope(paths=tuple(scope.paths),
                                            languages=tuple(scope.languages),
                                            kinds=tuple(scope.kinds), files=tuple(scope.files),
-                                           folders=tuple(scope.folders), memory=scope.memory))
+                                           folders=tuple(scope.folders), memory=scope.memory,
+                                           roles=tuple(scope.roles)))
 
 
 def query_result(query: str, response, max_tokens: int, min_score: float) -> QueryResult:
@@ -43,7 +44,7 @@ def query_result(query: str, response, max_tokens: int, min_score: float) -> Que
                 kind=h.kind, snippet=h.snippet, language=h.language,
                 offsets=Offsets(start=h.start_line, end=h.end_line), tokens=h.tokens,
                 providers=list(h.providers), document=h.metadata.get("document"),
-                contexts=h.metadata.get("contexts"), page=h.metadata.get("page"))
+                contexts=h.metadata.get("contexts"), page=h.metadata.get("page"), role=h.role)
             for h in response.hits if h.score >= min_score]
     return QueryResult(query=query, total=response.total, hits=hits,
                        totalTokens=sum(h.tokens for h in hits), maxTokens=max_tokens,
@@ -56,7 +57,8 @@ def query_text(result: QueryResult) -> str:
     for hit in result.hits:
         label = f" {hit.label}" if hit.label else ""
         entries.append((f"{hit.file_path}:{hit.offsets.start}-{hit.offsets.end}{label} "
-                        f"({hit.kind}, {hit.language}, score {hit.score:.2f})",
+                        f"({hit.kind}, {hit.language}, {hit.role or 'unknown'} file, "
+                        f"score {hit.score:.2f})",
                         hit.snippet, hit.language))
     return listing(f"{len(result.hits)} result(s) for {result.query!r} "
                    f"({result.total_tokens} of {result.max_tokens} tokens).", result.notes,

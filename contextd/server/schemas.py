@@ -43,6 +43,10 @@ class Scope(_Input):
     folders: list[str] = Field(default_factory=list, description=(
         "Folders: 'hooks' = any folder of that name, '/src/hooks' = from the project root, "
         "'src/*/hooks' = a glob. Several are OR-ed; with files, both must hold."))
+    roles: list[Literal["source", "test", "doc", "config"]] = Field(
+        default_factory=list, description=(
+            "File roles to keep, from path conventions and language: 'source' (code), 'test', "
+            "'doc' (prose, docs/, examples/, README, CHANGES), 'config'."))
 
 
 class Filters(_Input):
@@ -92,6 +96,7 @@ class Hit(BaseModel):
         "Knowledge hits: the contexts holding the document."))
     page: int | None = Field(None, description="Knowledge hits of PDFs: the page.")
     providers: list[str] = Field(default_factory=list)
+    role: str = Field("", description="The file's role: source, test, doc or config.")
 
 
 class QueryResult(BaseModel):

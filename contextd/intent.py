@@ -1,0 +1,71 @@
+"""What kind of answer a query wants, from its wording alone.
+
+- ``IMPLEMENTATION``: a change request ("Fix …", "Add …", "Support …", a bug report saying
+  what should happen) or a question about where or how something is done ("where are
+  redirects followed", "how are timeouts configured"). The answer is source code, so the
+  ranking puts source files above documentation, tests and changelogs that talk about it.
+- ``USAGE``: how to use something ("how do I …", "how to …", "example of …"): documentation
+  and examples are fair answers; no file role is preferred.
+- ``TESTS``: the query is about tests ("test for …"): tests are the answer.
+- ``NEUTRAL``: anything else (keywords, a name): no file role is preferred.
+
+Decided from the query's words, never from lists per repository; the factors applied per
+file role are named in ``[ranking]``.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+
+class QueryIntent(str, enum.Enum):
+    """What kind of answer a query wants (see the module docstring)."""
+
+    IMPLEMENTATION = "implementation"
+    USAGE = "usage"
+    TESTS = "tests"
+    NEUTRAL = "neutral"
+
+
+_USAGE_RE = re.compile(
+    r"^\W*(?:how\s+(?:do|can|should|would|could)\s+(?:i|we|you|one)\b|how\s+to\b"
+    r"|(?:is|are)\s+there\s+(?:a|an|any)\s+(?:way|option)|what(?:'s|\s+is)\s+the\s+(?:best\s+)?"
+    r"way\s+to\b)|\b(?:example|examples|tutorial|usage)\s+(?:of|for)\b", re.I)
+_QUESTION_RE = re.compile(
+    r"^\W*(?:where\b|which\s+(?:file|files|module|modules|function|functions|class|classes|"
+    r"code|method|methods)\b|how\s+(?:is|are|does|do|did|was|were)\b|what\s+(?:code|function|"
+    r"method|class|module)\b)", re.I)
+_IMPLEMENTED_RE = re.compile(r"\b(?:implemented|implementation|defined|handled|computed)\b",
+                             re.I)
+# An imperative first word as commit messages and issue titles start ("Fix …", "Add …").
+_CHANGE_VERBS = frozenset("""
+fix fixes fixed add adds added allow allows support supports implement implements make remove
+removes removed drop drops handle handles avoid prevent ensure raise raises return returns
+rename refactor replace use update change changes improve improves expose deprecate move
+correct show display respect honor honour accept reject skip preserve keep pass forward
+validate check enable disable introduce restore revert optimize optimise speed reduce
+""".split())
+_BUG_RE = re.compile(
+    r"\b(?:should(?:n't|\s+not)?|must|bug|broken|crash(?:es|ed)?|fails?|failing|regression|"
+    r"incorrect(?:ly)?|wrong(?:ly)?|instead\s+of|doesn't|does\s+not|is\s+ignored|are\s+ignored|"
+    r"not\s+(?:work|respected|honou?red|applied))\b", re.I)
+_TRACKER_PREFIX_RE = re.compile(r"^\s*(?:fix(?:es|ed)?|feat(?:ure)?|bug|perf|refactor)"
+                                r"(?:\([^)]*\))?!?\s*:", re.I)
+_FIRST_WORD_RE = re.compile(r"[A-Za-z']+")
+
+
+def classify(query: str, about_tests: bool) -> QueryIntent:
+    """The intent of a query (see the module docstring); ``about_tests``: it names tests."""
+    if about_tests:
+        return QueryIntent.TESTS
+    if _USAGE_RE.search(query):
+        return QueryIntent.USAGE
+    if _QUESTION_RE.search(query) or _IMPLEMENTED_RE.search(query):
+        return QueryIntent.IMPLEMENTATION
+    first = _FIRST_WORD_RE.search(query)
+    if _TRACKER_PREFIX_RE.match(query) or (first and first.group(0).lower() in _CHANGE_VERBS):
+        return QueryIntent.IMPLEMENTATION
+    if _BUG_RE.search(query):
+        return QueryIntent.IMPLEMENTATION
+    return QueryIntent.NEUTRAL
