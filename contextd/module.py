@@ -45,6 +45,7 @@ from contextd.query_understanding import (
 from contextd.ranking import FusionStrategy, deduplicate, fuse, mmr_select
 from contextd.records import ContextScope, ContextSnippet, TaskContext, TokenBudget
 from contextd.render import render_context
+from contextd.scope_check import check_scope
 
 __all__ = ["ContextModule", "Hit", "QueryRequest", "QueryResponse"]
 
@@ -296,6 +297,7 @@ class ContextModule:
             return TaskContext.empty(task_id, query, "empty query"), []
         selected = self._select(providers)
         generation = self.store.generation()
+        self._check_scope(scope, generation)
         understood = self._understand(query)
         provider_query = ProviderQuery(query, max(DEFAULT_CANDIDATES, k * CANDIDATES_PER_RESULT),
                                        min_score or 0.0, generation,
@@ -310,6 +312,11 @@ class ContextModule:
                                rerank=self.config.query.rerank_enabled)
         if selection.used_word_overlap:
             notes.append("MMR used word overlap for snippets without an embedding yet")
+        if unique and not selection.snippets:
+            smallest = min(s.tokens for s in unique)
+            notes.append(f"{len(unique)} snippet(s) matched but none fits the token budget of "
+                         f"{self.budgets.available(budget)} tokens (the smallest needs "
+                         f"{smallest}); raise the budget")
         self.budgets.log_usage(budget, selection.total_tokens)
         # MMR decides which snippets make the cut; they are shown most relevant first.
         chosen = sorted(selection.snippets, key=lambda s: -s.score)
@@ -320,6 +327,14 @@ class ContextModule:
         return TaskContext(task_id=task_id, query=query, snippets=tuple(chosen),
                            total_tokens=selection.total_tokens, providers=dict(attribution),
                            timings_ms=timings, notes=tuple(dict.fromkeys(notes))), unique
+
+    def _check_scope(self, scope: ContextScope, generation: int) -> None:
+        """Refuse filters no indexed chunk can match (:mod:`contextd.scope_check`)."""
+        if not (scope.languages or scope.kinds or scope.paths):
+            return
+        languages = self.store.stats().get("languages", {}) if scope.languages else ()
+        paths = self.catalog.file_paths(generation) if scope.paths else ()
+        check_scope(scope, languages, paths)
 
     def _understand(self, query: str) -> UnderstoodQuery | None:
         """The per-provider texts and boost inputs of a query, or None when

@@ -137,6 +137,9 @@ class _ProgressRelay:
                ) -> None:
         self._relay("update", files_done, chunks_done, current_file)
 
+    def embedding(self, done: int, pending: int) -> None:
+        self._relay("embedding", done, pending)
+
     def finish(self, message: str = "") -> None:
         self._relay("finish", message)
 

@@ -38,7 +38,7 @@ CONTEXTD_ERROR = -32002
 INTERNAL_ERROR = -32603
 
 # The Progress methods an owner may relay to a client.
-PROGRESS_CALLS = ("start", "update", "finish")
+PROGRESS_CALLS = ("start", "update", "embedding", "finish")
 
 # A line longer than this is a broken or hostile peer, not a message.
 MAX_LINE_BYTES = 64 * 1024 * 1024

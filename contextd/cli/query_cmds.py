@@ -7,12 +7,15 @@ progress on stderr), so ``contextd query "..."`` works in any repository with no
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
 from contextd.cli.common import CliState, emit, open_engine, pass_state
+from contextd.errors import UsageError
 from contextd.query_api import QueryRequest, QueryResponse
 from contextd.records import ContextScope, to_dict
 from contextd.render import context_from_response, render_context
@@ -26,6 +29,25 @@ def _progress(state: CliState):
 
     bootstrap = state.project().config.bootstrap
     return terminal_progress(bootstrap.show_progress, bootstrap.progress_interval_seconds)
+
+
+def root_relative(pattern: str, root: Path) -> str:
+    """A ``--path`` as the index knows it (relative to the project root): an absolute path
+    must be inside the root; a relative one is relative to the working directory when that
+    is inside the root (``cd src && contextd query x --path auth`` means ``src/auth``).
+    The root itself comes back as "" (no restriction)."""
+    if os.path.isabs(pattern):
+        absolute = os.path.realpath(pattern)
+    else:
+        cwd = os.path.realpath(os.getcwd())
+        if cwd != str(root) and not cwd.startswith(str(root) + os.sep):
+            return pattern  # run from outside the project: the path is root-relative
+        absolute = os.path.normpath(os.path.join(cwd, pattern))
+    relative = os.path.relpath(absolute, root)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        raise UsageError(f"--path {pattern} is outside the project root {root}")
+    trailing = "/" if pattern.endswith("/") and relative != "." else ""
+    return "" if relative == "." else Path(relative).as_posix() + trailing
 
 
 def _print_hits(response: QueryResponse) -> None:
@@ -61,16 +83,15 @@ def _print_files(response: QueryResponse) -> None:
               "CODE_FUNCTION (repeatable).")
 @click.option("--min-score", type=click.FloatRange(0.0, 1.0), help="Lowest provider score "
               "kept.")
-@click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
-@click.option("--render", "as_block", is_flag=True, help="Print a <project_context> block.")
+@click.option("--render", "as_block", is_flag=True, help="Print a <project_context> block "
+              "(with --json: the response with the block in its 'rendered' field).")
 @click.option("--files", "by_file", is_flag=True, help="List the files to look at, ranked by "
               "the chunks found in them, instead of the chunks.")
 @pass_state
 def query_command(state: CliState, text: str, k: int | None, providers: tuple[str, ...],
                   budget: int | None, paths: tuple[str, ...], excludes: tuple[str, ...],
                   languages: tuple[str, ...], kinds: tuple[str, ...],
-                  min_score: float | None, as_json: bool, as_block: bool,
-                  by_file: bool) -> None:
+                  min_score: float | None, as_block: bool, by_file: bool) -> None:
     """Search the project's context for TEXT.
 
     \b
@@ -80,15 +101,17 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
       contextd query "RateLimiter" --provider symbol --render
       contextd query "Fix: expired tokens are not refreshed" --files
     """
-    if as_json and as_block:
-        raise click.UsageError("--json and --render exclude each other")
+    if not text.strip():
+        raise UsageError("the query is empty; say what you are looking for, e.g. "
+                         "contextd query \"where are tokens refreshed\"")
     if by_file and as_block:
-        raise click.UsageError("--files and --render exclude each other")
+        raise UsageError("--files and --render exclude each other")
+    root = state.project().root
     request = QueryRequest(
         query=text, k=k, max_tokens=budget, min_score=min_score,
         providers=tuple(providers) or None, wait_for_model=True, by_file=by_file,
-        scope=ContextScope(paths=paths, languages=languages, kinds=kinds,
-                           exclude_patterns=excludes))
+        scope=ContextScope(paths=tuple(r for r in (root_relative(p, root) for p in paths) if r),
+                           languages=languages, kinds=kinds, exclude_patterns=excludes))
     engine = open_engine(state)
     try:
         engine.ensure_indexed(progress=_progress(state))
@@ -97,10 +120,13 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
         engine.close()
     for note in response.notes:
         click.echo(f"contextd: {note}", err=True)
-    if as_block:
+    if state.as_json:
+        data = to_dict(response)
+        if as_block:
+            data["rendered"] = render_context(context_from_response(response))
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    elif as_block:
         click.echo(render_context(context_from_response(response)))
-    elif as_json or state.as_json:
-        sys.stdout.write(json.dumps(to_dict(response), indent=2, ensure_ascii=False) + "\n")
     else:
         (_print_files if by_file else _print_hits)(response)
 

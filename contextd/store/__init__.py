@@ -11,7 +11,11 @@ __all__ = ["Changes", "ChunkRow", "FileRecord", "FileState", "IndexedChunk", "In
 
 
 def open_store(project) -> IndexStore:
-    """Open (creating or migrating) the index of a :class:`contextd.project.Project`."""
+    """Open (creating or migrating) the index of a :class:`contextd.project.Project`, and
+    keep its directory out of ``git status`` (:mod:`contextd.git_exclude`)."""
+    from contextd.git_exclude import exclude_index_dir
     from contextd.store.duckdb_store import DuckDBStore
 
-    return DuckDBStore(project.db_path)
+    store = DuckDBStore(project.db_path)
+    exclude_index_dir(project.root, project.db_path)
+    return store
