@@ -302,6 +302,22 @@ class RankingConfig:
                                              help="Globs of vendored code.")
 
 
+# ----- [owner]: the background owner a CLI command hands a long first embedding to (issue 13)
+@dataclass(frozen=True)
+class OwnerConfig:
+    background: bool = _opt(True, help="Let a CLI command answer from the lexical and symbol "
+                                       "indexes at once and hand a long embedding to a "
+                                       "background process, which also serves later "
+                                       "commands warm; false: the command embeds itself.")
+    background_min_chunks: int = _opt(2000, min=0,
+                                      help="Chunks left to embed from which the work is "
+                                           "handed to the background (fewer: embedded "
+                                           "before the command answers).")
+    idle_exit_seconds: int = _opt(900, min=5, help="A background owner exits after this "
+                                                    "long without calls, once its work is "
+                                                    "done.")
+
+
 @dataclass(frozen=True)
 class ContextConfig:
     """The whole configuration; ``source`` is the file it came from (None: defaults)."""
@@ -321,6 +337,7 @@ class ContextConfig:
     security: SecurityConfig = field(default_factory=SecurityConfig)
     contextualizer: ContextualizerConfig = field(default_factory=ContextualizerConfig)
     ranking: RankingConfig = field(default_factory=RankingConfig)
+    owner: OwnerConfig = field(default_factory=OwnerConfig)
     source: str | None = field(default=None, metadata={"internal": True})
 
     def chunking_for(self, language: str) -> LanguageChunking:

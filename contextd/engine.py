@@ -68,10 +68,15 @@ class Engine:
             return self._jobs
 
     # ----- indexing --------------------------------------------------------------------
-    def ensure_indexed(self, progress=None):
+    def ensure_indexed(self, progress=None, embed: bool = True):
         """Bootstrap or catch up (resuming an interrupted bootstrap) when the index is not
-        current; returns an :class:`contextd.indexer.IndexReport`."""
-        return self.indexer.ensure_indexed(progress=progress)
+        current; returns an :class:`contextd.indexer.IndexReport`. ``embed=False`` leaves
+        the vectors for later (see :mod:`contextd.background`)."""
+        return self.indexer.ensure_indexed(progress=progress, embed=embed)
+
+    def embeddings_pending(self) -> int:
+        """Distinct chunk texts still without a vector for the configured model."""
+        return self.store.count_missing_embeddings(self.indexer.embedder.identity)
 
     def refresh(self, paths: Sequence[str] | None = None, force: bool = False, progress=None):
         """Re-index changed files (all, or under ``paths``); returns an IndexReport."""
@@ -97,8 +102,13 @@ class Engine:
     # ----- querying --------------------------------------------------------------------
     def query(self, request):
         """Answer a :class:`contextd.module.QueryRequest` with a
-        :class:`contextd.module.QueryResponse`."""
-        return self.module.query(request)
+        :class:`contextd.module.QueryResponse`, saying what the answer cannot include yet:
+        while files are still being indexed an empty answer waits briefly for them, then
+        says how far indexing is (never a bare "nothing matched"); while vectors are still
+        being computed, how far that is."""
+        from contextd.indexing_notes import answer_while_indexing
+
+        return answer_while_indexing(self.indexer, lambda: self.module.query(request))
 
     def stats(self) -> dict[str, Any]:
         """get_context_stats: providers, storage, performance, languages, indexing progress

@@ -387,7 +387,10 @@ class ContextModule:
         return runs, fused, notes
 
     def _vectors(self, chunk_ids: list[str], generation: int) -> dict[str, Any]:
-        """Embeddings of candidate chunks for MMR, from the semantic provider's memory."""
+        """Embeddings of candidate chunks for MMR, from the semantic provider's memory (none
+        when no provider has asked for the model: MMR then uses word overlap)."""
+        if not self.embedder.started:
+            return {}
         semantic = self.provider(SEMANTIC_ID) if SEMANTIC_ID in self.provider_factories() else None
         if semantic is None or not hasattr(semantic, "vectors") or not semantic.is_available():
             return {}

@@ -74,6 +74,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("query", record_params=(("request", "contextd.module:QueryRequest"),),
                result="contextd.module:QueryResponse"),
     MethodSpec("stats"),
+    MethodSpec("embeddings_pending"),
 )}
 
 

@@ -37,6 +37,7 @@ COMMANDS = {
     "stats": "contextd.cli.query_cmds:stats_command",
     "serve": "contextd.cli.serve_cmd:serve",
     "plugins": "contextd.cli.plugins_cmd:plugins_command",
+    "owner": "contextd.cli.owner_cmd:owner_command",
 }
 
 
@@ -83,12 +84,28 @@ def cli(ctx: click.Context, root: str | None, config_path: str | None, as_json: 
 
 
 def main() -> None:
-    """Entry point of the console script: one error boundary for the whole CLI."""
+    """Entry point of the console script: one error boundary for the whole CLI. Ctrl-C,
+    whatever exception it surfaced as (:mod:`contextd.interrupts`), ends in
+    :func:`interrupted`."""
+    from contextd import interrupts
+
+    interrupts.install()
+    try:
+        _main()
+    except BaseException as exc:
+        if interrupts.is_interrupt(exc):
+            interrupted()
+        raise
+
+
+def _main() -> None:
     try:
         result = cli.main(standalone_mode=False)
         # ctx.exit(n) comes back as a return value when standalone_mode is off.
         sys.exit(result if isinstance(result, int) else 0)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt):  # click wraps Ctrl-C in Abort
+            raise exc.__context__ from None
         click.echo("contextd: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
@@ -101,8 +118,6 @@ def main() -> None:
             raise
         click.echo(f"contextd: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        interrupted()
 
 
 def interrupted() -> None:

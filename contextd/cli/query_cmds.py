@@ -6,6 +6,7 @@ progress on stderr), so ``contextd query "..."`` works in any repository with no
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -48,6 +49,14 @@ def root_relative(pattern: str, root: Path) -> str:
         raise UsageError(f"--path {pattern} is outside the project root {root}")
     trailing = "/" if pattern.endswith("/") and relative != "." else ""
     return "" if relative == "." else Path(relative).as_posix() + trailing
+
+
+def _without_semantic(project) -> tuple[str, ...]:
+    """The enabled providers that need no embedding model (the hybrid's parts but semantic,
+    and those it does not combine), for an answer given before the vectors exist."""
+    config = project.config
+    return tuple(pid for pid, provider in config.providers.items()
+                 if provider.enabled and pid not in ("hybrid", "semantic"))
 
 
 def _print_hits(response: QueryResponse) -> None:
@@ -106,16 +115,27 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
                          "contextd query \"where are tokens refreshed\"")
     if by_file and as_block:
         raise UsageError("--files and --render exclude each other")
-    root = state.project().root
+    from contextd.background import index_for_command, start_background_owner
+
+    project = state.project()
     request = QueryRequest(
         query=text, k=k, max_tokens=budget, min_score=min_score,
         providers=tuple(providers) or None, wait_for_model=True, by_file=by_file,
-        scope=ContextScope(paths=tuple(r for r in (root_relative(p, root) for p in paths) if r),
+        scope=ContextScope(paths=tuple(r for r in (root_relative(p, project.root)
+                                                   for p in paths) if r),
                            languages=languages, kinds=kinds, exclude_patterns=excludes))
     engine = open_engine(state)
     try:
-        engine.ensure_indexed(progress=_progress(state))
+        handoff = index_for_command(engine, project, _progress(state))
+        if handoff.handed_off:
+            # Answer from what is ready, without loading the model in this process.
+            request = dataclasses.replace(request, wait_for_model=False,
+                                          providers=request.providers
+                                          or _without_semantic(project))
         response = engine.query(request)
+        if handoff.handed_off:
+            response = dataclasses.replace(response, notes=response.notes + (handoff.note(),))
+            start_background_owner(project)
     finally:
         engine.close()
     for note in response.notes:

@@ -27,6 +27,7 @@ from contextd.indexer.pipeline import Writer, outcomes
 from contextd.indexer.plan import FileTask, in_scope, order_by_priority, plan_changes
 from contextd.indexer.recency import recently_touched
 from contextd.indexer.report import IndexReport
+from contextd.interrupts import is_interrupt
 from contextd.progress import (NullProgress, Progress, TeeProgress, WorkFigures,
                                format_duration)
 from contextd.project import Project
@@ -78,6 +79,7 @@ class Indexer:
         self._state = "idle"
         self._files_total: int | None = None
         self._embed_now = True
+        self._embedding_busy = False
         # Live figures for stats and query notes: files of the current run, vectors.
         self.file_figures = WorkFigures("files indexed")
         self.embedding_figures = WorkFigures("chunks embedded")
@@ -182,10 +184,52 @@ class Indexer:
         with self._run_lock:
             return self._refresh(paths, force, progress, cancel, mode="refresh")
 
-    def embed_pending(self, cancel: threading.Event | None = None) -> int:
-        """Compute every missing vector now; returns how many texts were embedded."""
-        return embed_missing(self.store, self.embedder, self.config.embedding.batch_size,
-                             cancel, self._embed_lock)
+    def embed_pending(self, cancel: threading.Event | None = None,
+                      progress: Progress | None = None) -> int:
+        """Compute every missing vector now; returns how many texts were embedded.
+
+        Runs outside the run lock, so refreshes, watcher batches and catch-ups go on
+        meanwhile (an owner answers "at once" from the lexical and symbol indexes while
+        this fills in the vectors, in the order files were written). The figures (done,
+        pending, rate, ETA) feed :meth:`status` and ``progress``."""
+        embedder = self.embedder
+        progress = progress or NullProgress()
+        figures = self.embedding_figures = WorkFigures("chunks embedded")
+        done = 0
+
+        def on_batch(count: int) -> None:
+            nonlocal done
+            done += count
+            pending = self.store.count_missing_embeddings(embedder.identity)
+            figures.record(done, pending)
+            progress.embedding(done, pending)
+
+        pending = self.store.count_missing_embeddings(embedder.identity)
+        figures.record(0, pending)
+        progress.embedding(0, pending)
+        self._embedding_busy = True
+        try:
+            return embed_missing(self.store, embedder, self.config.embedding.batch_size,
+                                 cancel, self._embed_lock, on_batch)
+        finally:
+            self._embedding_busy = False
+
+    @property
+    def indexing(self) -> bool:
+        """Whether files are being read and chunked right now."""
+        return self._state == "indexing"
+
+    @property
+    def embedding_under_way(self) -> bool:
+        """Whether vectors are being computed now, with some still pending."""
+        if not self.embedding_figures.pending:
+            return False
+        return self._state != "idle" or self._embedding_busy
+
+    @property
+    def busy(self) -> bool:
+        """Whether a run or a background embedding is under way."""
+        return self._state != "idle" or self._embedding_busy
 
     def status(self) -> dict[str, Any]:
         """Indexing state for get_context_stats and ``contextd stats``: ``state`` (idle,
@@ -194,6 +238,7 @@ class Indexer:
         the files, ``left_out`` (files of a cancelled or interrupted run, indexed by the
         next one) and ``text`` ("N / M files; ...")."""
         indexed = len(self.store.file_states())
+        state = "embedding" if self._state == "idle" and self._embedding_busy else self._state
         running = self._state == "indexing" and self._files_total
         total = self._files_total if running else indexed
         try:
@@ -207,7 +252,7 @@ class Indexer:
             text += f", ETA {format_duration(eta)}"
         embedding = self.embedding_figures
         if pending:
-            if embedding.pending is not None and self._state != "idle":
+            if embedding.pending is not None and state != "idle":
                 text += f"; {embedding.text()}"
             else:
                 text += f"; {pending:,} chunks waiting for their vectors"
@@ -215,7 +260,7 @@ class Indexer:
         if left_out:
             text += f"; {len(left_out):,} files left out by an interrupted run (the next " \
                     "run indexes them)"
-        return {"state": self._state, "files_indexed": indexed, "files_total": total,
+        return {"state": state, "files_indexed": indexed, "files_total": total,
                 "eta_seconds": None if eta is None else round(eta),
                 "embeddings_pending": pending,
                 "embedding": embedding.as_dict() if embedding.started is not None else None,
@@ -244,13 +289,13 @@ class Indexer:
 
     @contextlib.contextmanager
     def _interruptible(self, job_id: str | None):
-        """Ctrl-C (KeyboardInterrupt) during a tracked run marks its job ``interrupted``
+        """Ctrl-C (:mod:`contextd.interrupts`) during a tracked run marks its job ``interrupted``
         before it propagates; the bootstrap progress rows stay, so the next run resumes
         where this one stopped."""
         try:
             yield
-        except KeyboardInterrupt:
-            if job_id:
+        except BaseException as exc:
+            if job_id and is_interrupt(exc):
                 self.store.update_job(job_id, status="interrupted", completed_at="now",
                                       error_message="interrupted (Ctrl-C); the next run "
                                                     "resumes it")

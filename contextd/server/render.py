@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from contextd.errors import UsageError
+from contextd.indexing_notes import STILL_INDEXING
 from contextd.records import ContextScope, to_dict
 from contextd.server.schemas import (
     Hit, JobStatusResult, Offsets, QueryResult, RebuildResult, RefreshResult, Scope,
@@ -49,7 +50,7 @@ def query_text(result: QueryResult) -> str:
     lines = [f"{len(result.hits)} result(s) for {result.query!r} "
              f"({result.total_tokens} of {result.max_tokens} tokens)."]
     lines += [f"Note: {note}" for note in result.notes]
-    if not result.hits:
+    if not result.hits and not any(n.startswith(STILL_INDEXING) for n in result.notes):
         lines.append("Nothing matched: try other words, a wider scope, or get_context_stats "
                      "to check that the project is indexed.")
     for hit in result.hits:
