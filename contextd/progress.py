@@ -70,9 +70,13 @@ class WorkFigures:
             self.started, self._first_done = now, done
         self.done, self.pending = done, pending
 
+    def restart_clock(self) -> None:
+        """Measure the rate from now (after a model load that the rate must not include)."""
+        self.started, self._first_done = time.monotonic(), self.done
+
     @property
     def rate(self) -> float:
-        """Chunks per second since the first report (0 before any measurable time)."""
+        """Units per second since the first report (0 before any measurable time)."""
         if self.started is None:
             return 0.0
         elapsed = time.monotonic() - self.started
@@ -278,7 +282,10 @@ class TeeProgress(Progress):
     def embedding(self, done: int, pending: int) -> None:
         with self._lock:
             for sink in self.sinks:
-                sink.embedding(done, pending)
+                # Duck-typed sinks written before this call existed simply miss it.
+                call = getattr(sink, "embedding", None)
+                if call is not None:
+                    call(done, pending)
 
     def finish(self, message: str = "") -> None:
         with self._lock:

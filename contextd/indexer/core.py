@@ -209,6 +209,9 @@ class Indexer:
         progress.embedding(0, pending)
         self._embedding_busy = True
         try:
+            if pending:
+                embedder.embed_query("warm up")  # load (or export) the model off the clock
+                figures.restart_clock()
             return embed_missing(self.store, embedder, self.config.embedding.batch_size,
                                  cancel, self._embed_lock, on_batch)
         finally:
