@@ -226,7 +226,7 @@ class BootstrapConfig:
     max_initial_files: int = _opt(0, min=0, help="Index at most this many files (0 = all).")
     fail_fast: bool = _opt(False, help="Stop at the first file that fails.")
     show_progress: bool = _opt(True, help="Show progress while indexing.")
-    progress_interval_seconds: int = _opt(30, min=1, help="Seconds between progress lines "
+    progress_interval_seconds: int = _opt(10, min=1, help="Seconds between progress lines "
                                                           "when not on a terminal.")
 
 

@@ -16,6 +16,10 @@ from contextd.records import to_dict
 from contextd.store import IndexStore, open_store
 
 
+# Files with an indexing problem listed by stats (the store keeps them all).
+PROBLEM_FILES_SHOWN = 20
+
+
 class Engine:
     """Index + query services of one project, living in the process that owns its database.
 
@@ -115,6 +119,11 @@ class Engine:
         ("N / M files") and recent jobs."""
         data = self.module.stats()
         data["indexing"] = self.indexer.status()
+        # Files that failed (or were indexed only as line windows), with the reason: a
+        # count alone ("1 failed") leaves the user to guess which.
+        data["indexing"]["problem_files"] = [
+            {"path": e["file_path"], "reason": f"{e['error_type']}: {e['error_message']}"}
+            for e in self.store.list_errors(limit=PROBLEM_FILES_SHOWN)]
         data["recent_jobs"] = [to_dict(job) for job in self.store.list_jobs(limit=5)]
         return data
 

@@ -212,16 +212,19 @@ class JobRunner:
             report = self.indexer.bootstrap(prefixes, progress=sink, cancel=cancel,
                                             job_id=job_id, mode="rebuild")
             self._log(job_id, report.summary)
+            left_out: list[str] = []
             if report.cancelled:
                 # The files not rebuilt keep their progress rows: the next catch-up (any
                 # query, refresh or watcher start) resumes them, and status names them.
                 _, left_out = self.store.progress_pending()
-                report.errors.insert(0, left_out_text(left_out))
                 self._log(job_id, left_out_text(left_out))
             elif vacuum:
                 self.store.vacuum()
                 self._log(job_id, "database vacuumed")
             metrics = {**dataclasses.asdict(report), "log": self._logs[job_id]}
+            if report.cancelled:
+                metrics["left_out"] = {"files": len(left_out),
+                                       "text": left_out_text(left_out)}
             self.store.update_job(job_id, status="cancelled" if report.cancelled else
                                   "completed", completed_at="now", metrics=metrics,
                                   files_processed=report.files_indexed + report.files_failed,

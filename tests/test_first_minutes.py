@@ -116,6 +116,24 @@ def test_queries_that_cannot_answer_say_why(repo, runtime):
     assert "none fits the token budget of 1 tokens" in tiny.stderr
 
 
+def test_a_failed_file_is_named_with_its_reason_and_not_retried_until_it_changes(repo,
+                                                                                 runtime):
+    (repo / "src" / "latin1.py").write_bytes(b"# caf\xe9\n")
+    first = run(repo, runtime, "refresh")
+    assert first.returncode == 0, first.stderr
+    report = first.stdout.strip()
+    assert "1 failed" in report and "src/latin1.py: not valid UTF-8" in report
+    problems = _stats(repo, runtime)["indexing"]["problem_files"]
+    assert [p["path"] for p in problems] == ["src/latin1.py"]
+    assert problems[0]["reason"].startswith("decode_error: not valid UTF-8")
+    again = json.loads(run(repo, runtime, "--json", "refresh").stdout)
+    assert again["files_failed"] == 0 and again["files_indexed"] == 0
+    (repo / "src" / "latin1.py").write_text("# cafe\n")
+    fixed = json.loads(run(repo, runtime, "--json", "refresh").stdout)
+    assert fixed["files_indexed"] == 1 and fixed["files_failed"] == 0
+    assert _stats(repo, runtime)["indexing"]["problem_files"] == []
+
+
 def test_validate_config_rejects_what_a_query_would(repo, runtime):
     (repo / "context.toml").write_text('[embedding]\nbackend = "cuda"\n')
     proc = run(repo, runtime, "validate-config")

@@ -79,7 +79,8 @@ def test_second_rebuild_is_refused_and_cancel_leaves_a_consistent_index(big_repo
     # What the cancel left out is recorded, said, and resumed by the next catch-up.
     job_id, left_out = indexer.store.progress_pending()
     assert job_id == first.job_id and len(left_out) == 1500 - len(states)
-    assert f"{len(left_out):,} files are left out" in final.result["errors"][0]
+    assert final.result["left_out"]["files"] == len(left_out)
+    assert f"{len(left_out):,} files are left out" in final.result["left_out"]["text"]
     assert indexer.status()["left_out"] == len(left_out)
     assert indexer.ensure_indexed().files_indexed == 1500 - len(states)
     runner.shutdown()

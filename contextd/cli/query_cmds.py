@@ -171,6 +171,10 @@ def _print_stats(data: dict[str, Any]) -> None:
     languages = data.get("languages", {})
     if languages:
         click.echo("languages: " + ", ".join(f"{k} {v}" for k, v in languages.items()))
+    indexing = data.get("indexing", {})
+    click.echo(f"indexing: {indexing.get('state')} ({indexing.get('text', '')})")
+    for problem in indexing.get("problem_files") or []:
+        click.echo(f"  not indexed as written: {problem['path']}: {problem['reason']}")
 
 
 @click.command("stats")

@@ -99,6 +99,8 @@ def stats_text(result: StatsResult) -> str:
              f"providers available: {', '.join(available) or 'none'}"
              + (f"; not ready: {', '.join(waiting)}" if waiting else ""),
              "languages: " + ", ".join(f"{k} {v}" for k, v in result.languages.items())]
+    lines += [f"not indexed as written: {problem['path']}: {problem['reason']}"
+              for problem in indexing.get("problem_files") or []]
     return "\n".join(lines)
 
 
