@@ -150,12 +150,12 @@ def test_a_busy_port_is_one_line(repo, runtime):
     assert f"port {port} on 127.0.0.1 is already in use" in line
 
 
-def _many_files(root: Path, count: int) -> None:
-    """``count`` files of 40 functions each, all alike: chunking takes a while, while the
-    embedding cache (keyed by text; no contextual prefix naming the file) embeds the 40
-    distinct texts once."""
+def _many_files(root: Path, count: int, functions: int = 40) -> None:
+    """``count`` files of ``functions`` functions each, all alike: chunking takes a while,
+    while the embedding cache (keyed by text; no contextual prefix naming the file) embeds
+    the distinct texts once."""
     body = "".join(f"def handler_{i}(request):\n    return request.value * {i}\n\n\n"
-                   for i in range(40))
+                   for i in range(functions))
     for n in range(count):
         path = root / "pkg" / f"module_{n:04d}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -252,3 +252,43 @@ def test_mcp_filters_that_cannot_match_are_tool_errors(repo, tmp_path):
         assert "'klingon'" in text and "python" in text
         answer = structured(session.call("query_context", {"query": "invoice_total"}))
         assert not any(n.startswith(STILL_INDEXING) for n in answer["notes"])
+
+
+def test_a_query_during_the_first_index_says_what_is_missing(repo):
+    """Engine.query while a bootstrap runs (a real indexer in a thread, a real store): an
+    empty answer names the indexing progress, and the MCP text then gives no "Nothing
+    matched" advice."""
+    import threading
+
+    from contextd.engine import Engine
+    from contextd.indexing_notes import answer_while_indexing
+    from contextd.query_api import QueryRequest
+    from contextd.server import render
+
+    _many_files(repo, 1000, functions=3)
+    (repo / "context.toml").write_text("[bootstrap]\nparallel_workers = 1\n")
+    engine = Engine.open(str(repo))
+    try:
+        worker = threading.Thread(target=engine.indexer.ensure_indexed,
+                                  kwargs={"embed": False})
+        worker.start()
+        deadline = time.monotonic() + 60
+        while not engine.indexer.indexing and time.monotonic() < deadline:
+            time.sleep(0.01)
+        request = QueryRequest(query="zebra_quokka_nowhere", wait_for_model=False,
+                               providers=("full_text", "symbol"))
+        response = answer_while_indexing(engine.indexer, lambda: engine.module.query(request),
+                                         wait_s=0)
+        still_running = engine.indexer.indexing
+        worker.join()
+        assert still_running, "the bootstrap finished before the query; use more files"
+        note = [n for n in response.notes if n.startswith(STILL_INDEXING)]
+        assert note and "files indexed" in note[0] and "retry in" in note[0]
+        text = render.query_text(render.query_result(request.query, response, 1000, 0.0))
+        assert "Nothing matched" not in text and STILL_INDEXING in text
+        done = engine.query(request)  # indexing over: a plain empty answer
+        assert not any(n.startswith(STILL_INDEXING) for n in done.notes)
+        assert "Nothing matched" in render.query_text(
+            render.query_result(request.query, done, 1000, 0.0))
+    finally:
+        engine.close()
