@@ -125,6 +125,9 @@ class Engine:
             {"path": e["file_path"], "reason": f"{e['error_type']}: {e['error_message']}"}
             for e in self.store.list_errors(limit=PROBLEM_FILES_SHOWN)]
         data["recent_jobs"] = [to_dict(job) for job in self.store.list_jobs(limit=5)]
+        data["indexing"]["current_job"] = next(
+            (job for job in data["recent_jobs"] if job["status"] in ("queued", "in_progress")),
+            None)
         return data
 
     def close(self) -> None:

@@ -193,6 +193,18 @@ def test_ctrl_c_during_the_first_index_is_one_line_and_resumable(repo, runtime):
     assert stats["recent_jobs"][0]["status"] == "completed"
 
 
+def test_ctrl_c_stops_watch_in_one_line(repo, runtime):
+    env = {**server_env(runtime), "CONTEXTD_LOAD_PLUGINS": ""}
+    proc = subprocess.Popen([sys.executable, "-m", "contextd", "watch"], cwd=repo, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    assert "watching" in line, line
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["contextd: interrupted"] and out == ""
+
+
 def _owner_pid(repo: Path) -> int:
     return int((repo / ".contextd" / "owner.lock").read_text().strip())
 
