@@ -342,6 +342,8 @@ class OwnerDuties:
                 self.engine.indexer.ensure_indexed(cancel=self._stopped, embed=False)
             if not self._stopped.is_set():
                 self.engine.indexer.embed_pending(cancel=self._stopped)
+        except ContextdError as exc:  # e.g. the model is not installed: said once, no trace
+            log.warning("owner: background indexing stopped: %s", exc)
         except Exception:  # the owner keeps answering queries on what is indexed
             if not self._stopped.is_set():
                 log.exception("owner: background indexing failed")

@@ -375,7 +375,10 @@ class Indexer:
             self.embedding_figures.record(done, pending)
             progress.embedding(done, pending)
 
-        if self.embed and self._embed_now:
+        # While embed_pending works through the backlog in the background, it also picks up
+        # the chunks this run writes: a stage here would only make the run wait for the
+        # whole backlog (a client's catch-up, a watcher batch).
+        if self.embed and self._embed_now and not self._embedding_busy:
             stage = EmbeddingStage(self.store, lambda: self.embedder,
                                    self.config.embedding.batch_size, self._embed_lock,
                                    cancel, on_embedding).start()
