@@ -13,9 +13,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from contextd.store.base import IndexStore
+if TYPE_CHECKING:  # the store (DuckDB, numpy) is not imported by a thin client's progress bar
+    from contextd.store.base import IndexStore
 
 
 class Progress:

@@ -66,13 +66,13 @@ class MethodSpec:
 
 # The Engine's remote surface. Keep in step with contextd.engine.Engine.
 METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
-    MethodSpec("ensure_indexed", result="contextd.indexer:IndexReport"),
-    MethodSpec("refresh", result="contextd.indexer:IndexReport"),
+    MethodSpec("ensure_indexed", result="contextd.indexer.report:IndexReport"),
+    MethodSpec("refresh", result="contextd.indexer.report:IndexReport"),
     MethodSpec("rebuild", result="contextd.jobs:RebuildResult"),
     MethodSpec("job_status", result="contextd.jobs:JobStatus"),
     MethodSpec("cancel_job", result="contextd.jobs:JobStatus"),
-    MethodSpec("query", record_params=(("request", "contextd.module:QueryRequest"),),
-               result="contextd.module:QueryResponse"),
+    MethodSpec("query", record_params=(("request", "contextd.query_api:QueryRequest"),),
+               result="contextd.query_api:QueryResponse"),
     MethodSpec("stats"),
     MethodSpec("embeddings_pending"),
 )}

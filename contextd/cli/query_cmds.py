@@ -19,7 +19,6 @@ from contextd.cli.common import CliState, emit, open_engine, pass_state
 from contextd.errors import UsageError
 from contextd.query_api import QueryRequest, QueryResponse
 from contextd.records import ContextScope, to_dict
-from contextd.render import context_from_response, render_context
 
 # Lines of each snippet shown in the human-readable listing.
 PREVIEW_LINES = 3
@@ -140,13 +139,17 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
         engine.close()
     for note in response.notes:
         click.echo(f"contextd: {note}", err=True)
+    if as_block:  # imported here: rendering pulls in numpy, which most queries do not need
+        from contextd.render import context_from_response, render_context
+
+        block = render_context(context_from_response(response))
     if state.as_json:
         data = to_dict(response)
         if as_block:
-            data["rendered"] = render_context(context_from_response(response))
+            data["rendered"] = block
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     elif as_block:
-        click.echo(render_context(context_from_response(response)))
+        click.echo(block)
     else:
         (_print_files if by_file else _print_hits)(response)
 
