@@ -310,7 +310,7 @@ class ContextModule:
         selection = mmr_select(unique, vectors, self.config.query.mmr_lambda,
                                self.budgets.available(budget), k,
                                rerank=self.config.query.rerank_enabled)
-        if selection.used_word_overlap:
+        if selection.used_word_overlap and self.embedder.started:  # else no vector was asked for
             notes.append("MMR used word overlap for snippets without an embedding yet")
         if unique and not selection.snippets:
             smallest = min(s.tokens for s in unique)
