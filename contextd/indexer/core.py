@@ -392,8 +392,13 @@ class Indexer:
         try:
             prefix_store = self.store if needs_store(self.config) else None
             before = stage_stats(self.config, prefix_store) if prefix_store else {}
-            for outcome in outcomes(tasks, self.config, self.workers(), cancel, prefix_store):
-                writer.add(outcome)
+            # Closed explicitly: when the writer fails (Ctrl-C inside a DuckDB statement), the
+            # generator would otherwise shut its worker pool down only when collected, and
+            # a process leaving with os._exit would orphan the workers.
+            with contextlib.closing(outcomes(tasks, self.config, self.workers(), cancel,
+                                             prefix_store)) as produced:
+                for outcome in produced:
+                    writer.add(outcome)
             writer.flush()
             if prefix_store is not None:
                 report.contextualizer = counters_since(before, stage_stats(self.config,
