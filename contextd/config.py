@@ -235,7 +235,7 @@ class BootstrapConfig:
     max_initial_files: int = _opt(0, min=0, help="Index at most this many files (0 = all).")
     fail_fast: bool = _opt(False, help="Stop at the first file that fails.")
     show_progress: bool = _opt(True, help="Show progress while indexing.")
-    progress_interval_seconds: int = _opt(30, min=1, help="Seconds between progress lines "
+    progress_interval_seconds: int = _opt(10, min=1, help="Seconds between progress lines "
                                                           "when not on a terminal.")
 
 
@@ -442,6 +442,22 @@ class KnowledgeConfig:
                                                      "beyond this many files.")
 
 
+# ----- [owner]: the background owner a CLI command hands a long first embedding to (issue 13)
+@dataclass(frozen=True)
+class OwnerConfig:
+    background: bool = _opt(True, help="Let a CLI command answer from the lexical and symbol "
+                                       "indexes at once and hand a long embedding to a "
+                                       "background process, which also serves later "
+                                       "commands warm; false: the command embeds itself.")
+    background_min_chunks: int = _opt(2000, min=0,
+                                      help="Chunks left to embed from which the work is "
+                                           "handed to the background (fewer: embedded "
+                                           "before the command answers).")
+    idle_exit_seconds: int = _opt(900, min=5, help="A background owner exits after this "
+                                                    "long without calls, once its work is "
+                                                    "done.")
+
+
 @dataclass(frozen=True)
 class ContextConfig:
     """The whole configuration; ``source`` is the file it came from (None: defaults)."""
@@ -466,6 +482,7 @@ class ContextConfig:
     ui: UiConfig = field(default_factory=UiConfig)
     stash: StashConfig = field(default_factory=StashConfig)
     knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
+    owner: OwnerConfig = field(default_factory=OwnerConfig)
     source: str | None = field(default=None, metadata={"internal": True})
 
     def chunking_for(self, language: str) -> LanguageChunking:

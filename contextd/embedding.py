@@ -17,7 +17,7 @@ import threading
 from typing import Any, Callable
 
 from contextd.config import EmbeddingConfig
-from contextd.errors import ConfigError, ConfigIssue
+from contextd.errors import ConfigError, ConfigIssue, ContextdError
 
 _lock = threading.Lock()
 _embedders: dict[EmbeddingConfig, Any] = {}
@@ -29,6 +29,22 @@ def embedder_factories() -> dict[str, tuple[Callable[[EmbeddingConfig], Any], st
 
     found = collect("register_embedders", key=lambda args: args[0])
     return {name: (reg.value[1], reg.plugin) for name, reg in found.items()}
+
+
+def configuration_issues(config: EmbeddingConfig, fname: str) -> list[ConfigIssue]:
+    """What ``validate-config`` must report about ``[embedding]`` that loading cannot see:
+    an unregistered backend, or a model the backend cannot find installed (both would
+    otherwise surface only at the first query). Builds the embedder without loading it."""
+    factories = embedder_factories()
+    if config.backend not in factories:
+        return [ConfigIssue(fname, "embedding.backend",
+                            f"unknown embedding backend {config.backend!r}; choose from: "
+                            f"{', '.join(sorted(factories))}")]
+    try:
+        factories[config.backend][0](config)
+    except ContextdError as exc:
+        return [ConfigIssue(fname, "embedding.model", str(exc))]
+    return []
 
 
 def get_embedder(config: EmbeddingConfig) -> Any:

@@ -18,6 +18,8 @@ from contextd.store import IndexStore, open_store
 
 
 SKIPPED_EXAMPLES = 20  # skipped files named by stats (the counts cover them all)
+# Files with an indexing problem listed by stats (the store keeps them all).
+PROBLEM_FILES_SHOWN = 20
 
 
 class Engine:
@@ -89,10 +91,15 @@ class Engine:
             return self._sessions
 
     # ----- indexing --------------------------------------------------------------------
-    def ensure_indexed(self, progress=None):
+    def ensure_indexed(self, progress=None, embed: bool = True):
         """Bootstrap or catch up (resuming an interrupted bootstrap) when the index is not
-        current; returns an :class:`contextd.indexer.IndexReport`."""
-        return self.indexer.ensure_indexed(progress=progress)
+        current; returns an :class:`contextd.indexer.IndexReport`. ``embed=False`` leaves
+        the vectors for later (see :mod:`contextd.background`)."""
+        return self.indexer.ensure_indexed(progress=progress, embed=embed)
+
+    def embeddings_pending(self) -> int:
+        """Distinct chunk texts still without a vector for the configured model."""
+        return self.store.count_missing_embeddings(self.indexer.embedder.identity)
 
     def refresh(self, paths: Sequence[str] | None = None, force: bool = False, progress=None):
         """Re-index changed files (all, or under ``paths``); returns an IndexReport."""
@@ -118,8 +125,13 @@ class Engine:
     # ----- querying --------------------------------------------------------------------
     def query(self, request):
         """Answer a :class:`contextd.module.QueryRequest` with a
-        :class:`contextd.module.QueryResponse`."""
-        return self.module.query(request)
+        :class:`contextd.module.QueryResponse`, saying what the answer cannot include yet:
+        while files are still being indexed an empty answer waits briefly for them, then
+        says how far indexing is (never a bare "nothing matched"); while vectors are still
+        being computed, how far that is."""
+        from contextd.indexing_notes import answer_while_indexing
+
+        return answer_while_indexing(self.indexer, lambda: self.module.query(request))
 
     # ----- search sessions (contextd.sessions) -------------------------------------------
     def search_knowledge(self, request):
@@ -204,7 +216,15 @@ class Engine:
         of them), performance, languages, indexing progress ("N / M files"), recent jobs."""
         data = self.module.stats()
         data["indexing"] = self.indexer.status()
+        # Files that failed (or were indexed only as line windows), with the reason: a
+        # count alone ("1 failed") leaves the user to guess which.
+        data["indexing"]["problem_files"] = [
+            {"path": e["file_path"], "reason": f"{e['error_type']}: {e['error_message']}"}
+            for e in self.store.list_errors(limit=PROBLEM_FILES_SHOWN)]
         data["recent_jobs"] = [to_dict(job) for job in self.store.list_jobs(limit=5)]
+        data["indexing"]["current_job"] = next(
+            (job for job in data["recent_jobs"] if job["status"] in ("queued", "in_progress")),
+            None)
         data.setdefault("storage", {})["skipped_examples"] = [
             to_dict(skip) for skip in self.store.list_skips(limit=SKIPPED_EXAMPLES)]
         return data

@@ -92,6 +92,15 @@ def progress_of(job: Job) -> dict[str, Any]:
             "updatedAt": job.updated_at, "completedAt": job.completed_at}
 
 
+def left_out_text(paths: Sequence[str], shown: int = 5) -> str:
+    """What a cancelled rebuild left out of the index, naming the first few files."""
+    if not paths:
+        return "no file is left out"
+    first = ", ".join(sorted(paths)[:shown]) + (", ..." if len(paths) > shown else "")
+    return (f"{len(paths):,} files are left out of the index until the next catch-up (any "
+            f"query, refresh or the watcher) indexes them: {first}")
+
+
 class JobRunner:
     """Runs rebuilds of one index, refusing a second one while one runs."""
 
@@ -245,12 +254,19 @@ class JobRunner:
             report = self.indexer.bootstrap(prefixes, progress=sink, cancel=cancel,
                                             job_id=job_id, mode="rebuild")
             self._log(job_id, report.summary)
+            left_out: list[str] = []
             if report.cancelled:
-                self.store.progress_clear()
+                # The files not rebuilt keep their progress rows: the next catch-up (any
+                # query, refresh or watcher start) resumes them, and status names them.
+                _, left_out = self.store.progress_pending()
+                self._log(job_id, left_out_text(left_out))
             elif vacuum:
                 self.store.vacuum()
                 self._log(job_id, "database vacuumed")
             metrics = {**dataclasses.asdict(report), "log": self._logs[job_id]}
+            if report.cancelled:
+                metrics["left_out"] = {"files": len(left_out),
+                                       "text": left_out_text(left_out)}
             self.store.update_job(job_id, status="cancelled" if report.cancelled else
                                   "completed", completed_at="now", metrics=metrics,
                                   files_processed=report.files_indexed + report.files_failed,
@@ -282,10 +298,10 @@ class JobRunner:
                  if in_scope(e["file_path"], prefixes)]
         self.store.clear_errors(paths)
 
-    @staticmethod
-    def _final_message(job: Job, scope: str) -> str:
+    def _final_message(self, job: Job, scope: str) -> str:
         if job.status == "cancelled":
+            _, left_out = self.store.progress_pending()
             return (f"{scope.capitalize()} rebuild cancelled after {job.files_processed:,} "
-                    f"files; the rest is caught up by the next refresh.")
+                    f"files; {left_out_text(left_out)}.")
         return (f"{scope.capitalize()} rebuild completed: {job.files_processed:,} files, "
                 f"{job.chunks_processed:,} chunks.")

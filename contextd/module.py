@@ -53,6 +53,7 @@ from contextd.ranking import FusionStrategy, deduplicate, fuse, mmr_select
 from contextd.records import ContextScope, ContextSnippet, TaskContext, TokenBudget
 from contextd.roles import checked_roles
 from contextd.render import render_context
+from contextd.scope_check import check_scope
 from contextd.scrub import scrub_secrets
 
 __all__ = ["ContextModule", "Hit", "QueryRequest", "QueryResponse"]
@@ -345,6 +346,7 @@ class ContextModule:
         selected = [p for p in self._select(providers) if p.id != STASH_ID or scope.memory]
         checked_roles(scope.roles)  # a misspelt role is the caller's error, not a provider's
         generation = self.store.generation()
+        self._check_scope(scope, generation)
         understood = self._understand(query)
         # min_score applies to the calibrated scores below, not to each provider's own scale.
         provider_query = ProviderQuery(query, max(DEFAULT_CANDIDATES, k * CANDIDATES_PER_RESULT),
@@ -363,8 +365,13 @@ class ContextModule:
         selection = mmr_select(unique, vectors, self.config.query.mmr_lambda,
                                self.budgets.available(budget), k,
                                rerank=self.config.query.rerank_enabled)
-        if selection.used_word_overlap:
+        if selection.used_word_overlap and self.embedder.started:  # else no vector was asked for
             notes.append("MMR used word overlap for snippets without an embedding yet")
+        if unique and not selection.snippets:
+            smallest = min(s.tokens for s in unique)
+            notes.append(f"{len(unique)} snippet(s) matched but none fits the token budget of "
+                         f"{self.budgets.available(budget)} tokens (the smallest needs "
+                         f"{smallest}); raise the budget")
         self.budgets.log_usage(budget, selection.total_tokens)
         # MMR decides which snippets make the cut; they are shown most relevant first.
         chosen = self._mark_matches(sorted(selection.snippets, key=lambda s: -s.score),
@@ -387,6 +394,14 @@ class ContextModule:
         return [dataclasses.replace(s, metadata={**s.metadata, "matched_lines": lines})
                 if (lines := matched_lines(terms, exact, s.text, s.start_line, MATCHED_LINES))
                 else s for s in snippets]
+
+    def _check_scope(self, scope: ContextScope, generation: int) -> None:
+        """Refuse filters no indexed chunk can match (:mod:`contextd.scope_check`)."""
+        if not (scope.languages or scope.kinds or scope.paths):
+            return
+        languages = self.store.stats().get("languages", {}) if scope.languages else ()
+        paths = self.catalog.file_paths(generation) if scope.paths else ()
+        check_scope(scope, languages, paths)
 
     def _understand(self, query: str) -> UnderstoodQuery | None:
         """The per-provider texts and boost inputs of a query, or None when
@@ -440,7 +455,9 @@ class ContextModule:
 
     def _vectors(self, chunk_ids: list[str], generation: int) -> dict[str, Any]:
         """Embeddings of candidate chunks for MMR, from the semantic and stash providers'
-        memory."""
+        memory (none when no provider has asked for the model: MMR then uses word overlap)."""
+        if not self.embedder.started:
+            return {}
         vectors: dict[str, Any] = {}
         for pid in (SEMANTIC_ID, STASH_ID):
             source = self.provider(pid) if pid in self.provider_factories() else None

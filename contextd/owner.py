@@ -141,6 +141,9 @@ class _ProgressRelay:
                ) -> None:
         self._relay("update", files_done, chunks_done, current_file)
 
+    def embedding(self, done: int, pending: int) -> None:
+        self._relay("embedding", done, pending)
+
     def finish(self, message: str = "") -> None:
         self._relay("finish", message)
 
@@ -156,6 +159,8 @@ class OwnerServer:
         self._listener: socket.socket | None = None
         self._conns: set[rpc.Connection] = set()
         self._guard = threading.Lock()
+        self.last_call = time.monotonic()
+        self.in_flight = 0
 
     def start(self) -> "OwnerServer":
         """Bind (replacing the socket file a dead owner left behind) and start accepting.
@@ -229,6 +234,8 @@ class OwnerServer:
     def _answer(self, message: dict[str, Any], send) -> None:
         request_id = message.get("id")
         relay = _ProgressRelay(send) if message.get("progress") else None
+        with self._guard:
+            self.in_flight += 1
         try:
             result = self._dispatch(message.get("method"), message.get("params") or {}, relay)
             reply = {"jsonrpc": "2.0", "id": request_id, "result": to_dict(result)}
@@ -242,6 +249,9 @@ class OwnerServer:
         finally:
             if relay is not None:
                 relay.active = False
+            with self._guard:
+                self.in_flight -= 1
+                self.last_call = time.monotonic()
         send(reply)
 
     def _dispatch(self, method: Any, params: dict[str, Any], relay) -> Any:
@@ -318,6 +328,11 @@ class OwnerDuties:
         except Exception as exc:  # queries go on with the lexical and symbol providers
             log.warning("owner: the embedding model is unavailable: %s", exc)
 
+    @property
+    def busy(self) -> bool:
+        """Whether the model load or the catch-up (chunks, then vectors) still runs."""
+        return any(thread.is_alive() for thread in self._threads)
+
     def _keep_current(self) -> None:
         from contextd.watcher import Watcher
 
@@ -325,8 +340,14 @@ class OwnerDuties:
             if self.engine.project.config.watcher.enabled:
                 self._watcher = Watcher(self.engine.project, self.engine.indexer).start()
             # After the watcher starts, so an edit during the catch-up is not missed.
+            # Chunks first (lexical and symbol answers at once), then the vectors outside
+            # the run lock, so a client's catch-up or a watcher batch never waits for them.
             if not self._stopped.is_set():
-                self.engine.indexer.ensure_indexed(cancel=self._stopped)
+                self.engine.indexer.ensure_indexed(cancel=self._stopped, embed=False)
+            if not self._stopped.is_set():
+                self.engine.indexer.embed_pending(cancel=self._stopped)
+        except ContextdError as exc:  # e.g. the model is not installed: said once, no trace
+            log.warning("owner: background indexing stopped: %s", exc)
         except Exception:  # the owner keeps answering queries on what is indexed
             if not self._stopped.is_set():
                 log.exception("owner: background indexing failed")
@@ -385,9 +406,25 @@ class SharedEngine:
         return self
 
     # ----- the Engine's methods --------------------------------------------------------
-    def ensure_indexed(self, progress=None):
+    def ensure_indexed(self, progress=None, embed: bool = True):
         """See :meth:`contextd.engine.Engine.ensure_indexed`."""
-        return self._call("ensure_indexed", {}, progress)
+        return self._call("ensure_indexed", {"embed": embed}, progress)
+
+    def embeddings_pending(self) -> int:
+        """See :meth:`contextd.engine.Engine.embeddings_pending`."""
+        return self._call("embeddings_pending", {})
+
+    def idle_seconds(self) -> float | None:
+        """Seconds since this owner last answered a call, or None while it is not the
+        owner, a call is in flight, or indexing or embedding is under way: what a
+        background owner waits on before it exits (:mod:`contextd.background`)."""
+        with self._mutex:
+            engine, server, duties = self._engine, self._server, self._duties
+        if engine is None or server is None or server.in_flight:
+            return None
+        if engine.indexer.busy or (duties is not None and duties.busy):
+            return None
+        return time.monotonic() - server.last_call
 
     def refresh(self, paths: Sequence[str] | None = None, force: bool = False, progress=None):
         """See :meth:`contextd.engine.Engine.refresh`."""

@@ -13,9 +13,10 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from contextd.store.base import IndexStore
+if TYPE_CHECKING:  # the store (DuckDB, numpy) is not imported by a thin client's progress bar
+    from contextd.store.base import IndexStore
 
 
 class Progress:
@@ -29,11 +30,81 @@ class Progress:
                ) -> None:
         """Figures so far."""
 
+    def embedding(self, done: int, pending: int) -> None:
+        """Vectors computed so far in this run, and distinct texts still lacking one: the
+        part of a first index that takes time (chunking runs at ~100k lines/s, embedding
+        at ~150 chunks/s), so it gets its own count, rate and ETA. Called from the embedding
+        thread."""
+
     def finish(self, message: str = "") -> None:
         """The run ended (completed, failed or cancelled); ``message`` says how."""
 
 
 NullProgress = Progress
+
+
+def format_duration(seconds: float) -> str:
+    """``45 s``, ``3 min``, ``1 h 05 min``: an ETA a person reads at a glance."""
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+class WorkFigures:
+    """Units done and still pending (chunks embedded, files indexed), with the rate since
+    the first report: what the progress lines, ``contextd stats``, get_context_stats and the
+    query notes show."""
+
+    def __init__(self, unit: str = "chunks embedded") -> None:
+        self.unit = unit
+        self.done = 0
+        self.pending: int | None = None
+        self.started: float | None = None
+        self._first_done = 0
+
+    def record(self, done: int, pending: int) -> None:
+        now = time.monotonic()
+        if self.started is None or done < self.done:  # a new run counts from zero
+            self.started, self._first_done = now, done
+        self.done, self.pending = done, pending
+
+    def restart_clock(self) -> None:
+        """Measure the rate from now (after a model load that the rate must not include)."""
+        self.started, self._first_done = time.monotonic(), self.done
+
+    @property
+    def rate(self) -> float:
+        """Units per second since the first report (0 before any measurable time)."""
+        if self.started is None:
+            return 0.0
+        elapsed = time.monotonic() - self.started
+        return (self.done - self._first_done) / elapsed if elapsed > 0.5 else 0.0
+
+    @property
+    def eta_seconds(self) -> float | None:
+        rate = self.rate
+        return self.pending / rate if self.pending and rate > 0 else None
+
+    def text(self) -> str:
+        """``1,234 / 5,000 chunks embedded (24%), 140/s, ETA 27 s``."""
+        total = self.done + (self.pending or 0)
+        text = f"{self.done:,} / {total:,} {self.unit}"
+        if total:
+            text += f" ({100 * self.done // total}%)"
+        if self.rate > 0:
+            text += f", {self.rate:,.0f}/s"
+        if self.eta_seconds is not None:
+            text += f", ETA {format_duration(self.eta_seconds)}"
+        return text
+
+    def as_dict(self) -> dict:
+        """The figures for JSON (stats)."""
+        eta = self.eta_seconds
+        return {"done": self.done, "pending": self.pending, "rate_per_s": round(self.rate, 1),
+                "eta_seconds": None if eta is None else round(eta)}
 
 
 class _Figures:
@@ -46,6 +117,7 @@ class _Figures:
         self.current: str | None = None
         self.label = "indexing"
         self.started = time.monotonic()
+        self.embedding = WorkFigures()
 
     def begin(self, total: int, label: str) -> None:
         self.total, self.label, self.started = total, label, time.monotonic()
@@ -59,7 +131,9 @@ class _Figures:
             text += f" ({100 * self.files // self.total}%)"
         text += f", {rate:,.0f} files/s"
         if rate > 0 and self.total > self.files:
-            text += f", ETA {(self.total - self.files) / rate:,.0f} s"
+            text += f", ETA {format_duration((self.total - self.files) / rate)}"
+        if self.embedding.started is not None:
+            text += f"; {self.embedding.text()}"
         return text
 
 
@@ -84,6 +158,15 @@ class LineProgress(Progress):
     def update(self, files_done: int, chunks_done: int, current_file: str | None = None
                ) -> None:
         self._fig.files, self._fig.chunks = files_done, chunks_done
+        self._maybe_write()
+
+    def embedding(self, done: int, pending: int) -> None:
+        self._fig.embedding.record(done, pending)
+        if pending:
+            self._quiet = False  # nothing to chunk, but vectors to compute: say so
+        self._maybe_write()
+
+    def _maybe_write(self) -> None:
         now = time.monotonic()
         if now - self._last >= self.interval:
             self._last = now
@@ -100,7 +183,8 @@ class LineProgress(Progress):
 
 
 class RichProgress(Progress):
-    """A live bar on a terminal: files, chunks, rate and ETA."""
+    """Live bars on a terminal: files chunked (fast), then chunks embedded (the slow part),
+    each with its rate and ETA."""
 
     def __init__(self, stream: TextIO | None = None):
         from rich.console import Console
@@ -108,28 +192,44 @@ class RichProgress(Progress):
                                    TimeElapsedColumn, TimeRemainingColumn)
 
         self._bar = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[chunks]:,} chunks"),
-                        TextColumn("{task.fields[rate]:,.0f} files/s"), TimeElapsedColumn(),
+                        TextColumn("{task.fields[what]}"),
+                        TextColumn("{task.fields[rate]:,.0f}/s"), TimeElapsedColumn(),
                         TimeRemainingColumn(),
                         console=Console(file=stream or sys.stderr), transient=False)
         self._task = None
+        self._embed_task = None
         self._started = time.monotonic()
+        self._figures = WorkFigures()
 
     def start(self, total_files: int, label: str = "indexing") -> None:
         self._started = time.monotonic()
         if total_files == 0:  # nothing to show: no bar at all
             return
         self._bar.start()
-        self._task = self._bar.add_task(label, total=total_files, chunks=0, rate=0.0)
+        self._task = self._bar.add_task(label, total=total_files, what="files, 0 chunks",
+                                        rate=0.0)
 
     def update(self, files_done: int, chunks_done: int, current_file: str | None = None
                ) -> None:
         if self._task is not None:
             rate = files_done / max(time.monotonic() - self._started, 1e-6)
-            self._bar.update(self._task, completed=files_done, chunks=chunks_done, rate=rate)
+            self._bar.update(self._task, completed=files_done,
+                             what=f"files, {chunks_done:,} chunks", rate=rate)
+
+    def embedding(self, done: int, pending: int) -> None:
+        self._figures.record(done, pending)
+        if self._embed_task is None:
+            if not pending:
+                return
+            if self._task is None:
+                self._bar.start()
+            self._embed_task = self._bar.add_task("embedding", total=done + pending,
+                                                  what="chunks", rate=0.0)
+        self._bar.update(self._embed_task, completed=done, total=done + pending,
+                         rate=self._figures.rate)
 
     def finish(self, message: str = "") -> None:
-        if self._task is None:
+        if self._task is None and self._embed_task is None:
             return
         self._bar.stop()
         if message:
@@ -179,6 +279,14 @@ class TeeProgress(Progress):
         with self._lock:
             for sink in self.sinks:
                 sink.update(files_done, chunks_done, current_file)
+
+    def embedding(self, done: int, pending: int) -> None:
+        with self._lock:
+            for sink in self.sinks:
+                # Duck-typed sinks written before this call existed simply miss it.
+                call = getattr(sink, "embedding", None)
+                if call is not None:
+                    call(done, pending)
 
     def finish(self, message: str = "") -> None:
         with self._lock:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from contextd.config import ContextConfig, find_config, load_config
+from contextd.errors import BoundaryError
 
 # Package-manager markers of spec 004 §8.0 item 2, after the git root.
 PROJECT_MARKERS = ("package.json", "pom.xml", "build.gradle", "build.gradle.kts", "Cargo.toml",
@@ -47,5 +48,23 @@ class Project:
         """Resolve the root (explicit, else detected from the working directory) and load its
         config (explicit file, else ``<root>/context.toml``, else defaults)."""
         resolved = Path(root).resolve() if root else detect_project_root(Path.cwd())
+        check_root(resolved, str(root) if root else None)
         cfg_file = Path(config_path) if config_path else find_config(resolved)
         return cls(root=resolved, config=load_config(cfg_file))
+
+
+def check_root(root: Path, raw: str | None) -> None:
+    """Refuse a root that does not exist, is not a directory, or is one contextd never
+    indexes (``/``, a system directory, the home directory found by detection), before
+    anything is created in it: a mistyped ``--root`` must not leave a ``.contextd/`` behind.
+    ``raw`` is the root as the user gave it (None: detected from the working directory)."""
+    from contextd.config_checks import WatchPath, dangerous_root
+
+    named = raw if raw is not None else str(root)
+    if not root.exists():
+        raise BoundaryError(f"project root {named} does not exist")
+    if not root.is_dir():
+        raise BoundaryError(f"project root {named} is not a directory")
+    danger = dangerous_root(WatchPath(named, root, "--root", explicit=raw is not None))
+    if danger:
+        raise BoundaryError(danger)

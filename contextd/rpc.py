@@ -39,7 +39,7 @@ CONTEXTD_ERROR = -32002
 INTERNAL_ERROR = -32603
 
 # The Progress methods an owner may relay to a client.
-PROGRESS_CALLS = ("start", "update", "finish")
+PROGRESS_CALLS = ("start", "update", "embedding", "finish")
 
 # A line longer than this is a broken or hostile peer, not a message.
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -67,13 +67,13 @@ class MethodSpec:
 
 # The Engine's remote surface. Keep in step with contextd.engine.Engine.
 METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
-    MethodSpec("ensure_indexed", result="contextd.indexer:IndexReport"),
-    MethodSpec("refresh", result="contextd.indexer:IndexReport"),
+    MethodSpec("ensure_indexed", result="contextd.indexer.report:IndexReport"),
+    MethodSpec("refresh", result="contextd.indexer.report:IndexReport"),
     MethodSpec("rebuild", result="contextd.jobs:RebuildResult"),
     MethodSpec("job_status", result="contextd.jobs:JobStatus"),
     MethodSpec("cancel_job", result="contextd.jobs:JobStatus"),
-    MethodSpec("query", record_params=(("request", "contextd.module:QueryRequest"),),
-               result="contextd.module:QueryResponse"),
+    MethodSpec("query", record_params=(("request", "contextd.query_api:QueryRequest"),),
+               result="contextd.query_api:QueryResponse"),
     MethodSpec("stats"),
     MethodSpec("search_knowledge",
                record_params=(("request", "contextd.sessions.records:SearchRequest"),),
@@ -102,6 +102,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
                result="contextd.knowledge.records:ContextDeleted"),
     MethodSpec("knowledge_add", result="contextd.knowledge.records:AddReport"),
     MethodSpec("knowledge_remove", result="contextd.knowledge.records:RemoveReport"),
+    MethodSpec("embeddings_pending"),
 )}
 
 
@@ -245,7 +246,10 @@ class Client:
             if message.get("method") == "progress":
                 note = message.get("params") or {}
                 if progress is not None and note.get("call") in PROGRESS_CALLS:
-                    getattr(progress, note["call"])(*note.get("args", []))
+                    # A sink written before a call existed (embedding) simply misses it.
+                    sink = getattr(progress, note["call"], None)
+                    if sink is not None:
+                        sink(*note.get("args", []))
                 continue
             if message.get("id") != request_id:
                 raise PeerGone(f"answer to request {message.get('id')} while waiting for "

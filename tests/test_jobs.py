@@ -76,7 +76,11 @@ def test_second_rebuild_is_refused_and_cancel_leaves_a_consistent_index(big_repo
     con = indexer.store._cursor()  # noqa: SLF001 - read-only consistency check
     declared = dict(con.execute("SELECT path, chunk_count FROM file_state").fetchall())
     assert counts == {p: n for p, n in declared.items() if n}
-    assert indexer.store.progress_pending() == (None, [])
-    # The next catch-up restores what the cancelled rebuild had not reached.
+    # What the cancel left out is recorded, said, and resumed by the next catch-up.
+    job_id, left_out = indexer.store.progress_pending()
+    assert job_id == first.job_id and len(left_out) == 1500 - len(states)
+    assert final.result["left_out"]["files"] == len(left_out)
+    assert f"{len(left_out):,} files are left out" in final.result["left_out"]["text"]
+    assert indexer.status()["left_out"] == len(left_out)
     assert indexer.ensure_indexed().files_indexed == 1500 - len(states)
     runner.shutdown()

@@ -44,11 +44,13 @@ COMMANDS = {
     "kb": "contextd.cli.kb_cmd:kb_group",
     "workspaces": "contextd.cli.workspaces_cmd:workspaces_group",
     "store": "contextd.cli.store_cmd:store_group",
+    "owner": "contextd.cli.owner_cmd:owner_command",
 }
 
 
 class LazyGroup(click.Group):
-    """A click group whose subcommands are imported on first use."""
+    """A click group whose subcommands are imported on first use, each given the global
+    options (:mod:`contextd.cli.global_options`) so they work after the subcommand too."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -57,13 +59,15 @@ class LazyGroup(click.Group):
         target = COMMANDS.get(cmd_name)
         if target is None:
             return None
+        from contextd.cli.global_options import add_global_options
+
         module_name, attribute = target.split(":")
-        return getattr(importlib.import_module(module_name), attribute)
+        return add_global_options(getattr(importlib.import_module(module_name), attribute))
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="contextd")
-@click.option("--root", type=click.Path(file_okay=False), envvar="CONTEXTD_ROOT",
+@click.option("--root", type=click.Path(), envvar="CONTEXTD_ROOT",
               help="Project root (default: detected from the working directory).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               envvar="CONTEXTD_CONFIG", help="context.toml to use (default: <root>/context.toml).")
@@ -87,12 +91,28 @@ def cli(ctx: click.Context, root: str | None, config_path: str | None, as_json: 
 
 
 def main() -> None:
-    """Entry point of the console script: one error boundary for the whole CLI."""
+    """Entry point of the console script: one error boundary for the whole CLI. Ctrl-C,
+    whatever exception it surfaced as (:mod:`contextd.interrupts`), ends in
+    :func:`interrupted`."""
+    from contextd import interrupts
+
+    interrupts.install()
+    try:
+        _main()
+    except BaseException as exc:
+        if interrupts.is_interrupt(exc):
+            interrupted()
+        raise
+
+
+def _main() -> None:
     try:
         result = cli.main(standalone_mode=False)
         # ctx.exit(n) comes back as a return value when standalone_mode is off.
         sys.exit(result if isinstance(result, int) else 0)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt):  # click wraps Ctrl-C in Abort
+            raise exc.__context__ from None
         click.echo("contextd: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
@@ -105,6 +125,18 @@ def main() -> None:
             raise
         click.echo(f"contextd: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+
+
+def interrupted() -> None:
+    """Ctrl-C: one line and exit 130, without going through interpreter finalisation.
+
+    The command's own ``finally`` blocks have run by now (the job is marked interrupted, the
+    index closed), but native libraries (DuckDB's and ONNX Runtime's bindings) still have
+    threads or objects alive: finalising the interpreter then prints dozens of "leaked"
+    warnings or aborts (exit 134). Nothing is left to clean up, so the process ends here."""
+    try:
         click.echo("contextd: interrupted", err=True)
-        sys.exit(130)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(130)

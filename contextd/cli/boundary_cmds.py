@@ -24,7 +24,7 @@ from contextd.boundary import Boundary, Decision, FileEntry, RejectReason, Rejec
 from contextd.cli.common import CliState, emit, pass_state
 from contextd.config import (CONFIG_FILENAME, SECTIONS, ContextConfig, InvalidConfig,
                              iter_documented_fields)
-from contextd.config_checks import WARNING, check_project
+from contextd.config_checks import WARNING, check_project, config_file_name
 from contextd.errors import ConfigError, ConfigIssue, ContextdError
 from contextd.project import Project, detect_project_root
 
@@ -170,7 +170,10 @@ def _validate(state: CliState) -> ValidationReport:
     except ConfigError as exc:
         source = state.config_path or exc.issues[0].file
         return ValidationReport(False, source, errors=exc.issues)
-    issues = issues + check_project(project)
+    from contextd.embedding import configuration_issues
+
+    issues = issues + check_project(project) + configuration_issues(
+        project.config.embedding, config_file_name(project))
     report = ValidationReport(
         valid=True, config_file=project.config.source,
         errors=[i for i in issues if i.severity != WARNING],

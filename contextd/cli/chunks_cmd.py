@@ -35,9 +35,8 @@ def _human(result: ChunksResult) -> None:
 
 @click.command("chunks")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the chunks as JSON.")
 @pass_state
-def chunks_command(state: CliState, path: str, as_json: bool) -> None:
+def chunks_command(state: CliState, path: str) -> None:
     """Show how PATH is chunked: one line per chunk with its lines, kind, tokens and label.
 
     \b
@@ -55,6 +54,4 @@ def chunks_command(state: CliState, path: str, as_json: bool) -> None:
         raise UsageError(f"{path} is binary ({binary}); it is not indexed")
     chunked: ChunkedFile = chunk_file(path, data, config)
     result = ChunksResult(path, chunked.language, chunked.warnings, chunked.chunks)
-    if as_json:
-        state.as_json = True
     emit(state, result, _human)

@@ -55,9 +55,8 @@ def embedders_group() -> None:
 
 
 @embedders_group.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (same as the global --json).")
 @pass_state
-def list_command(state: CliState, as_json: bool) -> None:
+def list_command(state: CliState) -> None:
     """List registered backends with the identity, readiness and model file each would use
     under the project's [embedding] settings."""
     from contextd.embedding import embedder_factories
@@ -75,7 +74,7 @@ def list_command(state: CliState, as_json: bool) -> None:
             ready = "prepared" if row.prepared else "not prepared"
             click.echo(f"{mark} {row.backend:<8} {row.identity}  [{ready}]  {row.path}")
 
-    emit(dataclasses.replace(state, as_json=state.as_json or as_json), rows, human)
+    emit(state, rows, human)
 
 
 @embedders_group.command("prepare")

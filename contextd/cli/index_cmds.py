@@ -107,14 +107,22 @@ def watch(state: CliState) -> None:
 
     logging.getLogger("contextd.watcher").setLevel(logging.INFO)
     stop = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum, _frame) -> None:
+        received.append(signum)
+        stop.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
+        signal.signal(signum, on_signal)
     engine = connect(state.project(), duties=True)
     click.echo(f"contextd: watching {state.project().root} (Ctrl-C to stop)", err=True)
     try:
         stop.wait()
     finally:
         engine.close()
+    if received and received[0] == signal.SIGINT:
+        raise KeyboardInterrupt  # "contextd: interrupted", exit 130, like every command
     click.echo("contextd: stopped watching", err=True)
 
 

@@ -6,13 +6,17 @@ progress on stderr), so ``contextd query "..."`` works in any repository with no
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
 from contextd.cli.common import CliState, emit, open_engine, pass_state
+from contextd.errors import UsageError
 from contextd.query_api import QueryRequest, QueryResponse
 from contextd.records import ContextScope, to_dict
 from contextd.render import context_from_response, render_context, skipped_text
@@ -37,6 +41,33 @@ def preview(hit: Any) -> list[tuple[int, str]]:
         hit.start_line, hit.start_line + min(PREVIEW_LINES, len(lines)))
     return [(n, lines[n - hit.start_line]) for n in wanted
             if 0 <= n - hit.start_line < len(lines)][:PREVIEW_LINES]
+
+
+def root_relative(pattern: str, root: Path) -> str:
+    """A ``--path`` as the index knows it (relative to the project root): an absolute path
+    must be inside the root; a relative one is relative to the working directory when that
+    is inside the root (``cd src && contextd query x --path auth`` means ``src/auth``).
+    The root itself comes back as "" (no restriction)."""
+    if os.path.isabs(pattern):
+        absolute = os.path.realpath(pattern)
+    else:
+        cwd = os.path.realpath(os.getcwd())
+        if cwd != str(root) and not cwd.startswith(str(root) + os.sep):
+            return pattern  # run from outside the project: the path is root-relative
+        absolute = os.path.normpath(os.path.join(cwd, pattern))
+    relative = os.path.relpath(absolute, root)
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+        raise UsageError(f"--path {pattern} is outside the project root {root}")
+    trailing = "/" if pattern.endswith("/") and relative != "." else ""
+    return "" if relative == "." else Path(relative).as_posix() + trailing
+
+
+def _without_semantic(project) -> tuple[str, ...]:
+    """The enabled providers that need no embedding model (the hybrid's parts but semantic,
+    and those it does not combine), for an answer given before the vectors exist."""
+    config = project.config
+    return tuple(pid for pid, provider in config.providers.items()
+                 if provider.enabled and pid not in ("hybrid", "semantic"))
 
 
 def _print_hits(response: QueryResponse) -> None:
@@ -82,8 +113,8 @@ def _print_files(response: QueryResponse) -> None:
               "(scores mean the same across queries).")
 @click.option("--memory", help="Also search stashed agent memory of this session ('*': every "
               "session).")
-@click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
-@click.option("--render", "as_block", is_flag=True, help="Print a <project_context> block.")
+@click.option("--render", "as_block", is_flag=True, help="Print a <project_context> block "
+              "(with --json: the response with the block in its 'rendered' field).")
 @click.option("--files", "by_file", is_flag=True, help="List the files to look at, ranked by "
               "the chunks found in them, instead of the chunks.")
 @pass_state
@@ -92,7 +123,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
                   languages: tuple[str, ...], kinds: tuple[str, ...], roles: tuple[str, ...],
                   files: tuple[str, ...], folders: tuple[str, ...],
                   contexts: tuple[str, ...], min_score: float | None, memory: str | None,
-                  as_json: bool, as_block: bool, by_file: bool) -> None:
+                  as_block: bool, by_file: bool) -> None:
     """Search the project's context for TEXT.
 
     \b
@@ -102,29 +133,49 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
       contextd query "RateLimiter" --provider symbol --render
       contextd query "Fix: expired tokens are not refreshed" --files
     """
-    if as_json and as_block:
-        raise click.UsageError("--json and --render exclude each other")
+    if not text.strip():
+        raise UsageError("the query is empty; say what you are looking for, e.g. "
+                         "contextd query \"where are tokens refreshed\"")
     if by_file and as_block:
-        raise click.UsageError("--files and --render exclude each other")
+        raise UsageError("--files and --render exclude each other")
+    from contextd.background import index_for_command, start_background_owner
+
+    project = state.project()
     request = QueryRequest(
         query=text, k=k, max_tokens=budget, min_score=min_score,
         providers=tuple(providers) or None, wait_for_model=True, by_file=by_file,
         contexts=contexts or None,
-        scope=ContextScope(paths=paths, languages=languages, kinds=kinds,
-                           exclude_patterns=excludes, files=files, folders=folders,
-                           memory=memory, roles=roles))
+        scope=ContextScope(paths=tuple(r for r in (root_relative(p, project.root)
+                                                   for p in paths) if r),
+                           languages=languages, kinds=kinds, exclude_patterns=excludes,
+                           files=files, folders=folders, memory=memory, roles=roles))
     engine = open_engine(state)
     try:
-        engine.ensure_indexed(progress=_progress(state))
+        handoff = index_for_command(engine, project, _progress(state))
+        if handoff.handed_off:
+            # Answer from what is ready, without loading the model in this process.
+            request = dataclasses.replace(request, wait_for_model=False,
+                                          providers=request.providers
+                                          or _without_semantic(project))
         response = engine.query(request)
+        if handoff.handed_off:
+            response = dataclasses.replace(response, notes=response.notes + (handoff.note(),))
+            start_background_owner(project)
     finally:
         engine.close()
     for note in response.notes:
         click.echo(f"contextd: {note}", err=True)
-    if as_block:
-        click.echo(render_context(context_from_response(response)))
-    elif as_json or state.as_json:
-        sys.stdout.write(json.dumps(to_dict(response), indent=2, ensure_ascii=False) + "\n")
+    if as_block:  # imported here: rendering pulls in numpy, which most queries do not need
+        from contextd.render import context_from_response, render_context
+
+        block = render_context(context_from_response(response))
+    if state.as_json:
+        data = to_dict(response)
+        if as_block:
+            data["rendered"] = block
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    elif as_block:
+        click.echo(block)
     else:
         (_print_files if by_file else _print_hits)(response)
 
@@ -153,6 +204,10 @@ def _print_stats(data: dict[str, Any]) -> None:
         click.echo(skipped_text(storage["skipped"]))
         for skip in storage.get("skipped_examples", [])[:5]:
             click.echo(f"  {skip['path']}: {skip['reason']} ({skip['detail']})")
+    indexing = data.get("indexing", {})
+    click.echo(f"indexing: {indexing.get('state')} ({indexing.get('text', '')})")
+    for problem in indexing.get("problem_files") or []:
+        click.echo(f"  not indexed as written: {problem['path']}: {problem['reason']}")
 
 
 @click.command("stats")

@@ -13,10 +13,8 @@ from contextd.cli.common import CliState, pass_state
 @click.command("serve")
 @click.option("--http", "http_port", type=click.IntRange(1, 65535), envvar="CONTEXTD_HTTP_PORT",
               help="Serve streamable HTTP on 127.0.0.1:PORT (path /mcp) instead of stdio.")
-@click.option("--root", type=click.Path(file_okay=False),
-              help="Project root (same as the global --root; handy in MCP client configs).")
 @pass_state
-def serve(state: CliState, http_port: int | None, root: str | None) -> None:
+def serve(state: CliState, http_port: int | None) -> None:
     """Run the MCP server of this project (stdio unless --http).
 
     \b
@@ -30,9 +28,14 @@ def serve(state: CliState, http_port: int | None, root: str | None) -> None:
       contextd serve --root /path/to/project
       contextd serve --http 8765     # http://127.0.0.1:8765/mcp
     """
+    from pathlib import Path
+
+    from contextd.project import check_root
     from contextd.server import serve as run
 
-    run(root or state.root, state.config_path, http_port, verbose=state.verbose)
+    if state.root:  # a mistyped root fails here, not in every later tool call
+        check_root(Path(state.root).resolve(), state.root)
+    run(state.root, state.config_path, http_port, verbose=state.verbose)
     # run() has closed what matters (the database, the owner lock and socket). Native
     # libraries (DuckDB, ONNX Runtime) abort when the interpreter finalises while a
     # background thread is still inside them (a model warm-up, a catch-up batch), so the

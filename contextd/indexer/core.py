@@ -8,6 +8,7 @@ vectors beside it. Runs are serialised by a lock: a watcher batch waits for a re
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
@@ -24,9 +25,12 @@ from contextd.errors import UsageError
 from contextd.indexer.embed_stage import EmbeddingStage, embed_missing
 from contextd.indexer.pipeline import Writer, outcomes
 from contextd.indexer.plan import FileTask, in_scope, order_by_priority, plan_changes
+from contextd.indexer.recency import recently_touched
 from contextd.indexer.report import IndexReport
+from contextd.interrupts import is_interrupt
 from contextd.path_args import check_paths, refusal_text
-from contextd.progress import JobProgress, NullProgress, Progress, TeeProgress
+from contextd.progress import (JobProgress, NullProgress, Progress, TeeProgress, WorkFigures,
+                               format_duration)
 from contextd.project import Project
 from contextd.store.base import IndexStore, SkippedFile
 
@@ -41,6 +45,22 @@ def index_signature(config) -> str:
     """What the stored chunks and index texts depend on besides the files themselves: a
     change re-indexes every file at the next catch-up."""
     return f"{chunking_signature(config)}|{contextualizer_signature(config)}"
+
+
+class _FileFigures(Progress):
+    """Keeps the indexer's live file figures (files done / left, rate) for status()."""
+
+    def __init__(self, figures: WorkFigures, offset: int):
+        self.figures = figures
+        self.offset = offset
+        self.total = 0
+
+    def start(self, total_files: int, label: str = "indexing") -> None:
+        self.total = total_files
+
+    def update(self, files_done: int, chunks_done: int, current_file: str | None = None
+               ) -> None:
+        self.figures.record(self.offset + files_done, max(0, self.total - files_done))
 
 
 class Indexer:
@@ -59,6 +79,11 @@ class Indexer:
         self._embed_lock = threading.Lock()
         self._state = "idle"
         self._files_total: int | None = None
+        self._embed_now = True
+        self._embedding_busy = False
+        # Live figures for stats and query notes: files of the current run, vectors.
+        self.file_figures = WorkFigures("files indexed")
+        self.embedding_figures = WorkFigures("chunks embedded")
 
     # ----- parts -------------------------------------------------------------------------
     @property
@@ -91,9 +116,21 @@ class Indexer:
 
     # ----- entry points ------------------------------------------------------------------
     def ensure_indexed(self, progress: Progress | None = None,
-                       cancel: threading.Event | None = None) -> IndexReport:
+                       cancel: threading.Event | None = None, embed: bool = True
+                       ) -> IndexReport:
         """Make the index current: resume an interrupted bootstrap, bootstrap an empty index,
-        or catch up with changes made while nothing was watching."""
+        or catch up with changes made while nothing was watching. ``embed=False`` leaves the
+        vectors to a later run (the CLI hands a large first embedding to a background owner,
+        answering from the lexical and symbol indexes at once)."""
+        with self._run_lock:
+            self._embed_now = embed
+            try:
+                return self._ensure_indexed(progress, cancel)
+            finally:
+                self._embed_now = True
+
+    def _ensure_indexed(self, progress: Progress | None, cancel: threading.Event | None
+                        ) -> IndexReport:
         with self._run_lock:
             signature = index_signature(self.config)
             job_id, pending = self.store.progress_pending()
@@ -118,7 +155,8 @@ class Indexer:
         stored with the same content are skipped (the caller clears them to force)."""
         with self._run_lock:
             entries = order_by_priority(self._walk(prefixes),
-                                        self.config.bootstrap.priority_extensions)
+                                        self.config.bootstrap.priority_extensions,
+                                        recently_touched(self.project.root))
             limit = self.config.bootstrap.max_initial_files
             if limit and prefixes is None:
                 entries = entries[:limit]
@@ -132,8 +170,9 @@ class Indexer:
             states = self.store.file_states()
             plan = plan_changes(entries, {p: states[p] for p in
                                           (e.path for e in entries) if p in states})
-            report = self._run(plan.tasks, mode, progress, cancel, track_progress=True,
-                               total=len(entries))
+            with self._interruptible(job_id):
+                report = self._run(plan.tasks, mode, progress, cancel, track_progress=True,
+                                   total=len(entries))
             report.files_seen, report.files_unchanged = plan.seen, \
                 report.files_unchanged + plan.unchanged
             if not report.cancelled:
@@ -151,10 +190,55 @@ class Indexer:
         with self._run_lock:
             return self._refresh(paths, force, progress, cancel, mode="refresh")
 
-    def embed_pending(self, cancel: threading.Event | None = None) -> int:
-        """Compute every missing vector now; returns how many texts were embedded."""
-        return embed_missing(self.store, self.embedder, self.config.embedding.batch_size,
-                             cancel, self._embed_lock)
+    def embed_pending(self, cancel: threading.Event | None = None,
+                      progress: Progress | None = None) -> int:
+        """Compute every missing vector now; returns how many texts were embedded.
+
+        Runs outside the run lock, so refreshes, watcher batches and catch-ups go on
+        meanwhile (an owner answers "at once" from the lexical and symbol indexes while
+        this fills in the vectors, in the order files were written). The figures (done,
+        pending, rate, ETA) feed :meth:`status` and ``progress``."""
+        embedder = self.embedder
+        progress = progress or NullProgress()
+        figures = self.embedding_figures = WorkFigures("chunks embedded")
+        done = 0
+
+        def on_batch(count: int) -> None:
+            nonlocal done
+            done += count
+            pending = self.store.count_missing_embeddings(embedder.identity)
+            figures.record(done, pending)
+            progress.embedding(done, pending)
+
+        pending = self.store.count_missing_embeddings(embedder.identity)
+        figures.record(0, pending)
+        progress.embedding(0, pending)
+        self._embedding_busy = True
+        try:
+            if pending:
+                embedder.embed_query("warm up")  # load (or export) the model off the clock
+                figures.restart_clock()
+            return embed_missing(self.store, embedder, self.config.embedding.batch_size,
+                                 cancel, self._embed_lock, on_batch)
+        finally:
+            self._embedding_busy = False
+
+    @property
+    def indexing(self) -> bool:
+        """Whether files are being read and chunked right now."""
+        return self._state == "indexing"
+
+    @property
+    def embedding_under_way(self) -> bool:
+        """Whether vectors are being computed now, with some still pending."""
+        if not self.embedding_figures.pending:
+            return False
+        return self._state != "idle" or self._embedding_busy
+
+    @property
+    def busy(self) -> bool:
+        """Whether a run or a background embedding is under way."""
+        return self._state != "idle" or self._embedding_busy
 
     @property
     def state(self) -> str:
@@ -162,18 +246,39 @@ class Indexer:
         return self._state
 
     def status(self) -> dict[str, Any]:
-        """Indexing state for get_context_stats: ``state`` (idle, indexing, embedding),
-        ``files_indexed``, ``files_total``, ``embeddings_pending`` and ``text``
-        ("N / M files")."""
+        """Indexing state for get_context_stats and ``contextd stats``: ``state`` (idle,
+        indexing, embedding), ``files_indexed``, ``files_total``, ``embeddings_pending``,
+        ``embedding`` (vectors computed by the running stage, rate, ETA), ``eta_seconds`` of
+        the files, ``left_out`` (files of a cancelled or interrupted run, indexed by the
+        next one) and ``text`` ("N / M files; ...")."""
         indexed = len(self.store.file_states())
-        total = self._files_total if self._state == "indexing" and self._files_total else indexed
+        state = "embedding" if self._state == "idle" and self._embedding_busy else self._state
+        running = self._state == "indexing" and self._files_total
+        total = self._files_total if running else indexed
         try:
             pending = self.store.count_missing_embeddings(self.embedder.identity) \
                 if self.embed else None
         except Exception:  # an unavailable model is reported by stats, not here
             pending = None
-        return {"state": self._state, "files_indexed": indexed, "files_total": total,
-                "embeddings_pending": pending, "text": f"{indexed:,} / {total:,} files"}
+        text = f"{indexed:,} / {total:,} files"
+        eta = self.file_figures.eta_seconds if running else None
+        if eta is not None:
+            text += f", ETA {format_duration(eta)}"
+        embedding = self.embedding_figures
+        if pending:
+            if embedding.pending is not None and state != "idle":
+                text += f"; {embedding.text()}"
+            else:
+                text += f"; {pending:,} chunks waiting for their vectors"
+        _, left_out = self.store.progress_pending() if not running else (None, [])
+        if left_out:
+            text += f"; {len(left_out):,} files left out by an interrupted run (the next " \
+                    "run indexes them)"
+        return {"state": state, "files_indexed": indexed, "files_total": total,
+                "eta_seconds": None if eta is None else round(eta),
+                "embeddings_pending": pending,
+                "embedding": embedding.as_dict() if embedding.started is not None else None,
+                "left_out": len(left_out), "text": text}
 
     # ----- internals ---------------------------------------------------------------------
     def _resume(self, job_id: str | None, pending: list[str], progress: Progress | None,
@@ -183,8 +288,9 @@ class Indexer:
         states = {p: s for p, s in self.store.file_states().items() if p in wanted}
         plan = plan_changes(entries, states)
         gone = wanted - {e.path for e in entries}
-        report = self._run(plan.tasks, "resume", progress, cancel, track_progress=True,
-                           total=len(pending))
+        with self._interruptible(job_id):
+            report = self._run(plan.tasks, "resume", progress, cancel, track_progress=True,
+                               total=len(pending))
         report.files_removed += self.store.delete_files(plan.removed)
         self.store.progress_mark(sorted(gone), "completed")
         report.files_seen = plan.seen
@@ -194,6 +300,20 @@ class Indexer:
         else:
             self.store.progress_clear()
         return report
+
+    @contextlib.contextmanager
+    def _interruptible(self, job_id: str | None):
+        """Ctrl-C (:mod:`contextd.interrupts`) during a tracked run marks its job ``interrupted``
+        before it propagates; the bootstrap progress rows stay, so the next run resumes
+        where this one stopped."""
+        try:
+            yield
+        except BaseException as exc:
+            if job_id and is_interrupt(exc):
+                self.store.update_job(job_id, status="interrupted", completed_at="now",
+                                      error_message="interrupted (Ctrl-C); the next run "
+                                                    "resumes it")
+            raise
 
     def _finish_bootstrap(self, job_id: str, report: IndexReport) -> None:
         if report.cancelled:
@@ -277,23 +397,42 @@ class Indexer:
         cancel = cancel or threading.Event()
         started = time.perf_counter()
         stage = None
-        if self.embed:
+
+        def on_embedding(done: int, pending: int) -> None:
+            self.embedding_figures.record(done, pending)
+            progress.embedding(done, pending)
+
+        # While embed_pending works through the backlog in the background, it also picks up
+        # the chunks this run writes: a stage here would only make the run wait for the
+        # whole backlog (a client's catch-up, a watcher batch).
+        if self.embed and self._embed_now and not self._embedding_busy:
             stage = EmbeddingStage(self.store, lambda: self.embedder,
                                    self.config.embedding.batch_size, self._embed_lock,
-                                   cancel).start()
+                                   cancel, on_embedding).start()
         writer = Writer(self.store, report, progress, track_progress,
                         self.config.bootstrap.fail_fast, stage.wake if stage else lambda: None)
         self._state, self._files_total = "indexing", total
+        self.file_figures = WorkFigures("files indexed")
+        self.file_figures.record(total - len(tasks), len(tasks))
+        progress = TeeProgress(progress, _FileFigures(self.file_figures, total - len(tasks)))
         progress.start(len(tasks), mode)
         try:
             prefix_store = self.store if needs_store(self.config) else None
             before = stage_stats(self.config, prefix_store) if prefix_store else {}
-            for outcome in outcomes(tasks, self.config, self.workers(), cancel, prefix_store):
-                writer.add(outcome)
+            # Closed explicitly: when the writer fails (Ctrl-C inside a DuckDB statement), the
+            # generator would otherwise shut its worker pool down only when collected, and
+            # a process leaving with os._exit would orphan the workers.
+            with contextlib.closing(outcomes(tasks, self.config, self.workers(), cancel,
+                                             prefix_store)) as produced:
+                for outcome in produced:
+                    writer.add(outcome)
             writer.flush()
             if prefix_store is not None:
                 report.contextualizer = counters_since(before, stage_stats(self.config,
                                                                           prefix_store))
+        except BaseException:
+            cancel.set()  # Ctrl-C or a failure: the embedding stage stops after its window
+            raise
         finally:
             self._state = "embedding"
             if stage is not None:

@@ -59,13 +59,16 @@ class EmbeddingStage:
     """
 
     def __init__(self, store: IndexStore, embedder_source: Callable[[], Any], batch_size: int,
-                 lock: threading.Lock, cancel: threading.Event | None = None):
+                 lock: threading.Lock, cancel: threading.Event | None = None,
+                 on_progress: Callable[[int, int], None] | None = None):
         self.store = store
+        self.on_progress = on_progress
         self.embedder_source = embedder_source
         self.batch_size = batch_size
         self.lock = lock
         self.cancel = cancel or threading.Event()
         self.embedded = 0
+        self._identity = ""
         self.error: str | None = None
         self._wake = threading.Event()
         self._done = threading.Event()
@@ -88,10 +91,22 @@ class EmbeddingStage:
 
     def _count(self, n: int) -> None:
         self.embedded += n
+        if self.on_progress is not None:
+            self.on_progress(self.embedded, self._pending())
+
+    def _pending(self) -> int:
+        """Texts still lacking a vector (one count query per window of ~500 texts)."""
+        try:
+            return self.store.count_missing_embeddings(self._identity)
+        except Exception:  # a count for a progress line must never stop the stage
+            return 0
 
     def _run(self) -> None:
         try:
             embedder = self.embedder_source()
+            self._identity = embedder.identity
+            if self.on_progress is not None:
+                self.on_progress(0, self._pending())
             while not self.cancel.is_set():
                 last_round = self._done.is_set()
                 self._wake.clear()

@@ -91,6 +91,12 @@ def _inline(tasks: Sequence[FileTask], config: ContextConfig, cancel: threading.
         yield process_file(task, config, store)
 
 
+def _without_chunks(task: FileTask) -> FileRecord:
+    """The file_state of a file that failed (no content hash: any change re-reads it)."""
+    return FileRecord(path=task.path, size_bytes=task.size, mtime_ns=task.mtime_ns,
+                      content_hash="", language=None, chunks=[])
+
+
 class Writer:
     """Accumulates outcomes and stores them in atomic batches; keeps the report's counts
     and the bootstrap progress rows current."""
@@ -177,6 +183,10 @@ class Writer:
             report.files_unchanged += len(self._same)
         if self._vanished:
             report.files_removed += store.delete_files(self._vanished)
+        if self._failed:
+            # A file that failed is stored without chunks, under its size and mtime: it is
+            # not read again until it changes, and its stale chunks (if any) go away.
+            store.write_files([_without_chunks(o.task) for o in self._failed])
         for outcome in self._failed:
             self._record_failure(outcome)
         done = [r.path for r in self._records] + [t.path for t in self._same] + self._vanished

@@ -18,6 +18,7 @@ from contextd.store.base import FileState
 SMALL_FILE_BYTES = 10 * 1024
 LARGE_FILE_BYTES = 1024 * 1024
 DOC_EXTENSIONS = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc"})
+TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs"})
 CONFIG_EXTENSIONS = frozenset({".yaml", ".yml", ".toml", ".json", ".xml", ".properties",
                                ".ini", ".cfg", ".csv"})
 
@@ -44,31 +45,48 @@ class Plan:
     seen: int = 0
 
 
-def priority(entry: FileEntry | FileTask, source_extensions: frozenset[str]) -> tuple:
-    """Sort key of spec 004 §8.0 step 3: small files first (quick wins), then source code,
-    documentation, configuration, other text, and large files last."""
+def is_test_path(path: str) -> bool:
+    """Whether a path looks like a test (a ``test``/``tests`` directory, ``test_*``,
+    ``*_test.*``, ``*.spec.*``, ``*.test.*``): tests answer fewer questions than the code
+    they test, so they come after it."""
+    parts = PurePosixPath(path).parts
+    name = parts[-1].lower() if parts else ""
+    stem = name.split(".", 1)[0]
+    return (any(p.lower() in TEST_DIRS for p in parts[:-1]) or stem.startswith("test_")
+            or stem.endswith("_test") or ".spec." in name or ".test." in name)
+
+
+def priority(entry: FileEntry | FileTask, source_extensions: frozenset[str],
+             recent: frozenset[str] = frozenset()) -> tuple:
+    """Sort key of spec 004 §8.0 step 3: files touched recently in git first (the code being
+    worked on), then small files (quick wins), source code, documentation, tests,
+    configuration, other text, and large files last."""
     size = entry.size
     suffix = PurePosixPath(entry.path).suffix.lower()
     if size < SMALL_FILE_BYTES:
         bucket = 0
     elif size >= LARGE_FILE_BYTES:
-        bucket = 5
-    elif suffix in source_extensions:
-        bucket = 1
+        bucket = 6
     elif suffix in DOC_EXTENSIONS:
         bucket = 2
+    elif suffix in source_extensions and not is_test_path(entry.path):
+        bucket = 1
+    elif suffix in source_extensions:
+        bucket = 3  # tests
     elif suffix in CONFIG_EXTENSIONS:
-        bucket = 3
-    else:
         bucket = 4
-    return bucket, size, entry.path
+    else:
+        bucket = 5
+    return entry.path not in recent, bucket, size, entry.path
 
 
-def order_by_priority(entries: Iterable[FileEntry], source_extensions: Sequence[str]
-                      ) -> list[FileEntry]:
-    """``entries`` in bootstrap priority order."""
+def order_by_priority(entries: Iterable[FileEntry], source_extensions: Sequence[str],
+                      recent: frozenset[str] = frozenset()) -> list[FileEntry]:
+    """``entries`` in bootstrap priority order (``recent``: paths touched recently in git,
+    see :mod:`contextd.indexer.recency`). The embedding stage follows the same order, as
+    it embeds chunks in the order their files were first written."""
     exts = frozenset(e.lower() for e in source_extensions)
-    return sorted(entries, key=lambda e: priority(e, exts))
+    return sorted(entries, key=lambda e: priority(e, exts, recent))
 
 
 def in_scope(path: str, prefixes: Sequence[str] | None) -> bool:

@@ -6,6 +6,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+# Failed files named in the one-line summary (``errors`` holds more).
+FAILURES_IN_SUMMARY = 3
+
+
 @dataclass
 class IndexReport:
     """What one run of the indexer did.
@@ -46,6 +50,10 @@ class IndexReport:
                 f"{self.files_unchanged:,} unchanged, {self.files_removed:,} removed, "
                 f"{self.files_failed:,} failed; {self.chunks_written:,} chunks, "
                 f"{self.chunks_embedded:,} embedded in {self.seconds:.1f} s")
+        if self.files_failed:
+            shown = "; ".join(self.errors[:FAILURES_IN_SUMMARY])
+            more = " ..." if self.files_failed > FAILURES_IN_SUMMARY else ""
+            text += f" (failed: {shown}{more}; not retried until they change)"
         if self.cancelled:
             text += " (cancelled)"
         if self.embedding_error:

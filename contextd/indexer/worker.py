@@ -8,6 +8,8 @@ symbols, references, index text) can hold one; the content hash is that of the o
 
 from __future__ import annotations
 
+import signal
+
 import traceback
 from dataclasses import dataclass
 from typing import Sequence
@@ -108,8 +110,12 @@ _worker_config: ContextConfig | None = None
 
 
 def init_worker(config: ContextConfig) -> None:
-    """Pool initializer: keep the configuration for every batch this process handles."""
+    """Pool initializer: keep the configuration for every batch this process handles, and
+    leave Ctrl-C to the parent (the terminal sends SIGINT to the whole process group; a
+    worker would print its own KeyboardInterrupt traceback, while the parent stops the pool
+    and records where the run stopped)."""
     global _worker_config
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_config = config
 
 

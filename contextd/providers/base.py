@@ -116,6 +116,12 @@ class EmbedderHandle:
         return self._embedder
 
     @property
+    def started(self) -> bool:
+        """Whether anything asked for the model yet (a query answered without semantic
+        search must not start loading it just for MMR)."""
+        return self._thread is not None
+
+    @property
     def loading(self) -> bool:
         """True while the model is being loaded."""
         return self._thread is not None and not self._ready.is_set()

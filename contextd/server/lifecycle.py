@@ -104,6 +104,8 @@ def serve(root: str | None, config_path: str | None, http_port: int | None = Non
     """Run the MCP server until the client goes away or a signal arrives."""
     from contextd.server.app import build_app
 
+    if http_port is not None:
+        check_port_free(http_port)
     handle = EngineHandle(root, config_path)
     app = build_app(handle, log_level="DEBUG" if verbose > 1 else "WARNING")
     try:
@@ -113,6 +115,25 @@ def serve(root: str | None, config_path: str | None, http_port: int | None = Non
             anyio.run(_serve_http, app, handle, http_port)
     finally:
         handle.close()
+
+
+def check_port_free(port: int, host: str = "127.0.0.1") -> None:
+    """Refuse a port something already listens on, in one line, before anything starts
+    (uvicorn would log a traceback and the process would linger on its shutdown)."""
+    import errno
+    import socket
+
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+    try:
+        probe.bind((host, port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ContextdError(f"port {port} on {host} is already in use (another contextd "
+                                "serve --http?); choose another with --http PORT") from None
+        raise ContextdError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    finally:
+        probe.close()
 
 
 async def _start_later(handle: EngineHandle) -> None:
@@ -132,15 +153,19 @@ async def _serve_stdio(app, handle: EngineHandle) -> None:
 
 
 async def _exit_on_signal(handle: EngineHandle) -> None:
-    """SIGTERM/SIGINT: release the lock and the socket, then exit. The SDK reads stdin in a
-    worker thread that cannot be interrupted, so waiting for the transport to wind down
-    would wait for input that never comes; everything worth keeping is closed first."""
+    """SIGTERM/SIGINT: release the lock and the socket, then exit (0 on SIGTERM, the normal
+    way to stop a server; 130 and "interrupted" on Ctrl-C, like every command). The SDK
+    reads stdin in a worker thread that cannot be interrupted, so waiting for the transport
+    to wind down would wait for input that never comes; everything worth keeping is closed
+    first."""
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
             log.info("contextd serve: signal %d, shutting down", signum)
             await anyio.to_thread.run_sync(handle.close)
+            if signum == signal.SIGINT:
+                sys.stderr.write("contextd: interrupted\n")
             sys.stderr.flush()
-            os._exit(0)
+            os._exit(130 if signum == signal.SIGINT else 0)
 
 
 async def _serve_http(app, handle: EngineHandle, port: int) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from contextd.errors import UsageError
+from contextd.indexing_notes import STILL_INDEXING
 from contextd.records import ContextScope, to_dict
 from contextd.render import skipped_text
 from contextd.server.schemas import (
@@ -60,10 +61,13 @@ def query_text(result: QueryResult) -> str:
                         f"({hit.kind}, {hit.language}, {hit.role or 'unknown'} file, "
                         f"score {hit.score:.2f})",
                         hit.snippet, hit.language))
+    # While the project is still being indexed the note says what is missing: an empty
+    # answer is not "nothing matched".
+    indexing = any(n.startswith(STILL_INDEXING) for n in result.notes)
     return listing(f"{len(result.hits)} result(s) for {result.query!r} "
                    f"({result.total_tokens} of {result.max_tokens} tokens).", result.notes,
-                   "Nothing matched: try other words, a wider scope, or get_context_stats to "
-                   "check that the project is indexed.", entries)
+                   "" if indexing else "Nothing matched: try other words, a wider scope, or "
+                   "get_context_stats to check that the project is indexed.", entries)
 
 
 def listing(intro: str, notes: Sequence[str], empty_hint: str,
@@ -71,7 +75,7 @@ def listing(intro: str, notes: Sequence[str], empty_hint: str,
     """A readable answer: the intro, notes, ``empty_hint`` when there is no entry, then each
     (heading, snippet, language) as a ``##`` heading and the snippet in a fence."""
     lines = [intro] + [f"Note: {note}" for note in notes]
-    if not entries:
+    if not entries and empty_hint:
         lines.append(empty_hint)
     for heading, snippet, language in entries:
         fence = "````" if "```" in snippet else "```"
@@ -122,8 +126,9 @@ def stats_text(result: StatsResult) -> str:
              "languages: " + ", ".join(f"{k} {v}" for k, v in result.languages.items())]
     if storage.get("skippedFiles"):
         lines.append(skipped_text(storage["skippedFiles"]))
+    lines += [f"not indexed as written: {problem['path']}: {problem['reason']}"
+              for problem in indexing.get("problem_files") or []]
     return "\n".join(lines)
-
 
 
 def files_under(root: Path, paths: Sequence[str]) -> int:

@@ -134,7 +134,10 @@ class StatsResult(BaseModel):
         "queries, avgQueryLatencyMs, avgTokensPerQuery, providerLatencyMs."))
     languages: dict[str, int] = Field(description="Chunks per language.")
     indexing: dict[str, Any] = Field(description=(
-        "state (idle, indexing, embedding), files indexed / total, embeddings pending."))
+        "state (idle, indexing, embedding), files indexed / total with ETA, embeddings "
+        "pending, the running embedding (done, pending, rate, ETA), files left out by an "
+        "interrupted run, problem_files (path and reason of files that failed or were "
+        "indexed as line windows), and a one-line text."))
     recent_activity: list[dict[str, Any]] = Field(alias="recentActivity", description=(
         "The latest jobs (bootstrap, rebuilds) with their status and figures."))
     owner: dict[str, Any] = Field(description=(

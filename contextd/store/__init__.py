@@ -21,6 +21,9 @@ def open_store(project) -> IndexStore:
 
         identity = project_identity(project.root, storage.workspace)
         return open_postgres(storage.url, workspace_id(identity), identity, str(project.root))
+    from contextd.git_exclude import exclude_index_dir
     from contextd.store.duckdb_store import DuckDBStore
 
-    return DuckDBStore(project.db_path)
+    store = DuckDBStore(project.db_path)
+    exclude_index_dir(project.root, project.db_path)
+    return store

@@ -228,7 +228,8 @@ class IndexStore(abc.ABC):
     @abc.abstractmethod
     def missing_embeddings(self, model: str, limit: int) -> list[tuple[str, str]]:
         """Up to ``limit`` distinct (embed_hash, index_text) of stored chunks without a vector
-        for ``model``."""
+        for ``model``, those of the files written first (lowest file_id: the bootstrap's
+        priority order) first, so the most useful chunks get their vectors soonest."""
 
     @abc.abstractmethod
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> int:

@@ -331,7 +331,8 @@ class DuckDBStore(IndexStore):
             """SELECT c.embed_hash, any_value(coalesce(c.index_text, c.text))
                FROM chunks c ANTI JOIN (SELECT text_hash FROM embeddings WHERE model = ?) e
                ON c.embed_hash = e.text_hash
-               GROUP BY c.embed_hash ORDER BY c.embed_hash LIMIT ?""", [model, limit]).fetchall()
+               GROUP BY c.embed_hash ORDER BY min(c.file_id), c.embed_hash LIMIT ?""",
+            [model, limit]).fetchall()
 
     def count_missing_embeddings(self, model: str) -> int:
         return _first(self._cursor().execute(

@@ -1,0 +1,306 @@
+"""The first minutes with contextd (issue 13), as a new user meets them: the real CLI in a
+subprocess, the real MCP client over stdio.
+
+Bad roots create nothing, options work on either side of the subcommand, filters that cannot
+match say why, Ctrl-C is one line and exit 130 with a resumable job, and a large first
+embedding is handed to a background owner that answers later commands warm.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_mcp_server import error_text, make_repo, mcp_session, server_env, structured
+
+from contextd.indexing_notes import STILL_INDEXING
+
+
+def run(cwd: Path, runtime: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**server_env(runtime), "CONTEXTD_LOAD_PLUGINS": ""}
+    env.pop("CONTEXTD_RAISE_ERRORS", None)
+    return subprocess.run([sys.executable, "-m", "contextd", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def one_line_error(proc: subprocess.CompletedProcess, code: int = 1) -> str:
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("contextd: error: "), proc.stderr
+    return lines[0]
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+@pytest.fixture()
+def runtime(tmp_path: Path) -> Path:
+    return tmp_path / "run"
+
+
+@pytest.mark.parametrize("command", [["query", "x"], ["stats"], ["refresh"],
+                                     ["rebuild", "--dry-run"], ["watch"], ["serve"]])
+def test_a_bad_root_fails_in_one_line_and_creates_nothing(tmp_path, runtime, command):
+    missing = tmp_path / "nonexistent"
+    line = one_line_error(run(tmp_path, runtime, "--root", str(missing), *command))
+    assert line == f"contextd: error: project root {missing} does not exist"
+    assert not missing.exists()
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x\n")
+    line = one_line_error(run(tmp_path, runtime, *command, "--root", str(a_file)))
+    assert line.endswith("is not a directory")
+
+
+def test_the_filesystem_root_is_refused_before_anything_is_created(tmp_path, runtime):
+    line = one_line_error(run(tmp_path, runtime, "--root", "/", "query", "x"))
+    assert "/ is far too broad a root" in line
+    assert not Path("/.contextd").exists()
+
+
+def test_global_options_work_after_the_subcommand_with_one_meaning(repo, tmp_path, runtime):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    listed = run(elsewhere, runtime, "list-indexable", "--json", "--root", str(repo))
+    assert listed.returncode == 0, listed.stderr
+    assert "src/billing/invoice.py" in {e["path"] for e in json.loads(listed.stdout)["files"]}
+    answered = run(elsewhere, runtime, "query", "invoice_total", "--root", str(repo), "--json",
+                   "--render")
+    assert answered.returncode == 0, answered.stderr
+    data = json.loads(answered.stdout)
+    assert data["hits"][0]["file_path"] == "src/billing/invoice.py"
+    assert data["rendered"].startswith("<project_context")
+    stats = run(elsewhere, runtime, "stats", "--json", "--root", str(repo))
+    assert json.loads(stats.stdout)["storage"]["total_files"] == 4
+    before = run(elsewhere, runtime, "--json", "--root", str(repo), "stats")
+    assert json.loads(before.stdout)["storage"]["total_files"] == 4
+    # .contextd/ hides itself from git status through .git/info/exclude, not .gitignore.
+    assert "/.contextd/" in (repo / ".git" / "info" / "exclude").read_text()
+    assert not (repo / ".gitignore").exists()
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"],
+                            capture_output=True, text=True, check=True)
+    assert ".contextd" not in status.stdout
+
+
+def test_queries_that_cannot_answer_say_why(repo, runtime):
+    assert run(repo, runtime, "refresh").returncode == 0
+    line = one_line_error(run(repo, runtime, "query", "  "), code=2)
+    assert "the query is empty" in line
+    line = one_line_error(run(repo, runtime, "query", "invoice", "--lang", "py"), code=2)
+    assert "'py'" in line and "python" in line and "markdown" in line
+    line = one_line_error(run(repo, runtime, "query", "invoice", "--kind", "function"), code=2)
+    assert "'function'" in line and "CODE_FUNCTION" in line
+    line = one_line_error(run(repo, runtime, "query", "invoice", "--path", "nowhere/"), code=2)
+    assert "'nowhere/'" in line and "matches no indexed file" in line
+    # --path: absolute inside the root, and relative to the working directory.
+    absolute = run(repo, runtime, "--json", "query", "invoice",
+                   "--path", str(repo / "src" / "billing"))
+    assert absolute.returncode == 0, absolute.stderr
+    hits = json.loads(absolute.stdout)["hits"]
+    assert hits and all(h["file_path"].startswith("src/billing/") for h in hits)
+    relative = run(repo / "src", runtime, "--json", "query", "invoice", "--path", "billing")
+    assert [h["file_path"] for h in json.loads(relative.stdout)["hits"]] == \
+        [h["file_path"] for h in hits]
+    outside = run(repo, runtime, "query", "invoice", "--path", "/tmp")
+    assert "outside the project root" in one_line_error(outside, code=2)
+    tiny = run(repo, runtime, "query", "invoice", "--budget", "1")
+    assert tiny.returncode == 0
+    assert "none fits the token budget of 1 tokens" in tiny.stderr
+
+
+def test_a_failed_file_is_named_with_its_reason_and_not_retried_until_it_changes(repo,
+                                                                                 runtime):
+    (repo / "src" / "latin1.py").write_bytes(b"# caf\xe9\n")
+    first = run(repo, runtime, "refresh")
+    assert first.returncode == 0, first.stderr
+    report = first.stdout.strip()
+    assert "1 failed" in report and "src/latin1.py: not valid UTF-8" in report
+    problems = _stats(repo, runtime)["indexing"]["problem_files"]
+    assert [p["path"] for p in problems] == ["src/latin1.py"]
+    assert problems[0]["reason"].startswith("decode_error: not valid UTF-8")
+    again = json.loads(run(repo, runtime, "--json", "refresh").stdout)
+    assert again["files_failed"] == 0 and again["files_indexed"] == 0
+    (repo / "src" / "latin1.py").write_text("# cafe\n")
+    fixed = json.loads(run(repo, runtime, "--json", "refresh").stdout)
+    assert fixed["files_indexed"] == 1 and fixed["files_failed"] == 0
+    assert _stats(repo, runtime)["indexing"]["problem_files"] == []
+
+
+def test_validate_config_rejects_what_a_query_would(repo, runtime):
+    (repo / "context.toml").write_text('[embedding]\nbackend = "cuda"\n')
+    proc = run(repo, runtime, "validate-config")
+    assert proc.returncode == 1
+    assert "embedding.backend: unknown embedding backend 'cuda'; choose from:" in proc.stdout
+
+
+def test_a_busy_port_is_one_line(repo, runtime):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        line = one_line_error(run(repo, runtime, "serve", "--http", str(port)))
+    assert f"port {port} on 127.0.0.1 is already in use" in line
+
+
+def _many_files(root: Path, count: int, functions: int = 40) -> None:
+    """``count`` files of ``functions`` functions each, all alike: chunking takes a while,
+    while the embedding cache (keyed by text; no contextual prefix naming the file) embeds
+    the distinct texts once."""
+    body = "".join(f"def handler_{i}(request):\n    return request.value * {i}\n\n\n"
+                   for i in range(functions))
+    for n in range(count):
+        path = root / "pkg" / f"module_{n:04d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(body)
+
+
+def _stats(repo: Path, runtime: Path) -> dict:
+    proc = run(repo, runtime, "stats", "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_ctrl_c_during_the_first_index_is_one_line_and_resumable(repo, runtime):
+    _many_files(repo, 400)
+    (repo / "context.toml").write_text("[owner]\nbackground = false\n"
+                                       "[contextualizer]\nstrategy = \"none\"\n")
+    env = {**server_env(runtime), "CONTEXTD_LOAD_PLUGINS": ""}
+    proc = subprocess.Popen([sys.executable, "-m", "contextd", "query", "handler"], cwd=repo,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stderr.readline()  # "contextd: bootstrap: N files to process"
+    assert "files to process" in first, first
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "contextd: interrupted"
+    assert "leaked" not in err and "Traceback" not in err
+    jobs = _stats(repo, runtime)["recent_jobs"]
+    assert jobs[0]["job_type"] == "bootstrap" and jobs[0]["status"] == "interrupted"
+    resumed = run(repo, runtime, "query", "handler")  # its catch-up resumes the bootstrap
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resume: " in resumed.stderr
+    stats = _stats(repo, runtime)
+    assert stats["storage"]["total_files"] == 405  # 400 + the 4 files + context.toml
+    assert stats["recent_jobs"][0]["status"] == "completed"
+
+
+def test_ctrl_c_stops_watch_in_one_line(repo, runtime):
+    env = {**server_env(runtime), "CONTEXTD_LOAD_PLUGINS": ""}
+    proc = subprocess.Popen([sys.executable, "-m", "contextd", "watch"], cwd=repo, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stderr.readline()
+    assert "watching" in line, line
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines() == ["contextd: interrupted"] and out == ""
+
+
+def _owner_pid(repo: Path) -> int:
+    return int((repo / ".contextd" / "owner.lock").read_text().strip())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie has exited; it only waits to be reaped by its parent (init here).
+    status = Path(f"/proc/{pid}/status")
+    return status.exists() and "zombie" not in status.read_text()
+
+
+def test_a_first_query_answers_at_once_and_the_background_owner_finishes(repo, runtime):
+    _many_files(repo, 30)
+    (repo / "context.toml").write_text("[owner]\nbackground_min_chunks = 1\n"
+                                       "idle_exit_seconds = 5\n"
+                                       "[contextualizer]\nstrategy = \"none\"\n")
+    first = run(repo, runtime, "--json", "query", "invoice_total")
+    assert first.returncode == 0, first.stderr
+    answer = json.loads(first.stdout)
+    assert answer["hits"][0]["file_path"] == "src/billing/invoice.py"
+    assert "semantic" not in answer["providers"]
+    assert any("semantic results are still being computed in the background" in note
+               for note in answer["notes"])
+    time.sleep(0.5)
+    pid = _owner_pid(repo)
+    try:
+        assert _alive(pid)
+        deadline = time.monotonic() + 120
+        while True:
+            stats = _stats(repo, runtime)
+            assert stats["owner"]["pid"] == pid and not stats["owner"]["this_process"]
+            if stats["indexing"]["embeddings_pending"] == 0:
+                break
+            assert time.monotonic() < deadline, stats["indexing"]
+            time.sleep(1)
+        later = json.loads(run(repo, runtime, "--json", "query", "invoice_total").stdout)
+        assert "semantic" in later["providers"]
+        assert not any("background" in note for note in later["notes"])
+        deadline = time.monotonic() + 60  # idle_exit_seconds = 5
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not _alive(pid)
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_mcp_filters_that_cannot_match_are_tool_errors(repo, tmp_path):
+    with mcp_session(repo, server_env(tmp_path / "run"), tmp_path / "server.log") as session:
+        assert structured(session.call("refresh_context",
+                                       {"paths": ["."], "async": False}))["status"] == "completed"
+        text = error_text(session.call("query_context", {
+            "query": "invoice", "scope": {"languages": ["klingon"]}}))
+        assert "'klingon'" in text and "python" in text
+        answer = structured(session.call("query_context", {"query": "invoice_total"}))
+        assert not any(n.startswith(STILL_INDEXING) for n in answer["notes"])
+
+
+def test_a_query_during_the_first_index_says_what_is_missing(repo):
+    """Engine.query while a bootstrap runs (a real indexer in a thread, a real store): an
+    empty answer names the indexing progress, and the MCP text then gives no "Nothing
+    matched" advice."""
+    import threading
+
+    from contextd.engine import Engine
+    from contextd.indexing_notes import answer_while_indexing
+    from contextd.query_api import QueryRequest
+    from contextd.server import render
+
+    _many_files(repo, 1000, functions=3)
+    (repo / "context.toml").write_text("[bootstrap]\nparallel_workers = 1\n")
+    engine = Engine.open(str(repo))
+    try:
+        worker = threading.Thread(target=engine.indexer.ensure_indexed,
+                                  kwargs={"embed": False})
+        worker.start()
+        deadline = time.monotonic() + 60
+        while not engine.indexer.indexing and time.monotonic() < deadline:
+            time.sleep(0.01)
+        request = QueryRequest(query="zebra_quokka_nowhere", wait_for_model=False,
+                               providers=("full_text", "symbol"))
+        response = answer_while_indexing(engine.indexer, lambda: engine.module.query(request),
+                                         wait_s=0)
+        still_running = engine.indexer.indexing
+        worker.join()
+        assert still_running, "the bootstrap finished before the query; use more files"
+        note = [n for n in response.notes if n.startswith(STILL_INDEXING)]
+        assert note and "files indexed" in note[0] and "retry in" in note[0]
+        text = render.query_text(render.query_result(request.query, response, 1000, 0.0))
+        assert "Nothing matched" not in text and STILL_INDEXING in text
+        done = engine.query(request)  # indexing over: a plain empty answer
+        assert not any(n.startswith(STILL_INDEXING) for n in done.notes)
+        assert "Nothing matched" in render.query_text(
+            render.query_result(request.query, done, 1000, 0.0))
+    finally:
+        engine.close()
