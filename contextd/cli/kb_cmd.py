@@ -18,21 +18,17 @@ from contextd.cli.common import CliState, emit, open_engine, pass_state
 PREVIEW_LINES = 3
 
 
-def _run(state: CliState, as_json: bool, call: Callable[[Any], Any],
-         human: Callable[[Any], None]) -> Any:
+def _run(state: CliState, call: Callable[[Any], Any], human: Callable[[Any], None]) -> Any:
     """Call the engine, print the result, close the engine."""
     engine = open_engine(state)
     try:
         result = call(engine)
     finally:
         engine.close()
-    if as_json:
-        state.as_json = True
     emit(state, result, human)
     return result
 
 
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 _context_option = click.option("--context", "-c", "contexts", multiple=True, help=(
     "Context name (repeatable, or comma-separated)."))
 
@@ -63,30 +59,27 @@ def _print_context(info: Any) -> None:
 @kb_group.command("create")
 @click.argument("name")
 @click.option("--description", "-d", default="", help="What the context holds.")
-@_json_option
 @pass_state
-def create_cmd(state: CliState, name: str, description: str, as_json: bool) -> None:
+def create_cmd(state: CliState, name: str, description: str) -> None:
     """Create the context NAME (letters, digits, '-' and '_'; case-insensitive)."""
-    _run(state, as_json, lambda e: e.knowledge_create_context(name, description),
+    _run(state, lambda e: e.knowledge_create_context(name, description),
          lambda info: click.echo(f"created context {info.name}"))
 
 
 @kb_group.command("list")
-@_json_option
 @pass_state
-def list_cmd(state: CliState, as_json: bool) -> None:
+def list_cmd(state: CliState) -> None:
     """List every context with its documents, chunks and size."""
     def human(result: Any) -> None:
         for info in result.contexts:
             _print_context(info)
-    _run(state, as_json, lambda e: e.knowledge_list_contexts(), human)
+    _run(state, lambda e: e.knowledge_list_contexts(), human)
 
 
 @kb_group.command("show")
 @click.argument("name")
-@_json_option
 @pass_state
-def show_cmd(state: CliState, name: str, as_json: bool) -> None:
+def show_cmd(state: CliState, name: str) -> None:
     """Show the context NAME and its documents."""
     def human(detail: Any) -> None:
         _print_context(detail.context)
@@ -96,21 +89,20 @@ def show_cmd(state: CliState, name: str, as_json: bool) -> None:
             others = [c for c in doc.contexts if c != detail.context.name.lower()]
             also = f"  (also in {', '.join(others)})" if others else ""
             click.echo(f"  {doc.document}  [{doc.format}{pages}, {doc.chunks} chunks]{also}")
-    _run(state, as_json, lambda e: e.knowledge_show_context(name), human)
+    _run(state, lambda e: e.knowledge_show_context(name), human)
 
 
 @kb_group.command("delete")
 @click.argument("name")
 @click.option("--yes", "confirm", is_flag=True, help="Confirm the deletion.")
-@_json_option
 @pass_state
-def delete_cmd(state: CliState, name: str, confirm: bool, as_json: bool) -> None:
+def delete_cmd(state: CliState, name: str, confirm: bool) -> None:
     """Delete the context NAME (never 'default'); documents no other context holds leave
     the index (files on disk are not touched). Needs --yes."""
     def human(result: Any) -> None:
         click.echo(f"deleted context {result.name}: {result.documents_unlinked} document "
                    f"link(s) removed, {len(result.documents_deleted)} document(s) deleted")
-    _run(state, as_json, lambda e: e.knowledge_delete_context(name, confirm), human)
+    _run(state, lambda e: e.knowledge_delete_context(name, confirm), human)
 
 
 @kb_group.command("add")
@@ -120,10 +112,9 @@ def delete_cmd(state: CliState, name: str, confirm: bool, as_json: bool) -> None
               "(repeatable), e.g. '*.pdf'.")
 @click.option("--exclude", multiple=True, help="Leave out files matching this glob "
               "(repeatable).")
-@_json_option
 @pass_state
 def add_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...],
-            include: tuple[str, ...], exclude: tuple[str, ...], as_json: bool) -> None:
+            include: tuple[str, ...], exclude: tuple[str, ...]) -> None:
     """Add files or folders (recursively) to contexts ('default' when none is named).
     Exit code 1 when a file could not be added (each is named with its reason)."""
     def human(report: Any) -> None:
@@ -138,7 +129,7 @@ def add_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...],
                    f"unchanged, {report.failed} failed, {report.skipped} skipped in "
                    f"{', '.join(report.contexts)} ({report.chunks_embedded} chunks embedded, "
                    f"{report.elapsed_ms / 1000:.1f} s)")
-    report = _run(state, as_json, lambda e: e.knowledge_add(
+    report = _run(state, lambda e: e.knowledge_add(
         list(paths), list(contexts) or None, list(include), list(exclude)), human)
     if report.failed:
         sys.exit(1)
@@ -147,10 +138,8 @@ def add_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...],
 @kb_group.command("remove")
 @click.argument("paths", nargs=-1, required=True)
 @_context_option
-@_json_option
 @pass_state
-def remove_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...],
-               as_json: bool) -> None:
+def remove_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...]) -> None:
     """Take documents (named by their file or folder) out of contexts (all when none is
     named); a document left in no context leaves the index."""
     def human(report: Any) -> None:
@@ -158,7 +147,7 @@ def remove_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...
         click.echo(f"removed {len(report.documents)} document(s) from {where} "
                    f"({report.links_removed} link(s)); {len(report.documents_deleted)} "
                    "deleted from the index")
-    _run(state, as_json, lambda e: e.knowledge_remove(list(paths),
+    _run(state, lambda e: e.knowledge_remove(list(paths),
                                                       list(contexts) or None), human)
 
 
@@ -173,11 +162,10 @@ def remove_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...
               "name anywhere, /path from the project root, or a glob (repeatable).")
 @click.option("--file", "files", multiple=True, help="Only this document (exact path, "
               "repeatable).")
-@_json_option
 @pass_state
 def search_cmd(state: CliState, query: str, contexts: tuple[str, ...], k: int | None,
                include_project: bool, budget: int | None, folders: tuple[str, ...],
-               files: tuple[str, ...], as_json: bool) -> None:
+               files: tuple[str, ...]) -> None:
     """Search knowledge contexts (all when none is named) for QUERY."""
     from contextd.knowledge.scope import knowledge_request, search_result
     from contextd.records import ContextScope
@@ -202,4 +190,4 @@ def search_cmd(state: CliState, query: str, contexts: tuple[str, ...], k: int | 
         click.echo(f"{result.total} hits, {result.total_tokens} tokens")
         for note in result.notes:
             click.echo(f"contextd: {note}", err=True)
-    _run(state, as_json, call, human)
+    _run(state, call, human)

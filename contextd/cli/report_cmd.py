@@ -27,11 +27,10 @@ from contextd.records import to_dict
 @click.option("--schema", "show_schema", is_flag=True, help="Print the template's schema "
               "(variables, descriptions, example) instead of writing a report.")
 @click.option("--templates", "list_templates", is_flag=True, help="List the templates.")
-@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 @pass_state
 def report_command(state: CliState, vars_file, template: str | None, output_dir: str | None,
                    file_name: str | None, ascii_filename: str | None, overwrite: bool,
-                   show_schema: bool, list_templates: bool, as_json: bool) -> None:
+                   show_schema: bool, list_templates: bool) -> None:
     """Write a Markdown report whose citations link the files and lines they quote.
 
     \b
@@ -45,8 +44,6 @@ def report_command(state: CliState, vars_file, template: str | None, output_dir:
 
     if sum((vars_file is not None, show_schema, list_templates)) != 1:
         raise click.UsageError("give --vars FILE, --schema or --templates (one of them)")
-    if as_json:
-        state.as_json = True
     project = state.project()
     if list_templates:
         catalog = TemplateCatalog(project)

@@ -36,12 +36,11 @@ PREVIEW_LINES = 3
               help="Print the full results of a session (repeatable).")
 @click.option("--limit", type=click.IntRange(min=1), help="With --show: results per session "
               "(default: sessions.default_limit).")
-@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 @pass_state
 def search_command(state: CliState, query: str | None, files: tuple[str, ...],
                    folders: tuple[str, ...], contexts: tuple[str, ...],
                    min_similarity: float | None, list_sessions: bool, show: tuple[str, ...],
-                   limit: int | None, as_json: bool) -> None:
+                   limit: int | None) -> None:
     """Search QUERY and keep the results as a session; or list sessions, or show them.
 
     \b
@@ -72,7 +71,7 @@ def search_command(state: CliState, query: str | None, files: tuple[str, ...],
             human = _print_session
     finally:
         engine.close()
-    if as_json or state.as_json:
+    if state.as_json:
         sys.stdout.write(json.dumps(to_dict(answer), indent=2, ensure_ascii=False) + "\n")
     else:
         human(answer)

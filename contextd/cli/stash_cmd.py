@@ -19,7 +19,6 @@ TYPE_CHOICE = click.Choice([t.value for t in SegmentType])
 SESSION_OPTION = click.option("--session", "session_id", default=DEFAULT_SESSION,
                               show_default=True, envvar="CONTEXTD_SESSION",
                               help="Session whose memory to use (sessions are isolated).")
-JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
 def _run(state: CliState, call):
@@ -29,11 +28,6 @@ def _run(state: CliState, call):
         return call(engine)
     finally:
         engine.close()
-
-
-def _emit(state: CliState, as_json: bool, result, human) -> None:
-    state.as_json = state.as_json or as_json
-    emit(state, result, human)
 
 
 @click.group("stash")
@@ -65,12 +59,10 @@ def stash_group() -> None:
               "many days (0 = never).")
 @click.option("--protect", is_flag=True, help="Never expire or collect it.")
 @SESSION_OPTION
-@JSON_OPTION
 @pass_state
 def add_command(state: CliState, text: str | None, path, kind: str, topic: str | None,
                 source: str | None, references: tuple[str, ...], timestamp: str | None,
-                expires_in_days: float | None, protect: bool, session_id: str,
-                as_json: bool) -> None:
+                expires_in_days: float | None, protect: bool, session_id: str) -> None:
     """Stash TEXT (or the contents of --file, or stdin)."""
     if text is not None and path is not None:
         raise click.UsageError("give TEXT or --file, not both")
@@ -81,7 +73,7 @@ def add_command(state: CliState, text: str | None, path, kind: str, topic: str |
                                          timestamp=timestamp),),
                            expires_in_days=expires_in_days, protected=protect)
     result = _run(state, lambda engine: engine.stash(request))
-    _emit(state, as_json, result, lambda r: click.echo(
+    emit(state, result, lambda r: click.echo(
         f"{r.segment_ids[0]}  ({r.tokens_freed} tokens"
         f"{f', {r.secrets_redacted} secret(s) redacted' if r.secrets_redacted else ''})"))
 
@@ -113,13 +105,11 @@ def _print_found(result: RetrieveResult) -> None:
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Token budget.")
 @click.option("--max-hops", type=click.IntRange(0, 10), help="Reference hops followed.")
 @SESSION_OPTION
-@JSON_OPTION
 @pass_state
 def search_command(state: CliState, query: str, top_k: int | None,
                    min_similarity: float | None, all_sessions: bool, types: tuple[str, ...],
                    topic: str | None, since: str | None, until: str | None,
-                   max_tokens: int | None, max_hops: int | None, session_id: str,
-                   as_json: bool) -> None:
+                   max_tokens: int | None, max_hops: int | None, session_id: str) -> None:
     """Find stashed segments relevant to QUERY (previews; `show` prints them whole)."""
     request = RetrieveRequest(query=query, top_k=top_k, min_similarity=min_similarity,
                               session_id=ALL_SESSIONS if all_sessions else session_id,
@@ -127,7 +117,7 @@ def search_command(state: CliState, query: str, top_k: int | None,
                               since=since, until=until, max_tokens=max_tokens,
                               max_hops=max_hops)
     result = _run(state, lambda engine: engine.retrieve_stashed(request))
-    _emit(state, as_json, result, _print_found)
+    emit(state, result, _print_found)
 
 
 def _print_segments(result: SegmentList) -> None:
@@ -148,50 +138,45 @@ def _print_segments(result: SegmentList) -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
               help="Most segments listed.")
 @SESSION_OPTION
-@JSON_OPTION
 @pass_state
 def show_command(state: CliState, segment_ids: tuple[str, ...], all_sessions: bool,
-                 limit: int, session_id: str, as_json: bool) -> None:
+                 limit: int, session_id: str) -> None:
     """Print segments in full: the given ids, or the session's newest."""
     if segment_ids:
         result = _run(state, lambda engine: engine.get_stashed(list(segment_ids)))
     else:
         result = _run(state, lambda engine: engine.list_stashed(
             session_id=session_id, all_sessions=all_sessions, limit=limit))
-    _emit(state, as_json, result, _print_segments)
+    emit(state, result, _print_segments)
 
 
 @stash_group.command("rm")
 @click.argument("segment_ids", nargs=-1, required=True)
-@JSON_OPTION
 @pass_state
-def rm_command(state: CliState, segment_ids: tuple[str, ...], as_json: bool) -> None:
+def rm_command(state: CliState, segment_ids: tuple[str, ...]) -> None:
     """Forget segments (an unknown id deletes nothing)."""
     result = _run(state, lambda engine: engine.delete_stashed(list(segment_ids)))
-    _emit(state, as_json, result, lambda r: click.echo(f"deleted {r.count} segment(s)"))
+    emit(state, result, lambda r: click.echo(f"deleted {r.count} segment(s)"))
 
 
 @stash_group.command("protect")
 @click.argument("segment_ids", nargs=-1, required=True)
 @click.option("--off", is_flag=True, help="Lift the protection instead.")
-@JSON_OPTION
 @pass_state
-def protect_command(state: CliState, segment_ids: tuple[str, ...], off: bool,
-                    as_json: bool) -> None:
+def protect_command(state: CliState, segment_ids: tuple[str, ...], off: bool) -> None:
     """Protect segments from expiry and gc (--off: lift it)."""
     result = _run(state, lambda engine: engine.protect_stashed(list(segment_ids),
                                                                 protected=not off))
-    _emit(state, as_json, result, lambda r: click.echo(
+    emit(state, result, lambda r: click.echo(
         f"{'unprotected' if off else 'protected'} {r.count} segment(s)"))
 
 
 @stash_group.command("gc")
-@JSON_OPTION
 @pass_state
-def gc_command(state: CliState, as_json: bool) -> None:
+def gc_command(state: CliState) -> None:
     """Delete expired segments and unprotected ones older than [stash] gc_max_age_days."""
     result = _run(state, lambda engine: engine.gc_stash())
-    _emit(state, as_json, result, lambda r: click.echo(
+    emit(state, result, lambda r: click.echo(
         f"removed {len(r.expired)} expired and {len(r.aged_out)} aged-out segment(s); "
         f"{r.remaining} remain"))
 
