@@ -68,26 +68,47 @@ DEFAULT_SECRET_PATTERNS = (
 class CoreConfig:
     enabled: bool = _opt(True, help="Master switch: false makes every query return no context.")
     mode: str = _opt("embedded", choices=("embedded", "standalone", "hybrid"),
-                     help="embedded: in-process; standalone: talk to a running engine; "
-                          "hybrid: embedded, falling back to standalone.")
+                     help="ContextModule.open: embedded: in-process; standalone: every "
+                          "call goes to the service at [engine] host/port (no database or "
+                          "model in the caller); hybrid: the local index, falling back to "
+                          "the service while it cannot be opened.")
     fallback_enabled: bool = _opt(True, help="On failure return an empty context and log a "
                                              "warning instead of raising.")
 
 
 @dataclass(frozen=True)
 class EngineConfig:
-    host: str = _opt("127.0.0.1", help="Host of a standalone engine (HTTP transport).")
-    port: int = _opt(9090, min=1, max=65535, help="Port of a standalone engine.")
-    timeout_ms: int = _opt(5000, min=1, help="Request timeout in milliseconds.")
-    retry_attempts: int = _opt(3, min=0, max=20, help="Retries on a failed request.")
+    host: str = _opt("127.0.0.1", help="Where the standalone service listens (`contextd "
+                                       "server`) and where standalone/hybrid callers reach it.")
+    port: int = _opt(9090, min=1, max=65535, help="Port of the standalone service.")
+    timeout_ms: int = _opt(5000, min=1, help="Client: timeout of one request, in ms.")
+    retry_attempts: int = _opt(3, min=0, max=20, help="Client: retries of a request that "
+                                                     "could not reach the service or got 5xx.")
+    # ----- standalone service (contextd/service) -----
+    backoff_ms: int = _opt(200, min=0, max=60000, help="Client: first wait between retries, "
+                                                       "doubled each time.")
+    url: str = _opt("", help="Client: full service URL (https://host:port); overrides host "
+                             "and port, e.g. behind a TLS proxy.")
+    api_key_env: str = _opt("CONTEXTD_API_KEY", help="Client: environment variable holding "
+                                                     "the API key sent as a Bearer token.")
+    tls_cert: str = _opt("", help="Service: PEM certificate; with tls_key it serves HTTPS.")
+    tls_key: str = _opt("", help="Service: PEM private key of tls_cert.")
+    max_body_mb: float = _opt(8.0, min=0.001, max=1024.0,
+                              help="Service: larger request bodies are refused (413).")
+    rate_limit_per_s: float = _opt(50.0, min=0.0, help="Service: requests per second per API "
+                                   "key (per client address without keys); 0 = unlimited.")
+    rate_limit_burst: int = _opt(100, min=1, help="Service: requests allowed at once above "
+                                                  "the rate.")
 
 
 @dataclass(frozen=True)
 class StorageConfig:
     db_path: str = _opt(".contextd/context.duckdb",
                         help="DuckDB file, relative to the project root or absolute.")
-    backup_enabled: bool = _opt(False, help="Copy the database periodically.")
+    backup_enabled: bool = _opt(False, help="The owner takes a consistent snapshot every "
+                                            "backup_interval_hours (`contextd backup`).")
     backup_interval_hours: int = _opt(24, min=1, help="Hours between backups.")
+    backup_keep: int = _opt(7, min=1, max=1000, help="Newest backups kept in <db dir>/backups.")
 
 
 @dataclass(frozen=True)
@@ -235,7 +256,8 @@ class SecurityConfig:
     scrub_secrets: bool = _opt(True, help="Redact secrets before anything is stored.")
     secret_patterns: list[str] = _opt(list(DEFAULT_SECRET_PATTERNS),
                                       help="Extra regexes whose matches are redacted.")
-    encrypt_db: bool = _opt(False, help="Reserved: encryption at rest is not implemented.")
+    encrypt_db: bool = _opt(False, help="Not implemented: true is refused as a config error "
+                                        "(see docs/SERVICE.md, encryption at rest).")
 
 
 @dataclass(frozen=True)
@@ -405,6 +427,14 @@ def config_from_dict(raw: dict[str, Any], fname: str = "<dict>") -> ContextConfi
         else:
             values[key] = _build(sec_field.default_factory, value, dotted, fname, issues)
     config = ContextConfig(source=None if fname == "<dict>" else fname, **values)
+    if config.security.encrypt_db:
+        issues.append(ConfigIssue(fname, f"{prefix}security.encrypt_db", (
+            "encryption at rest is not implemented in this version (DuckDB 2.0's encryption "
+            "needs a crypto extension that cannot be installed offline); remove the key or "
+            "encrypt the disk (LUKS, FileVault)")))
+    if bool(config.engine.tls_cert) != bool(config.engine.tls_key):
+        issues.append(ConfigIssue(fname, f"{prefix}engine.tls_key", "tls_cert and tls_key "
+                                  "must be given together"))
     if issues:
         raise InvalidConfig(issues, config)
     return config

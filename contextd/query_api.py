@@ -41,6 +41,7 @@ class QueryRequest:
     task_id: str = ""
     wait_for_model: bool = False
     by_file: bool = False
+    mmr_lambda: float | None = None  # None: query.mmr_lambda of the configuration
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

@@ -74,6 +74,9 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("query", record_params=(("request", "contextd.module:QueryRequest"),),
                result="contextd.module:QueryResponse"),
     MethodSpec("stats"),
+    MethodSpec("add_context"),
+    MethodSpec("delete_context"),
+    MethodSpec("backup"),
 )}
 
 

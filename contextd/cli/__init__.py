@@ -37,6 +37,10 @@ COMMANDS = {
     "stats": "contextd.cli.query_cmds:stats_command",
     "serve": "contextd.cli.serve_cmd:serve",
     "plugins": "contextd.cli.plugins_cmd:plugins_command",
+    "server": "contextd.cli.service_cmds:server_cmd",
+    "keys": "contextd.cli.service_cmds:keys_group",
+    "backup": "contextd.cli.backup_cmds:backup_cmd",
+    "restore": "contextd.cli.backup_cmds:restore_cmd",
 }
 
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from contextd.boundary import Boundary, FileEntry
+from contextd.boundary import Boundary, FileEntry, RejectReason
 from contextd.chunking import chunking_signature
 from contextd.contextualize import (contextualizer_signature, counters_since, needs_store,
                                    stage_stats)
@@ -23,7 +23,9 @@ from contextd.embedding import get_embedder
 from contextd.errors import UsageError
 from contextd.indexer.embed_stage import EmbeddingStage, embed_missing
 from contextd.indexer.pipeline import Writer, outcomes
-from contextd.indexer.plan import FileTask, in_scope, order_by_priority, plan_changes
+from contextd.indexer.plan import (PUSHED_MTIME_NS, FileTask, in_scope, order_by_priority,
+                                   plan_changes)
+from contextd.indexer.worker import process_data
 from contextd.indexer.report import IndexReport
 from contextd.progress import NullProgress, Progress
 from contextd.project import Project
@@ -145,6 +147,34 @@ class Indexer:
         with self._run_lock:
             return self._refresh(paths, force, progress, cancel, mode="refresh")
 
+    def push(self, path: str, data: bytes, progress: Progress | None = None) -> IndexReport:
+        """Index ``data`` as the content of project file ``path`` (the service's
+        ``add_context``): same scrubbing, chunking and embedding as a file read from disk.
+        Recorded with :data:`PUSHED_MTIME_NS`, so a file that exists on disk is re-indexed from
+        disk at its next change or catch-up (the disk stays the truth), and a document with
+        no file behind it stays until ``delete_context`` or a rebuild."""
+        rel = self.relative(path)
+        decision = self.boundary.check(rel)
+        if not decision.indexable and decision.reason != RejectReason.NOT_FOUND:
+            raise UsageError(f"{rel} is outside what this project indexes: {decision.detail}")
+        limit = self.config.indexing.max_file_size_mb * 1024 * 1024
+        if len(data) > limit:
+            raise UsageError(f"{rel}: {len(data)} bytes is over indexing.max_file_size_mb")
+        with self._run_lock:
+            state = self.store.file_states(rel).get(rel)
+            task = FileTask(rel, str(self.project.root / rel), len(data), PUSHED_MTIME_NS,
+                            state.content_hash if state is not None else None)
+            return self._run([task], "push", progress, None, track_progress=False, total=1,
+                             produce=lambda store: [process_data(task, data, self.config,
+                                                                 store)])
+
+    def remove(self, path: str) -> bool:
+        """Drop one file from the index (the service's ``delete_context``); True when it was
+        indexed."""
+        rel = self.relative(path)
+        with self._run_lock:
+            return self.store.delete_files([rel]) > 0
+
     def embed_pending(self, cancel: threading.Event | None = None) -> int:
         """Compute every missing vector now; returns how many texts were embedded."""
         return embed_missing(self.store, self.embedder, self.config.embedding.batch_size,
@@ -243,8 +273,11 @@ class Indexer:
             raise UsageError(f"{path} is outside the project root {root}") from None
 
     def _run(self, tasks: list[FileTask], mode: str, progress: Progress | None,
-             cancel: threading.Event | None, track_progress: bool, total: int) -> IndexReport:
-        """Process ``tasks`` with the embedding stage running beside the writer."""
+             cancel: threading.Event | None, track_progress: bool, total: int,
+             produce: Any = None) -> IndexReport:
+        """Process ``tasks`` with the embedding stage running beside the writer; ``produce``
+        (given the contextualizer's store) yields the outcomes instead of reading the
+        files."""
         report = IndexReport(mode=mode)
         progress = progress or NullProgress()
         cancel = cancel or threading.Event()
@@ -261,7 +294,9 @@ class Indexer:
         try:
             prefix_store = self.store if needs_store(self.config) else None
             before = stage_stats(self.config, prefix_store) if prefix_store else {}
-            for outcome in outcomes(tasks, self.config, self.workers(), cancel, prefix_store):
+            produced = produce(prefix_store) if produce is not None else outcomes(
+                tasks, self.config, self.workers(), cancel, prefix_store)
+            for outcome in produced:
                 writer.add(outcome)
             writer.flush()
             if prefix_store is not None:
