@@ -99,6 +99,8 @@ class EngineConfig:
                                    "key (per client address without keys); 0 = unlimited.")
     rate_limit_burst: int = _opt(100, min=1, help="Service: requests allowed at once above "
                                                   "the rate.")
+    max_concurrent_queries: int = _opt(2, min=1, max=64, help="Service: queries run at "
+                                       "once; more wait their turn (a query is CPU-bound).")
 
 
 @dataclass(frozen=True)

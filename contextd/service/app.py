@@ -40,8 +40,12 @@ def _error(status: int, code: str, message: str, details: list | None = None,
 class ServiceRoutes:
     """The endpoint functions, calling the engine in worker threads (its calls block)."""
 
-    def __init__(self, handle: Any):
+    def __init__(self, handle: Any, concurrent_queries: int):
         self.handle = handle
+        # Queries run on at most this many threads at once (engine.max_concurrent_queries);
+        # the others wait their turn. A query is mostly CPU-bound Python under the GIL:
+        # more threads add switching, not throughput (benchmarks/bench_service.py).
+        self._query_slots = anyio.CapacityLimiter(concurrent_queries)
 
     async def _engine(self):
         return await anyio.to_thread.run_sync(self.handle.get)
@@ -93,7 +97,8 @@ class ServiceRoutes:
                              exclude_patterns=api.as_list(filters.exclude_glob))
         query = QueryRequest(query=body.q, k=body.k, scope=scope, max_tokens=body.budget,
                              mmr_lambda=body.mmr_lambda)
-        response = await anyio.to_thread.run_sync(lambda: engine.query(query))
+        response = await anyio.to_thread.run_sync(lambda: engine.query(query),
+                                                  limiter=self._query_slots)
         semantic = any(p.startswith("semantic") for p in response.timings_ms)
         return JSONResponse({
             "q_embed_model": config.embedding.model if semantic else None,
@@ -160,10 +165,10 @@ async def _on_crash(request: Request, exc: Exception) -> JSONResponse:
 
 
 def build_service(handle: Any, mcp_app: Starlette, keyring: Any, *, keys_required: bool,
-                  max_body: int, rate: float, burst: int) -> Guard:
+                  max_body: int, rate: float, burst: int, query_slots: int) -> Guard:
     """The whole service: JSON routes and the MCP app's routes in one Starlette app (its
     lifespan runs the MCP session manager), behind the guard."""
-    routes = ServiceRoutes(handle)
+    routes = ServiceRoutes(handle, query_slots)
     json_routes = [Route(path, getattr(routes, path.strip("/").replace(".json", "")),
                          methods=[method])
                    for method, path, *_ in api.ENDPOINTS]

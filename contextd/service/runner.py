@@ -69,7 +69,8 @@ def serve_service(root: str | None, config_path: str | None, host: str | None,
     mcp_app = mcp.streamable_http_app(transport_security=security, host=host)
     app = build_service(handle, mcp_app, keyring, keys_required=not loopback,
                         max_body=int(engine_cfg.max_body_mb * 1024 * 1024),
-                        rate=engine_cfg.rate_limit_per_s, burst=engine_cfg.rate_limit_burst)
+                        rate=engine_cfg.rate_limit_per_s, burst=engine_cfg.rate_limit_burst,
+                        query_slots=engine_cfg.max_concurrent_queries)
     tls = {"ssl_certfile": engine_cfg.tls_cert, "ssl_keyfile": engine_cfg.tls_key} \
         if engine_cfg.tls_cert else {}
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,
