@@ -82,21 +82,36 @@ def prune(project: Any, keep: int) -> list[Path]:
     return doomed
 
 
-def verify(path: Path) -> dict[str, Any]:
-    """Open a database file read-only and run a query on it; raises ContextdError naming
-    what is wrong. Returns its file and chunk counts."""
+def verify(project: Any, path: Path) -> dict[str, Any]:
+    """Open a database file read-only and run a query on it (an encrypted project's backup
+    is decrypted into its private memory-backed directory first); raises ContextdError
+    naming what is wrong. Returns its file and chunk counts."""
+    if not project.config.security.encrypt_db:
+        return _verify_plain(path, path)
+    from contextd.crypto import db_secret, plaintext_dir
+    from contextd.crypto.sealed_file import unseal
+
+    plain = plaintext_dir(Path(project.db_path)) / f"verify-{os.getpid()}.duckdb"
+    try:
+        unseal(path, plain, db_secret(project.config))
+        return _verify_plain(plain, path)
+    finally:
+        plain.unlink(missing_ok=True)
+
+
+def _verify_plain(path: Path, shown: Path) -> dict[str, Any]:
     from contextd.store.duckdb_store import DuckDBStore
 
     try:
         store = DuckDBStore(path, read_only=True)
     except Exception as exc:
-        raise ContextdError(f"{path} is not a usable contextd index: {exc}") from None
+        raise ContextdError(f"{shown} is not a usable contextd index: {exc}") from None
     try:
         files = store.file_states()
         chunks = store.chunks_for_files(None)
         return {"files": len(files), "chunks": len(chunks), "generation": store.generation()}
     except Exception as exc:
-        raise ContextdError(f"{path} is not a usable contextd index: {exc}") from None
+        raise ContextdError(f"{shown} is not a usable contextd index: {exc}") from None
     finally:
         store.close()
 
@@ -117,7 +132,7 @@ def restore(project: Any, source: str) -> dict[str, Any]:
         raise ContextdError(f"the index {db} is in use by pid {lock.holder_pid()} (a server, "
                             "watcher or MCP session); stop it, then restore")
     try:
-        checked = verify(src)
+        checked = verify(project, src)
         staged = db.with_name(db.name + ".restoring")
         shutil.copyfile(src, staged)
         previous = None
@@ -126,6 +141,12 @@ def restore(project: Any, source: str) -> dict[str, Any]:
             os.replace(db, previous)
         db.with_name(db.name + ".wal").unlink(missing_ok=True)
         os.replace(staged, db)
+        if project.config.security.encrypt_db:  # a crashed owner's copy must not win
+            from contextd.crypto import plaintext_dir
+            from contextd.crypto.store import PLAIN_NAME
+
+            for leftover in plaintext_dir(db).glob(PLAIN_NAME + "*"):
+                leftover.unlink()
         return {"restored": str(db), "from": str(src), **checked,
                 "previous": str(previous) if previous else None}
     finally:

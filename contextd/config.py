@@ -258,8 +258,13 @@ class SecurityConfig:
     scrub_secrets: bool = _opt(True, help="Redact secrets before anything is stored.")
     secret_patterns: list[str] = _opt(list(DEFAULT_SECRET_PATTERNS),
                                       help="Extra regexes whose matches are redacted.")
-    encrypt_db: bool = _opt(False, help="Not implemented: true is refused as a config error "
-                                        "(see docs/SERVICE.md, encryption at rest).")
+    encrypt_db: bool = _opt(False, help="Keep the index and its backups sealed with AES-256-GCM "
+                                        "at rest; the open index lives in /dev/shm "
+                                        "(docs/SERVICE.md).")
+    key_env: str = _opt("CONTEXTD_DB_KEY", help="Environment variable holding the database "
+                                                "key (16+ characters) when encrypt_db is on.")
+    key_file: str = _opt("", help="File holding the database key instead (overrides "
+                                  "key_env).")
 
 
 @dataclass(frozen=True)
@@ -429,11 +434,6 @@ def config_from_dict(raw: dict[str, Any], fname: str = "<dict>") -> ContextConfi
         else:
             values[key] = _build(sec_field.default_factory, value, dotted, fname, issues)
     config = ContextConfig(source=None if fname == "<dict>" else fname, **values)
-    if config.security.encrypt_db:
-        issues.append(ConfigIssue(fname, f"{prefix}security.encrypt_db", (
-            "encryption at rest is not implemented in this version (DuckDB 2.0's encryption "
-            "needs a crypto extension that cannot be installed offline); remove the key or "
-            "encrypt the disk (LUKS, FileVault)")))
     if bool(config.engine.tls_cert) != bool(config.engine.tls_key):
         issues.append(ConfigIssue(fname, f"{prefix}engine.tls_key", "tls_cert and tls_key "
                                   "must be given together"))

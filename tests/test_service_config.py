@@ -9,11 +9,16 @@ from contextd.config import config_from_dict
 from contextd.errors import ConfigError
 
 
-def test_encrypt_db_is_refused_until_implemented() -> None:
-    with pytest.raises(ConfigError) as raised:
-        config_from_dict({"security": {"encrypt_db": True}}, "ctx.toml")
-    text = str(raised.value)
-    assert "security.encrypt_db" in text and "not implemented" in text
+def test_encryption_without_a_key_is_one_clear_error(tmp_path, monkeypatch) -> None:
+    from contextd.engine import Engine
+    from contextd.errors import StoreError
+
+    (tmp_path / "context.toml").write_text(
+        '[security]\nencrypt_db = true\nkey_env = "NO_SUCH_CONTEXTD_KEY"\n')
+    monkeypatch.delenv("NO_SUCH_CONTEXTD_KEY", raising=False)
+    with pytest.raises(StoreError, match="NO_SUCH_CONTEXTD_KEY.* is missing"):
+        Engine.open(str(tmp_path))
+    assert not (tmp_path / ".contextd" / "context.duckdb").exists()
 
 
 def test_tls_cert_needs_its_key() -> None:

@@ -80,3 +80,27 @@ def keys_revoke(state: CliState, key_id: str) -> None:
     key = _ring(state).revoke(key_id)
     emit(state, {**key.public(), "revoked": True},
          lambda r: click.echo(f"revoked {r['key_id']} ({r['name']})"))
+
+
+@keys_group.command("rotate-db-key")
+@click.option("--new-key-env", help="Environment variable holding the new database key.")
+@click.option("--new-key-file", type=click.Path(dir_okay=False, exists=True),
+              help="File holding the new database key.")
+@pass_state
+def keys_rotate_db_key(state: CliState, new_key_env: str | None,
+                       new_key_file: str | None) -> None:
+    """Re-encrypt the index and its backups with a new database key (security.encrypt_db).
+    Stop the processes that own the index first; afterwards point security.key_env or
+    key_file at the new key."""
+    from contextd.crypto import db_secret
+    from contextd.crypto.rotate import rotate_db_key
+    from contextd.errors import UsageError
+
+    if bool(new_key_env) == bool(new_key_file):
+        raise UsageError("give exactly one of --new-key-env and --new-key-file")
+    project = state.project()
+    secret = db_secret(project.config, env=new_key_env, file=new_key_file)
+    result = rotate_db_key(project, secret)
+    emit(state, result, lambda r: click.echo(
+        f"re-encrypted {len(r['reencrypted'])} file(s); now set security.key_env/key_file "
+        "to the new key"))

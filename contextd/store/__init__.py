@@ -11,7 +11,13 @@ __all__ = ["Changes", "ChunkRow", "FileRecord", "FileState", "IndexedChunk", "In
 
 
 def open_store(project) -> IndexStore:
-    """Open (creating or migrating) the index of a :class:`contextd.project.Project`."""
+    """Open (creating or migrating) the index of a :class:`contextd.project.Project`;
+    sealed at rest when ``security.encrypt_db`` is on (:mod:`contextd.crypto`)."""
+    if project.config.security.encrypt_db:
+        from contextd.crypto import db_secret
+        from contextd.crypto.store import EncryptedDuckDBStore
+
+        return EncryptedDuckDBStore(project.db_path, db_secret(project.config))
     from contextd.store.duckdb_store import DuckDBStore
 
     return DuckDBStore(project.db_path)
