@@ -1,5 +1,6 @@
 """Standalone service: query latency (p50/p95) and throughput over HTTP at 10k and 100k
-chunks for 1, 8 and 32 concurrent clients, and how long a backup holds writers.
+chunks for 1, 8 and 32 concurrent clients, how long a backup holds writers, and what
+encryption at rest costs (seal/unseal, start, query).
 
 The store is filled as in bench_query.py: real chunks of the standard library and
 site-packages, cut by the real chunkers, with random unit vectors instead of embeddings (the
@@ -9,7 +10,7 @@ comes from threads of this process on loopback (bounded: each client sends its q
 after another), so on a two-core machine the clients compete with the service for the CPU.
 
     .venv/bin/python benchmarks/bench_service.py [--sizes 10000 100000] [--clients 1 8 32]
-        [--queries 20] [--backup]
+        [--queries 20] [--backup] [--encryption]
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_query import QUERIES, build_store  # noqa: E402
 
 from contextd.config import ContextConfig  # noqa: E402
+from contextd.crypto.sealed_file import seal, unseal  # noqa: E402
 from contextd.embedding import get_embedder  # noqa: E402
 from contextd.indexer.plan import PUSHED_MTIME_NS  # noqa: E402
 
@@ -128,6 +130,36 @@ def backup_hold(url: str) -> str:
             f"{max(during) if during else 0:.0f} ms")
 
 
+def encryption_cost(root: Path, port: int, env: dict[str, str], queries: int) -> str:
+    """Seal and unseal times of the store, and service start and query latency with
+    ``security.encrypt_db`` on (the open index lives decrypted in /dev/shm)."""
+    db = root / ".contextd" / "context.duckdb"
+    secret = b"benchmark key of enough length"
+    plain = root / "plain.duckdb"
+    shutil.copyfile(db, plain)
+    begin = time.perf_counter()
+    seal(plain, db, secret)
+    sealed_s = time.perf_counter() - begin
+    begin = time.perf_counter()
+    unseal(db, plain, secret)
+    unsealed_s = time.perf_counter() - begin
+    plain.unlink()
+    (root / "context.toml").write_text((root / "context.toml").read_text()
+                                       + "[security]\nencrypt_db = true\n")
+    begin = time.perf_counter()
+    proc = start_server(root, port, {**env, "CONTEXTD_DB_KEY": secret.decode()})
+    ready_s = time.perf_counter() - begin
+    try:
+        latencies, _ = load(f"http://127.0.0.1:{port}", 1, queries)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=120)
+    return (f"encrypted: seal {sealed_s:.2f} s, unseal {unsealed_s:.2f} s "
+            f"({db.stat().st_size / 2**20:.0f} MiB); service ready in {ready_s:.1f} s; "
+            f"1 client p50 {statistics.median(latencies):.1f} ms, "
+            f"p95 {percentile(latencies, 0.95):.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
@@ -135,6 +167,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=20, help="queries per client")
     parser.add_argument("--backup", action="store_true", help="also measure a backup's hold "
                                                               "on writers")
+    parser.add_argument("--encryption", action="store_true",
+                        help="also measure encrypt_db: seal/unseal, start, query")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "XDG_RUNTIME_DIR": tmp}
@@ -159,6 +193,8 @@ def main() -> None:
             finally:
                 proc.terminate()
                 proc.wait(timeout=120)
+            if args.encryption:
+                print(f"  {encryption_cost(root, port, env, args.queries)}", flush=True)
                 shutil.rmtree(root, ignore_errors=True)
 
 
