@@ -107,3 +107,14 @@ def create_key(root: Path, env: dict[str, str], name: str, scope: str) -> str:
     done = cli(root, env, "--json", "keys", "create", name, "--scope", scope)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["key"]
+
+
+@contextlib.contextmanager
+def running_server(base: Path, config: str):
+    """A server on a fresh project under ``base``, indexed; stopped cleanly afterwards."""
+    root = make_project(base / "proj", config)
+    server = Server(root, env_for(base / "run")).start()
+    try:
+        yield server.wait_indexed()
+    finally:
+        assert server.stop() == 0

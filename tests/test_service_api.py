@@ -15,19 +15,16 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from contextd.client import ServiceClient, ServiceError
-from service_helpers import Server, cli, create_key, env_for, free_port, make_project
+from service_helpers import (Server, cli, create_key, env_for, free_port, make_project,
+                             running_server)
 
 
 @pytest.fixture(scope="module")
 def open_server(tmp_path_factory):
     """A server on loopback with no keys, a small body limit and no rate limit."""
-    base = tmp_path_factory.mktemp("svc")
-    root = make_project(base / "proj", "[engine]\nmax_body_mb = 0.01\nrate_limit_per_s = 0\n")
-    server = Server(root, env_for(base / "run")).start()
-    try:
-        yield server.wait_indexed()
-    finally:
-        assert server.stop() == 0
+    with running_server(tmp_path_factory.mktemp("svc"),
+                        "[engine]\nmax_body_mb = 0.01\nrate_limit_per_s = 0\n") as server:
+        yield server
 
 
 def post(server: Server, path: str, body, key: str | None = None, **kwargs):

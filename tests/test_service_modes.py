@@ -18,7 +18,7 @@ from contextd.module import ContextModule
 from contextd.owner import lock_path
 from contextd.project import Project
 from contextd.service import modes
-from service_helpers import Server, cli, env_for, make_project
+from service_helpers import Server, cli, env_for, running_server
 
 TASK = {"title": "Token refresh fails", "description": "refresh an expired JWT access token",
         "complexity": 3, "task_type": "BUGFIX", "task_id": "T-1"}
@@ -26,13 +26,9 @@ TASK = {"title": "Token refresh fails", "description": "refresh an expired JWT a
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory):
-    base = tmp_path_factory.mktemp("modes")
-    root = make_project(base / "served", "[engine]\nrate_limit_per_s = 0\n")
-    server = Server(root, env_for(base / "run")).start()
-    try:
-        yield server.wait_indexed()
-    finally:
-        assert server.stop() == 0
+    with running_server(tmp_path_factory.mktemp("modes"),
+                        "[engine]\nrate_limit_per_s = 0\n") as server:
+        yield server
 
 
 def caller_config(server: Server, mode: str) -> str:
