@@ -63,8 +63,11 @@ def start_server(root: Path, port: int, env: dict[str, str]) -> subprocess.Popen
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         try:
+            # Ready when every provider answers: the model loaded and the BM25 and symbol
+            # indexes built (a provider still warming up times out with a note).
             answer = httpx2.post(url + "/query_context", json={"q": QUERIES[0]}, timeout=120)
-            if answer.status_code == 200 and answer.json()["q_embed_model"]:
+            if answer.status_code == 200 and answer.json()["q_embed_model"] \
+                    and not answer.json()["notes"]:
                 return proc
         except httpx2.HTTPError:
             pass

@@ -5,6 +5,8 @@ and a backup restores."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from contextd.crypto import plaintext_dir
@@ -61,3 +63,18 @@ def test_sealed_index_keys_backups_and_rotation(tmp_path) -> None:
     assert restored.returncode == 0, restored.stderr
     _no_plaintext(db)
     assert _query(root, env)[0] == "auth/tokens.py"
+
+
+def test_writes_survive_an_owner_killed_before_it_sealed(tmp_path) -> None:
+    root = make_project(tmp_path / "proj", "[security]\nencrypt_db = true\n")
+    env = env_for(tmp_path / "run", CONTEXTD_DB_KEY=KEY)
+    assert cli(root, env, "refresh").returncode == 0
+    (root / "docs" / "late.md").write_text("# Late\n\nThe wombat migration runbook.\n")
+    # An owner indexes the new file and dies without closing (no seal since its start).
+    script = ("import os\nfrom contextd.engine import Engine\n"
+              f"engine = Engine.open({str(root)!r})\nengine.refresh()\nos._exit(0)\n")
+    assert subprocess.run([sys.executable, "-c", script], env=env, timeout=120).returncode == 0
+    assert b"wombat" not in Project.open(str(root)).db_path.read_bytes()
+    done = cli(root, env, "--json", "query", "wombat migration runbook", "--k", "1")
+    assert json.loads(done.stdout)["hits"][0]["file_path"] == "docs/late.md"
+    _no_plaintext(Project.open(str(root)).db_path)
