@@ -236,3 +236,53 @@ def test_client_retries_across_a_killed_service(tmp_path) -> None:
     unreachable = ServiceClient(f"http://127.0.0.1:{free_port()}", retries=1, backoff_s=0.01)
     with pytest.raises(ServiceError, match="unreachable.*after 2 attempt"):
         unreachable.stats()
+
+
+def _self_signed(folder) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key, as PEM files."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_file), str(key_file)
+
+
+def test_tls_from_config(tmp_path) -> None:
+    import ssl
+
+    cert, key = _self_signed(tmp_path)
+    trust = ssl.create_default_context(cafile=cert)
+    root = make_project(tmp_path / "proj", f'[engine]\ntls_cert = "{cert}"\ntls_key = "{key}"\n')
+    server = Server(root, env_for(tmp_path / "run")).start()
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                health = httpx2.get(f"https://127.0.0.1:{server.port}/healthz", verify=trust)
+                break
+            except httpx2.ConnectError:
+                assert time.monotonic() < deadline and server.proc.poll() is None
+                time.sleep(0.3)
+        assert health.json() == {"status": "ok"}
+        with pytest.raises(httpx2.HTTPError):  # plain HTTP is not served
+            httpx2.get(f"http://127.0.0.1:{server.port}/healthz")
+    finally:
+        assert server.stop() == 0
