@@ -76,10 +76,12 @@ def start_server(root: Path, port: int, env: dict[str, str]) -> subprocess.Popen
     raise SystemExit("service did not become ready")
 
 
-def load(url: str, clients: int, queries: int) -> tuple[list[float], float]:
-    """``clients`` threads, each sending ``queries`` queries in turn; latencies in ms and
-    the wall time of the whole run."""
+def load(url: str, clients: int, queries: int) -> tuple[list[float], float, list[float]]:
+    """``clients`` threads, each sending ``queries`` queries in turn; latencies in ms, the
+    wall time of the whole run, and the engine's own time per query (``timings_ms.total``:
+    without HTTP and without waiting for a query slot)."""
     latencies: list[float] = []
+    engine: list[float] = []
     guard = threading.Lock()
 
     def client(offset: int) -> None:
@@ -92,6 +94,7 @@ def load(url: str, clients: int, queries: int) -> tuple[list[float], float]:
                 response.raise_for_status()
                 with guard:
                     latencies.append(elapsed)
+                    engine.append(response.json()["timings_ms"]["total"])
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
     started = time.perf_counter()
@@ -99,7 +102,7 @@ def load(url: str, clients: int, queries: int) -> tuple[list[float], float]:
         thread.start()
     for thread in threads:
         thread.join()
-    return sorted(latencies), time.perf_counter() - started
+    return sorted(latencies), time.perf_counter() - started, sorted(engine)
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -153,7 +156,7 @@ def encryption_cost(root: Path, port: int, env: dict[str, str], queries: int) ->
     proc = start_server(root, port, {**env, "CONTEXTD_DB_KEY": secret.decode()})
     ready_s = time.perf_counter() - begin
     try:
-        latencies, _ = load(f"http://127.0.0.1:{port}", 1, queries)
+        latencies, _, _ = load(f"http://127.0.0.1:{port}", 1, queries)
     finally:
         proc.terminate()
         proc.wait(timeout=120)
@@ -186,11 +189,12 @@ def main() -> None:
             try:
                 load(url, 1, 5)  # warm
                 for clients in args.clients:
-                    latencies, wall = load(url, clients, args.queries)
+                    latencies, wall, engine = load(url, clients, args.queries)
                     print(f"  {clients:>2} clients: p50 {statistics.median(latencies):6.1f} ms, "
                           f"p95 {percentile(latencies, 0.95):6.1f} ms, "
                           f"{len(latencies) / wall:5.1f} queries/s "
-                          f"({len(latencies)} queries)", flush=True)
+                          f"({len(latencies)} queries; engine alone p50 "
+                          f"{statistics.median(engine):.1f} ms)", flush=True)
                 if args.backup:
                     print(f"  {backup_hold(url)}", flush=True)
             finally:
