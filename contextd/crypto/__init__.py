@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,9 @@ def plaintext_dir(sealed: Path) -> Path:
                          "the open database; none exists on this system")
     top = base / f"contextd-{os.getuid()}"
     top.mkdir(mode=0o700, exist_ok=True)
+    info = top.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise StoreError(f"{top} is not a directory owned by this user; remove it")
     os.chmod(top, 0o700)
     digest = hashlib.sha256(str(sealed.resolve()).encode()).hexdigest()[:24]
     path = top / digest
