@@ -68,25 +68,47 @@ DEFAULT_SECRET_PATTERNS = (
 class CoreConfig:
     enabled: bool = _opt(True, help="Master switch: false makes every query return no context.")
     mode: str = _opt("embedded", choices=("embedded", "standalone", "hybrid"),
-                     help="embedded: in-process; standalone: talk to a running engine; "
-                          "hybrid: embedded, falling back to standalone.")
+                     help="ContextModule.open: embedded: in-process; standalone: every "
+                          "call goes to the service at [engine] host/port (no database or "
+                          "model in the caller); hybrid: the local index, falling back to "
+                          "the service while it cannot be opened.")
     fallback_enabled: bool = _opt(True, help="On failure return an empty context and log a "
                                              "warning instead of raising.")
 
 
 @dataclass(frozen=True)
 class EngineConfig:
-    host: str = _opt("127.0.0.1", help="Host of a standalone engine (HTTP transport).")
-    port: int = _opt(9090, min=1, max=65535, help="Port of a standalone engine.")
-    timeout_ms: int = _opt(5000, min=1, help="Request timeout in milliseconds.")
-    retry_attempts: int = _opt(3, min=0, max=20, help="Retries on a failed request.")
+    host: str = _opt("127.0.0.1", help="Where the standalone service listens (`contextd "
+                                       "server`) and where standalone/hybrid callers reach it.")
+    port: int = _opt(9090, min=1, max=65535, help="Port of the standalone service.")
+    timeout_ms: int = _opt(5000, min=1, help="Client: timeout of one request, in ms.")
+    retry_attempts: int = _opt(3, min=0, max=20, help="Client: retries of a request that "
+                                                     "could not reach the service or got 5xx.")
+    # ----- standalone service (contextd/service) -----
+    backoff_ms: int = _opt(200, min=0, max=60000, help="Client: first wait between retries, "
+                                                       "doubled each time.")
+    url: str = _opt("", help="Client: full service URL (https://host:port); overrides host "
+                             "and port, e.g. behind a TLS proxy.")
+    api_key_env: str = _opt("CONTEXTD_API_KEY", help="Client: environment variable holding "
+                                                     "the API key sent as a Bearer token.")
+    tls_cert: str = _opt("", help="Service: PEM certificate; with tls_key it serves HTTPS.")
+    tls_key: str = _opt("", help="Service: PEM private key of tls_cert.")
+    max_body_mb: float = _opt(8.0, min=0.001, max=1024.0,
+                              help="Service: larger request bodies are refused (413).")
+    rate_limit_per_s: float = _opt(50.0, min=0.0, help="Service: requests per second per API "
+                                   "key (per client address without keys); 0 = unlimited.")
+    rate_limit_burst: int = _opt(100, min=1, help="Service: requests allowed at once above "
+                                                  "the rate.")
+    max_concurrent_queries: int = _opt(2, min=1, max=64, help="Service: queries run at "
+                                       "once; more wait their turn (a query is CPU-bound).")
 
 
 @dataclass(frozen=True)
 class StorageConfig:
     db_path: str = _opt(".contextd/context.duckdb",
                         help="DuckDB file, relative to the project root or absolute.")
-    backup_enabled: bool = _opt(False, help="Copy the database periodically.")
+    backup_enabled: bool = _opt(False, help="The owner takes a consistent snapshot every "
+                                            "backup_interval_hours (`contextd backup`).")
     backup_interval_hours: int = _opt(24, min=1, help="Hours between backups.")
     # ----- team scale: a shared PostgreSQL + pgvector database (docs/ARCHITECTURE.md) -----
     backend: str = _opt("duckdb", choices=("duckdb", "postgres"),
@@ -97,6 +119,7 @@ class StorageConfig:
     workspace: str = _opt("", help="Workspace name in the shared database (empty: derived from "
                                    "the git remote and the project's place in the repository, "
                                    "else from the project path).")
+    backup_keep: int = _opt(7, min=1, max=1000, help="Newest backups kept in <db dir>/backups.")
 
 
 @dataclass(frozen=True)
@@ -244,7 +267,13 @@ class SecurityConfig:
     scrub_secrets: bool = _opt(True, help="Redact secrets before anything is stored.")
     secret_patterns: list[str] = _opt(list(DEFAULT_SECRET_PATTERNS),
                                       help="Extra regexes whose matches are redacted.")
-    encrypt_db: bool = _opt(False, help="Reserved: encryption at rest is not implemented.")
+    encrypt_db: bool = _opt(False, help="Keep the index and its backups sealed with AES-256-GCM "
+                                        "at rest; the open index lives in /dev/shm "
+                                        "(docs/SERVICE.md).")
+    key_env: str = _opt("CONTEXTD_DB_KEY", help="Environment variable holding the database "
+                                                "key (16+ characters) when encrypt_db is on.")
+    key_file: str = _opt("", help="File holding the database key instead (overrides "
+                                  "key_env).")
 
 
 @dataclass(frozen=True)
@@ -567,6 +596,9 @@ def config_from_dict(raw: dict[str, Any], fname: str = "<dict>") -> ContextConfi
         else:
             values[key] = _build(sec_field.default_factory, value, dotted, fname, issues)
     config = ContextConfig(source=None if fname == "<dict>" else fname, **values)
+    if bool(config.engine.tls_cert) != bool(config.engine.tls_key):
+        issues.append(ConfigIssue(fname, f"{prefix}engine.tls_key", "tls_cert and tls_key "
+                                  "must be given together"))
     if issues:
         raise InvalidConfig(issues, config)
     return config

@@ -23,7 +23,6 @@ from typing import Any, Sequence
 from contextd.config import ContextConfig
 from contextd.plugins import collect
 from contextd.records import Chunk
-from contextd.store.duckdb_store import text_hash
 
 NO_CONTEXT = "none"
 FALLBACK_STRATEGY = "structural"
@@ -108,6 +107,9 @@ class ContextStage:
         if not model or self.store is None:
             return self._with_fallback(document, path, chunks, self.primary.prefixes(
                 document, path, chunks))
+        # Imported here: a standalone-mode caller imports this module without DuckDB.
+        from contextd.store.duckdb_store import text_hash
+
         doc_hash = text_hash(document)
         keys = [(text_hash(c.text), doc_hash) for c in chunks]
         cached = self.store.get_prefixes(model, sorted(set(keys)))

@@ -12,6 +12,7 @@ import threading
 from typing import Any, Sequence
 
 from contextd.jobs import recover_interrupted_jobs
+from contextd.errors import UsageError
 from contextd.project import Project
 from contextd.records import to_dict
 from contextd.store import IndexStore, open_store
@@ -121,6 +122,50 @@ class Engine:
     def cancel_job(self, job_id: str):
         """Ask a running job to stop after its current batch."""
         return self.jobs.cancel(job_id)
+
+    # ----- the service's document API (spec 004 §8.2) ---------------------------------
+    def add_context(self, file_path: str, content: str | None = None, lang: str | None = None,
+                    mime: str | None = None) -> dict[str, Any]:
+        """Index one project file: ``content`` as that file's text (see
+        :meth:`contextd.indexer.Indexer.push` for how it relates to the file on disk), or
+        the file read from disk when ``content`` is None. ``lang`` and ``mime`` are hints:
+        the language is detected from the file name, as for every file, and a hint that
+        disagrees is reported in ``notes``."""
+        if content is None:
+            report = self.indexer.refresh([file_path])
+        else:
+            report = self.indexer.push(file_path, content.encode("utf-8"))
+        rel = self.indexer.relative(file_path)
+        state = self.store.file_states(rel).get(rel)
+        if report.errors:
+            raise UsageError(f"{rel} was not indexed: {report.errors[0]}")
+        from contextd.chunking import language_for
+
+        language = language_for(rel) or "text"
+        notes = []
+        if lang and lang.lower() != language:
+            notes.append(f"lang {lang!r} ignored: {rel} is indexed as {language} "
+                         "(detected from its name)")
+        if mime and not (mime.startswith("text/") or mime.endswith(("json", "xml", "yaml",
+                                                                    "toml", "javascript"))):
+            notes.append(f"mime {mime!r} is not a text type; indexed as text anyway")
+        return {"file_path": rel, "file_id": state.file_id if state else None,
+                "indexed": state is not None, "language": language,
+                "chunks": report.chunks_written, "embeddings": report.chunks_embedded,
+                "unchanged": report.files_unchanged > 0, "notes": notes}
+
+    def delete_context(self, file_path: str) -> dict[str, Any]:
+        """Drop one file from the index. A file that still exists on disk comes back at its
+        next change or catch-up (delete it, or list it in .contextignore, to keep it out)."""
+        return {"file_path": self.indexer.relative(file_path),
+                "deleted": self.indexer.remove(file_path)}
+
+    def backup(self, destination: str | None = None) -> dict[str, Any]:
+        """A consistent snapshot of the index, taken while it stays in use (see
+        :mod:`contextd.backup`); returns where it went and what it holds."""
+        from contextd.backup import take_backup
+
+        return take_backup(self.project, self.store, destination)
 
     # ----- querying --------------------------------------------------------------------
     def query(self, request):

@@ -171,16 +171,30 @@ class ContextModule:
     # ----- construction -----------------------------------------------------------------
     @classmethod
     def open(cls, root: str = ".", config_path: str | None = None, *,
-             wait_for_model: bool = True, progress: Any = None) -> "ContextModule":
+             wait_for_model: bool = True, progress: Any = None,
+             mode: str | None = None) -> "ContextModule":
         """The module of a project directory, embedded in this process.
 
         Indexes the project first when it never was (through the indexer), and with
         ``wait_for_model`` loads the embedding model before returning, so the first task
         already gets semantic results. ``shutdown()`` closes the index too.
+
+        ``mode`` (default ``core.mode``): ``standalone`` and ``hybrid`` return a module with
+        the same methods whose calls go to the service (see :mod:`contextd.service.modes`).
         """
+        from contextd.project import Project
+
+        project = Project.open(root, config_path)
+        mode = mode or project.config.core.mode
+        if mode in ("standalone", "hybrid"):
+            from contextd.service.modes import open_module
+
+            return open_module(project, mode)
+        if mode != "embedded":
+            raise UsageError(f"mode must be embedded, standalone or hybrid, not {mode!r}")
         from contextd.engine import Engine
 
-        engine = Engine.open(root, config_path)
+        engine = Engine(project)
         if engine.store.generation() == 0:
             engine.ensure_indexed(progress=progress)
         module = engine.module
@@ -305,7 +319,8 @@ class ContextModule:
         scope = self.knowledge_scope.scope_for(request, generation)
         context, pool = self._retrieve(request.query, scope=scope, budget=budget, k=k,
                                        providers=request.providers,
-                                       min_score=request.min_score, task_id=request.task_id)
+                                       min_score=request.min_score, task_id=request.task_id,
+                                       mmr_lambda=request.mmr_lambda)
         hits = self.knowledge_scope.annotate([Hit.from_snippet(s) for s in context.snippets],
                                              self.store.generation())
         files = self._files(pool, k) if request.by_file else ()
@@ -332,7 +347,8 @@ class ContextModule:
                               min_score=min_score, task_id=task_id)[0]
 
     def _retrieve(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
-                  providers: Iterable[str] | None, min_score: float | None, task_id: str
+                  providers: Iterable[str] | None, min_score: float | None, task_id: str,
+                  mmr_lambda: float | None = None
                   ) -> tuple[TaskContext, list[ContextSnippet]]:
         """:meth:`retrieve`'s TaskContext plus the pool MMR chose from (fused, boosted and
         de-duplicated candidates, best first), which ``by_file`` ranks files from."""
@@ -362,7 +378,8 @@ class ContextModule:
         if min_score:
             unique = [s for s in unique if s.score >= min_score]
         vectors = self._vectors([s.chunk_id for s in unique], generation)
-        selection = mmr_select(unique, vectors, self.config.query.mmr_lambda,
+        selection = mmr_select(unique, vectors,
+                               self.config.query.mmr_lambda if mmr_lambda is None else mmr_lambda,
                                self.budgets.available(budget), k,
                                rerank=self.config.query.rerank_enabled)
         if selection.used_word_overlap and self.embedder.started:  # else no vector was asked for

@@ -311,6 +311,7 @@ class OwnerDuties:
     def __init__(self, engine):
         self.engine = engine
         self._watcher = None
+        self._backups = None
         self._stopped = threading.Event()
         self._threads = [
             threading.Thread(target=self._warm_up, name="contextd-owner-warm-up", daemon=True),
@@ -320,6 +321,10 @@ class OwnerDuties:
     def start(self) -> "OwnerDuties":
         for thread in self._threads:
             thread.start()
+        if self.engine.project.config.storage.backup_enabled:
+            from contextd.backup import BackupSchedule
+
+            self._backups = BackupSchedule(self.engine).start()
         return self
 
     def _warm_up(self) -> None:
@@ -361,6 +366,8 @@ class OwnerDuties:
                 thread.join(timeout)
         if self._watcher is not None:
             self._watcher.stop()
+        if self._backups is not None:
+            self._backups.stop()
 
 
 class SharedEngine:
@@ -554,6 +561,19 @@ class SharedEngine:
     def savings(self, days: int = 30) -> dict[str, Any]:
         """See :meth:`contextd.engine.Engine.savings`."""
         return self._call("savings", {"days": days})
+    def add_context(self, file_path: str, content: str | None = None, lang: str | None = None,
+                    mime: str | None = None) -> dict[str, Any]:
+        """See :meth:`contextd.engine.Engine.add_context`."""
+        return self._call("add_context", {"file_path": file_path, "content": content,
+                                          "lang": lang, "mime": mime})
+
+    def delete_context(self, file_path: str) -> dict[str, Any]:
+        """See :meth:`contextd.engine.Engine.delete_context`."""
+        return self._call("delete_context", {"file_path": file_path})
+
+    def backup(self, destination: str | None = None) -> dict[str, Any]:
+        """See :meth:`contextd.engine.Engine.backup`."""
+        return self._call("backup", {"destination": destination})
 
     # ----- routing ---------------------------------------------------------------------
     def _call(self, method: str, params: dict[str, Any], progress=None) -> Any:

@@ -64,6 +64,7 @@ class QueryRequest:
     by_file: bool = False
     contexts: tuple[str, ...] | None = None
     include_project: bool = True
+    mmr_lambda: float | None = None  # None: query.mmr_lambda of the configuration
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)

@@ -103,6 +103,9 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("knowledge_add", result="contextd.knowledge.records:AddReport"),
     MethodSpec("knowledge_remove", result="contextd.knowledge.records:RemoveReport"),
     MethodSpec("embeddings_pending"),
+    MethodSpec("add_context"),
+    MethodSpec("delete_context"),
+    MethodSpec("backup"),
 )}
 
 

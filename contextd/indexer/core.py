@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Sequence
 
-from contextd.boundary import SKIP_REASONS, Boundary, FileEntry
+from contextd.boundary import SKIP_REASONS, Boundary, FileEntry, RejectReason
 from contextd.chunking import chunking_signature
 from contextd.contextualize import (contextualizer_signature, counters_since, needs_store,
                                    stage_stats)
@@ -24,8 +24,10 @@ from contextd.embedding import get_embedder
 from contextd.errors import UsageError
 from contextd.indexer.embed_stage import EmbeddingStage, embed_missing
 from contextd.indexer.pipeline import Writer, outcomes
-from contextd.indexer.plan import FileTask, in_scope, order_by_priority, plan_changes
+from contextd.indexer.plan import (PUSHED_MTIME_NS, FileTask, in_scope, order_by_priority,
+                                   plan_changes)
 from contextd.indexer.recency import recently_touched
+from contextd.indexer.worker import process_data
 from contextd.indexer.report import IndexReport
 from contextd.interrupts import is_interrupt
 from contextd.path_args import check_paths, refusal_text
@@ -189,6 +191,34 @@ class Indexer:
         still come from the cache)."""
         with self._run_lock:
             return self._refresh(paths, force, progress, cancel, mode="refresh")
+
+    def push(self, path: str, data: bytes, progress: Progress | None = None) -> IndexReport:
+        """Index ``data`` as the content of project file ``path`` (the service's
+        ``add_context``): same scrubbing, chunking and embedding as a file read from disk.
+        Recorded with :data:`PUSHED_MTIME_NS`, so a file that exists on disk is re-indexed from
+        disk at its next change or catch-up (the disk stays the truth), and a document with
+        no file behind it stays until ``delete_context`` or a rebuild."""
+        rel = self.relative(path)
+        decision = self.boundary.check(rel)
+        if not decision.indexable and decision.reason != RejectReason.NOT_FOUND:
+            raise UsageError(f"{rel} is outside what this project indexes: {decision.detail}")
+        limit = self.config.indexing.max_file_size_mb * 1024 * 1024
+        if len(data) > limit:
+            raise UsageError(f"{rel}: {len(data)} bytes is over indexing.max_file_size_mb")
+        with self._run_lock:
+            state = self.store.file_states(rel).get(rel)
+            task = FileTask(rel, str(self.project.root / rel), len(data), PUSHED_MTIME_NS,
+                            state.content_hash if state is not None else None)
+            return self._run([task], "push", progress, None, track_progress=False, total=1,
+                             produce=lambda store: [process_data(task, data, self.config,
+                                                                 store)])
+
+    def remove(self, path: str) -> bool:
+        """Drop one file from the index (the service's ``delete_context``); True when it was
+        indexed."""
+        rel = self.relative(path)
+        with self._run_lock:
+            return self.store.delete_files([rel]) > 0
 
     def embed_pending(self, cancel: threading.Event | None = None,
                       progress: Progress | None = None) -> int:
@@ -390,8 +420,11 @@ class Indexer:
         return [e for e in scan.accepted if in_scope(e.path, prefixes)]
 
     def _run(self, tasks: list[FileTask], mode: str, progress: Progress | None,
-             cancel: threading.Event | None, track_progress: bool, total: int) -> IndexReport:
-        """Process ``tasks`` with the embedding stage running beside the writer."""
+             cancel: threading.Event | None, track_progress: bool, total: int,
+             produce: Any = None) -> IndexReport:
+        """Process ``tasks`` with the embedding stage running beside the writer; ``produce``
+        (given the contextualizer's store) yields the outcomes instead of reading the
+        files."""
         report = IndexReport(mode=mode)
         progress = progress or NullProgress()
         cancel = cancel or threading.Event()
@@ -419,11 +452,14 @@ class Indexer:
         try:
             prefix_store = self.store if needs_store(self.config) else None
             before = stage_stats(self.config, prefix_store) if prefix_store else {}
-            # Closed explicitly: when the writer fails (Ctrl-C inside a DuckDB statement), the
-            # generator would otherwise shut its worker pool down only when collected, and
-            # a process leaving with os._exit would orphan the workers.
-            with contextlib.closing(outcomes(tasks, self.config, self.workers(), cancel,
-                                             prefix_store)) as produced:
+            # ``produce`` (the service's pushed content) gives the outcomes instead of reading
+            # the files. The reading generator is closed explicitly: when the writer fails
+            # (Ctrl-C inside a DuckDB statement) it would otherwise shut its worker pool down
+            # only when collected, and a process leaving with os._exit would orphan workers.
+            with contextlib.ExitStack() as stack:
+                produced = produce(prefix_store) if produce is not None else stack.enter_context(
+                    contextlib.closing(outcomes(tasks, self.config, self.workers(), cancel,
+                                                prefix_store)))
                 for outcome in produced:
                     writer.add(outcome)
             writer.flush()

@@ -15,6 +15,10 @@ from typing import Iterable, Mapping, Sequence
 from contextd.boundary import FileEntry
 from contextd.store.base import FileState
 
+# The mtime recorded for content pushed through the service (``add_context``): no file on
+# disk has it, so the next change or catch-up of a file that exists re-indexes it from disk,
+# and a pushed document with no file behind it is not taken for a deleted file.
+PUSHED_MTIME_NS = -1
 SMALL_FILE_BYTES = 10 * 1024
 LARGE_FILE_BYTES = 1024 * 1024
 DOC_EXTENSIONS = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc"})
@@ -102,7 +106,9 @@ def plan_changes(entries: Iterable[FileEntry], states: Mapping[str, FileState],
     """Compare the files on disk (``entries``, already through the Boundary) with the index.
 
     Files of ``states`` in scope but no longer among ``entries`` are removed (deleted, moved,
-    or newly excluded by an ignore rule). ``force`` re-reads every file in scope.
+    or newly excluded by an ignore rule), except documents pushed through the service with no
+    file on disk (``PUSHED_MTIME_NS``; ``delete_context`` removes those). ``force`` re-reads
+    every file in scope.
     """
     plan = Plan()
     present: set[str] = set()
@@ -119,5 +125,7 @@ def plan_changes(entries: Iterable[FileEntry], states: Mapping[str, FileState],
         known = None if force or state is None else state.content_hash
         plan.tasks.append(FileTask(entry.path, str(entry.abs_path), entry.size,
                                    entry.mtime_ns, known))
-    plan.removed = sorted(p for p in states if p not in present and in_scope(p, prefixes))
+    plan.removed = sorted(p for p, state in states.items()
+                          if p not in present and in_scope(p, prefixes)
+                          and state.mtime_ns != PUSHED_MTIME_NS)
     return plan

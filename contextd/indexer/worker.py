@@ -58,6 +58,12 @@ def process_file(task: FileTask, config: ContextConfig, store=None) -> Outcome:
         return Outcome(task, VANISHED)
     except OSError as exc:
         return Outcome(task, FAILED, error_type="read_error", message=str(exc))
+    return process_data(task, data, config, store)
+
+
+def process_data(task: FileTask, data: bytes, config: ContextConfig, store=None) -> Outcome:
+    """Index the bytes of one file, read from disk by :func:`process_file` or pushed through
+    the service's ``add_context`` (the same scrubbing, chunking and contextualizing)."""
     digest = blake3.blake3(data).hexdigest()
     if digest == task.known_hash:
         return Outcome(task, SAME)

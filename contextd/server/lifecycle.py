@@ -76,6 +76,13 @@ class EngineHandle:
         finally:
             self._ready.set()
 
+    def state(self) -> dict[str, Any]:
+        """Readiness: ``ready`` once the engine is open; ``error`` when it failed to."""
+        error = str(self._error) if self._error is not None else None
+        engine = self._engine
+        return {"ready": engine is not None and error is None, "error": error,
+                "owner": bool(engine is not None and engine.is_owner)}
+
     def get(self, timeout: float = ENGINE_WAIT_S):
         """The engine, waiting for the background start if needed."""
         self.start()
@@ -185,6 +192,14 @@ async def _serve_http(app, handle: EngineHandle, port: int) -> None:
                                             max_request_body_size=MAX_REQUEST_BYTES)
     config = uvicorn.Config(starlette_app, host="127.0.0.1", port=port, log_config=None,
                             access_log=False, log_level="warning", lifespan="on")
+    await run_uvicorn(config, handle)
+
+
+async def run_uvicorn(config, handle: EngineHandle) -> None:
+    """Serve a uvicorn config until SIGTERM/SIGINT, starting the engine in the background
+    (``contextd serve --http`` and the standalone service ``contextd server``)."""
+    import uvicorn
+
     # uvicorn re-raises the signal that stopped it once it has shut down, which would kill
     # the process before serve() closes the engine (owner lock and socket): while it runs,
     # the handlers it restores and then invokes do nothing.

@@ -13,7 +13,8 @@ __all__ = ["Changes", "ChunkRow", "FileRecord", "FileState", "IndexedChunk", "In
 
 def open_store(project) -> IndexStore:
     """Open (creating or migrating) the index of a :class:`contextd.project.Project`: its
-    DuckDB file, or its workspace of a shared PostgreSQL database (``storage.backend``)."""
+    DuckDB file (sealed at rest when ``security.encrypt_db`` is on), or its workspace of a
+    shared PostgreSQL database (``storage.backend``)."""
     storage = project.config.storage
     if storage.backend == "postgres":
         from contextd.store.postgres import open_postgres
@@ -22,8 +23,15 @@ def open_store(project) -> IndexStore:
         identity = project_identity(project.root, storage.workspace)
         return open_postgres(storage.url, workspace_id(identity), identity, str(project.root))
     from contextd.git_exclude import exclude_index_dir
-    from contextd.store.duckdb_store import DuckDBStore
 
-    store = DuckDBStore(project.db_path)
+    if project.config.security.encrypt_db:  # sealed at rest (contextd.crypto)
+        from contextd.crypto import db_secret
+        from contextd.crypto.store import EncryptedDuckDBStore
+
+        store = EncryptedDuckDBStore(project.db_path, db_secret(project.config))
+    else:
+        from contextd.store.duckdb_store import DuckDBStore
+
+        store = DuckDBStore(project.db_path)
     exclude_index_dir(project.root, project.db_path)
     return store

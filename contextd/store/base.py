@@ -523,6 +523,11 @@ class IndexStore(abc.ABC):
         usage averages."""
 
     @abc.abstractmethod
+    def snapshot(self, destination: str) -> None:
+        """Write a consistent copy of the whole index to the new file ``destination`` while
+        the store stays open and writable (backups; see :mod:`contextd.backup`)."""
+
+    @abc.abstractmethod
     def vacuum(self) -> None:
         """Reclaim space after large deletions."""
 

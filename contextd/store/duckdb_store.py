@@ -1009,6 +1009,21 @@ class DuckDBStore(IndexStore):
             "avg_tokens_per_query": usage[2], "generation": self.generation(),
         }
 
+    def snapshot(self, destination: str) -> None:
+        # COPY FROM DATABASE reads one MVCC snapshot: consistent without the write lock, so
+        # writers are not held while it runs (benchmarks/bench_service.py --backup).
+        cur = self._con.cursor()
+        alias = f"snapshot_{uuid.uuid4().hex[:12]}"
+        try:
+            source = _first(cur.execute("SELECT current_database()"))[0]
+            cur.execute(f"ATTACH ? AS {alias}", [destination])
+            try:
+                cur.execute(f'COPY FROM DATABASE "{source}" TO {alias}')
+            finally:
+                cur.execute(f"DETACH {alias}")
+        finally:
+            cur.close()
+
     def vacuum(self) -> None:
         with self._write_lock:
             # FORCE: other threads' cursors may hold a finished read open, which a plain

@@ -1,0 +1,80 @@
+"""Encryption at rest (``[security] encrypt_db``) through the real CLI: the index file and
+its backups hold no plaintext, a wrong or missing key is one clear error, the key rotates,
+and a backup restores."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from contextd.crypto import plaintext_dir
+from contextd.project import Project
+from service_helpers import cli, env_for, make_project
+
+KEY = "correct horse battery staple 42"
+SECRET_TEXTS = (b"refresh_token", b"Refresh an expired JWT", b"InvoiceTotals", b"ledger")
+
+
+def _no_plaintext(path: Path) -> None:
+    data = path.read_bytes()
+    assert data.startswith(b"CTXDENC1") and b"DUCK" not in data[:4096]
+    assert not any(text in data for text in SECRET_TEXTS)
+
+
+def _query(root, env) -> list[str]:
+    done = cli(root, env, "--json", "query", "refresh an expired JWT token", "--k", "2")
+    assert done.returncode == 0, done.stderr
+    return [h["file_path"] for h in json.loads(done.stdout)["hits"]]
+
+
+def test_sealed_index_keys_backups_and_rotation(tmp_path) -> None:
+    root = make_project(tmp_path / "proj", "[security]\nencrypt_db = true\n")
+    env = env_for(tmp_path / "run", CONTEXTD_DB_KEY=KEY)
+    db = Project.open(str(root)).db_path
+    assert cli(root, env, "refresh").returncode == 0
+    _no_plaintext(db)
+    assert not list(plaintext_dir(db).glob("context.duckdb*"))  # nothing left decrypted
+    assert _query(root, env)[0] == "auth/tokens.py"
+
+    for bad_env, message in (({**env, "CONTEXTD_DB_KEY": "another key entirely"}, "wrong key"),
+                             ({**env, "CONTEXTD_DB_KEY": ""}, "missing")):
+        done = cli(root, bad_env, "query", "tokens")
+        assert done.returncode == 1 and message in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    _no_plaintext(db)
+
+    backup = json.loads(cli(root, env, "--json", "backup").stdout)["path"]
+    _no_plaintext(Path(backup))
+
+    new_env = {**env, "NEW_DB_KEY": "a brand new key of ours"}
+    refused = cli(root, new_env, "keys", "rotate-db-key")
+    assert refused.returncode == 2
+    rotated = cli(root, new_env, "--json", "keys", "rotate-db-key", "--new-key-env", "NEW_DB_KEY")
+    assert rotated.returncode == 0, rotated.stderr
+    assert json.loads(rotated.stdout)["reencrypted"] == [str(db.resolve()), backup]
+    assert "wrong key" in cli(root, env, "query", "tokens").stderr
+    env = {**env, "CONTEXTD_DB_KEY": "a brand new key of ours"}
+    assert _query(root, env)[0] == "auth/tokens.py"
+
+    db.unlink()
+    restored = cli(root, env, "--json", "restore", backup)
+    assert restored.returncode == 0, restored.stderr
+    _no_plaintext(db)
+    assert _query(root, env)[0] == "auth/tokens.py"
+
+
+def test_writes_survive_an_owner_killed_before_it_sealed(tmp_path) -> None:
+    root = make_project(tmp_path / "proj", "[security]\nencrypt_db = true\n")
+    env = env_for(tmp_path / "run", CONTEXTD_DB_KEY=KEY)
+    assert cli(root, env, "refresh").returncode == 0
+    (root / "docs" / "late.md").write_text("# Late\n\nThe wombat migration runbook.\n")
+    # An owner indexes the new file and dies without closing (no seal since its start).
+    script = ("import os\nfrom contextd.engine import Engine\n"
+              f"engine = Engine.open({str(root)!r})\nengine.refresh()\nos._exit(0)\n")
+    assert subprocess.run([sys.executable, "-c", script], env=env, timeout=120).returncode == 0
+    assert b"wombat" not in Project.open(str(root)).db_path.read_bytes()
+    done = cli(root, env, "--json", "query", "wombat migration runbook", "--k", "1")
+    assert json.loads(done.stdout)["hits"][0]["file_path"] == "docs/late.md"
+    _no_plaintext(Project.open(str(root)).db_path)
