@@ -169,7 +169,8 @@ def _stats(repo: Path, runtime: Path) -> dict:
 
 
 def test_ctrl_c_during_the_first_index_is_one_line_and_resumable(repo, runtime):
-    _many_files(repo, 400)
+    files = 2000  # a few seconds of chunking even on a quiet machine
+    _many_files(repo, files)
     (repo / "context.toml").write_text("[owner]\nbackground = false\n"
                                        "[contextualizer]\nstrategy = \"none\"\n")
     env = {**server_env(runtime), "CONTEXTD_LOAD_PLUGINS": ""}
@@ -189,7 +190,7 @@ def test_ctrl_c_during_the_first_index_is_one_line_and_resumable(repo, runtime):
     assert resumed.returncode == 0, resumed.stderr
     assert "resume: " in resumed.stderr
     stats = _stats(repo, runtime)
-    assert stats["storage"]["total_files"] == 405  # 400 + the 4 files + context.toml
+    assert stats["storage"]["total_files"] == files + 5  # + the 4 files + context.toml
     assert stats["recent_jobs"][0]["status"] == "completed"
 
 
