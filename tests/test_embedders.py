@@ -127,9 +127,9 @@ def test_importing_contextd_and_listing_backends_stays_light():
         "from contextd.embedding import embedder_factories\n"
         "names = sorted(embedder_factories())\n"
         "heavy = [m for m in ('torch', 'onnxruntime', 'sentence_transformers', 'onnx',"
-        " 'transformers') if m in sys.modules]\n"
+        " 'transformers', 'httpx2') if m in sys.modules]\n"
         "print(json.dumps({'names': names, 'heavy': heavy}))")
-    assert result == {"names": ["onnx", "torch"], "heavy": []}
+    assert result == {"names": ["ollama", "onnx", "openai", "torch"], "heavy": []}
 
 
 def test_unknown_model_and_backend_fail_clearly(tmp_path):
