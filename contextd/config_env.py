@@ -187,3 +187,27 @@ def api_key(config: EmbeddingConfig, environ: Mapping[str, str] | None = None
     dotenv = read_dotenv(Path(config.env_file)) if config.env_file else {}
     found = _Lookup(environ, dotenv).first((name,))
     return (found[0], found[1]) if found else (None, None)
+
+
+@dataclass(frozen=True)
+class SettingOrigin:
+    """One [embedding] setting as validate-config shows it: secrets appear as set/not set."""
+
+    key: str
+    value: str
+    origin: str
+
+
+def describe_embedding(config: ContextConfig, root: Path,
+                       environ: Mapping[str, str] | None = None) -> list[SettingOrigin]:
+    """Every [embedding] setting that does not keep its default, with where it came from,
+    and for a remote backend whether its API key is set (never the key itself)."""
+    embedding, origins = resolve_embedding(config, root, environ)
+    rows = [SettingOrigin(f"embedding.{key}", str(getattr(embedding, key)), str(origin))
+            for key, origin in sorted(origins.items())]
+    variable = default_api_key_variable(embedding)
+    if variable is not None:
+        key, origin = api_key(embedding, environ)
+        rows.append(SettingOrigin(f"API key ${variable}", "set" if key else "not set",
+                                  str(origin) if origin else "nowhere"))
+    return rows

@@ -49,3 +49,34 @@ def get_embedder(config: EmbeddingConfig) -> Any:
             embedder = factories[config.backend][0](config)
             _embedders[config] = embedder
         return embedder
+
+
+def embedding_stats(config: EmbeddingConfig) -> dict[str, Any]:
+    """The ``embedding`` part of get_context_stats: backend, identity and dimension, which
+    backend embeds queries, and for a remote backend its counters (requests, texts, tokens,
+    retries, rate-limit waits, throughput). Builds the embedder (cheap) but loads no model
+    and sends nothing."""
+    from contextd.errors import ContextdError
+
+    try:
+        embedder = get_embedder(config)
+    except ContextdError as exc:
+        return {"backend": config.backend, "error": str(exc)}
+    stats = getattr(embedder, "stats", None)
+    if callable(stats):
+        return stats()
+    return {"backend": config.backend, "identity": embedder.identity,
+            "dimension": embedder.dimension, "query_backend": "same as indexing (in-process)"}
+
+
+def counters_since(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What a run cost: the growth of every numeric counter of :func:`embedding_stats`
+    between two snapshots ({} for a backend without counters)."""
+    if "requests" not in after:
+        return {}
+    delta = {key: round(value - before.get(key, 0), 3) for key, value in after.items()
+             if isinstance(value, (int, float)) and key not in ("dimension", "concurrency",
+                                                                "texts_per_second")}
+    delta["texts_per_second"] = (round(delta["texts"] / delta["busy_s"], 1)
+                                 if delta.get("busy_s") else None)
+    return delta

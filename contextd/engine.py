@@ -101,9 +101,13 @@ class Engine:
         return self.module.query(request)
 
     def stats(self) -> dict[str, Any]:
-        """get_context_stats: providers, storage, performance, languages, indexing progress
-        ("N / M files") and recent jobs."""
+        """get_context_stats: providers, storage, performance, languages, the embedding
+        backend (which one embeds queries; a remote one's requests, tokens, retries and
+        rate-limit waits), indexing progress ("N / M files") and recent jobs."""
+        from contextd.embedding import embedding_stats
+
         data = self.module.stats()
+        data["embedding"] = embedding_stats(self.project.config.embedding)
         data["indexing"] = self.indexer.status()
         data["recent_jobs"] = [to_dict(job) for job in self.store.list_jobs(limit=5)]
         return data

@@ -17,6 +17,8 @@ class IndexReport:
     complete regardless); ``errors`` holds the first few failures as ``path: message``.
     ``contextualizer`` is what a contextualizer running in this process did in the run
     (prefixes generated, cache hits, fallbacks; an LLM's requests, tokens and cost).
+    ``embedding`` is what a remote embedding server did for the run (requests, texts, tokens,
+    retries, rate-limit waits, texts per second); empty for a local model.
     """
 
     mode: str = "refresh"
@@ -36,6 +38,7 @@ class IndexReport:
     embedding_error: str | None = None
     errors: list[str] = field(default_factory=list)
     contextualizer: dict[str, Any] = field(default_factory=dict)
+    embedding: dict[str, Any] = field(default_factory=dict)
 
     @property
     def summary(self) -> str:
@@ -46,6 +49,12 @@ class IndexReport:
                 f"{self.chunks_embedded:,} embedded in {self.seconds:.1f} s")
         if self.cancelled:
             text += " (cancelled)"
+        if self.embedding.get("requests"):
+            e = self.embedding
+            rate = f", {e['texts_per_second']:,} texts/s" if e.get("texts_per_second") else ""
+            text += (f"; remote: {e['texts']:,} texts in {e['requests']:,} requests{rate}, "
+                     f"{e['tokens']:,} tokens, {e['retries']:,} retries, "
+                     f"{e['rate_limit_wait_s']:.1f} s rate-limit waits")
         if self.embedding_error:
             text += f"; embeddings unavailable: {self.embedding_error}"
         return text
