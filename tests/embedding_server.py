@@ -53,6 +53,7 @@ class EmbeddingServer:
         self.faults_served = 0
         self.batch_sizes: list[int] = []
         self.lock = threading.Lock()
+        self.model_lock = threading.Lock()
         self.httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -135,7 +136,8 @@ def _handler_for(server: EmbeddingServer):
                 return self._send(500, {"error": {"message": "CUDA out of memory"}})
             if fault == STALL:
                 time.sleep(server.stall_s)
-            vectors = server.transform(server.embed(texts))
+            with server.model_lock:  # one model, one queue: as TEI or Ollama run it
+                vectors = server.transform(server.embed(texts))
             tokens = sum(len(t.split()) for t in texts)
             if ollama:
                 payload = {"model": server.model, "embeddings": vectors.tolist(),
@@ -155,3 +157,39 @@ def _handler_for(server: EmbeddingServer):
             self._send(200, payload)
 
     return Handler
+
+
+def main() -> None:
+    """Serve from a separate process (the benchmark's server, so that client and server do not
+    share one interpreter lock): prints the base URL, then serves until killed.
+
+        python tests/embedding_server.py [--model NAME] [--fake]
+
+    ``--fake`` answers constant vectors without running a model: what is left of a request's
+    time is the protocol's own overhead (HTTP, JSON both ways)."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--fake", action="store_true")
+    args = parser.parse_args()
+    if args.fake:
+        def embed(texts: list[str]) -> np.ndarray:
+            vectors = np.zeros((len(texts), 384), dtype=np.float32)
+            vectors[:, 0] = 1.0
+            return vectors
+    else:
+        from contextd.config import EmbeddingConfig
+        from contextd.embedding import get_embedder
+
+        embed = get_embedder(EmbeddingConfig()).embed
+        embed(["warm up"])
+    server = EmbeddingServer(embed, args.model).start()
+    sys.stdout.write(server.base_url + "\n")
+    sys.stdout.flush()
+    server.thread.join()
+
+
+if __name__ == "__main__":
+    main()

@@ -247,22 +247,20 @@ def run_cli(root: Path, *args: str, env: dict[str, str] | None = None
 
 def test_wrong_key_and_wrong_dimension_are_one_line(tmp_path, fresh):
     root = project(tmp_path, remote_toml(fresh))
-    wrong = run_cli(root, "embedders", "probe", env={KEY_VAR: "not-the-key"})
-    assert wrong.returncode == 1 and wrong.stdout == ""
-    assert wrong.stderr.count("\n") == 1
-    assert f"rejected the API key in ${KEY_VAR} (HTTP 401" in wrong.stderr
-    assert "not-the-key" not in wrong.stderr
-
-    (root / "context.toml").write_text(remote_toml(fresh, dimension=768))
-    mismatch = run_cli(root, "embedders", "probe", env={KEY_VAR: KEY})
-    assert mismatch.returncode == 1 and mismatch.stderr.count("\n") == 1
-    assert "returned 384-dimensional vectors" in mismatch.stderr
-    assert "dimension is 768; set dimension = 384" in mismatch.stderr
-
-    (root / "context.toml").write_text(remote_toml(fresh, model="no-such-model"))
-    unknown = run_cli(root, "embedders", "probe", env={KEY_VAR: KEY})
-    assert unknown.returncode == 1 and unknown.stderr.count("\n") == 1
-    assert "does not serve model 'no-such-model' (HTTP 404" in unknown.stderr
+    cases = [
+        ({KEY_VAR: "not-the-key"}, {}, [f"rejected the API key in ${KEY_VAR} (HTTP 401"]),
+        ({KEY_VAR: KEY}, {"dimension": 768}, ["returned 384-dimensional vectors",
+                                              "dimension is 768; set dimension = 384"]),
+        ({KEY_VAR: KEY}, {"model": "no-such-model"},
+         ["does not serve model 'no-such-model' (HTTP 404"]),
+    ]
+    for env, settings, phrases in cases:
+        (root / "context.toml").write_text(remote_toml(fresh, **settings))
+        failed = run_cli(root, "embedders", "probe", env=env)
+        assert failed.returncode == 1 and failed.stdout == "", failed.stderr
+        assert failed.stderr.count("\n") == 1 and failed.stderr.startswith("contextd: error: ")
+        assert all(phrase in failed.stderr for phrase in phrases), failed.stderr
+        assert "not-the-key" not in failed.stderr
 
     (root / "context.toml").write_text(remote_toml(fresh))
     good = run_cli(root, "embedders", "probe", env={KEY_VAR: KEY})
