@@ -69,9 +69,4 @@ class JobConflictError(ContextdError):
 
 class RemoteEmbeddingError(ContextdError):
     """An embedding server refused or failed a request for good: a wrong API key, an unknown
-    model, vectors of the wrong dimension, or a server still unreachable after the retries.
-    ``retryable`` is True when a later attempt may succeed (server down, overloaded)."""
-
-    def __init__(self, message: str, retryable: bool = False):
-        super().__init__(message)
-        self.retryable = retryable
+    model, vectors of the wrong dimension, or a server still unreachable after the retries."""

@@ -17,6 +17,7 @@ from test_indexer import make_repo
 
 from contextd.config import EmbeddingConfig, load_config
 from contextd.config_env import describe_embedding, resolve_embedding
+from contextd.embedders.remote.embedder import plan_batches
 from contextd.embedders.remote.ratelimit import RateLimiter
 from contextd.embedding import get_embedder
 from contextd.engine import Engine
@@ -249,6 +250,7 @@ def test_wrong_key_and_wrong_dimension_are_one_line(tmp_path, fresh):
     root = project(tmp_path, remote_toml(fresh))
     cases = [
         ({KEY_VAR: "not-the-key"}, {}, [f"rejected the API key in ${KEY_VAR} (HTTP 401"]),
+        ({KEY_VAR: ""}, {}, [f"wants an API key (HTTP 401", f"set ${KEY_VAR}"]),
         ({KEY_VAR: KEY}, {"dimension": 768}, ["returned 384-dimensional vectors",
                                               "dimension is 768; set dimension = 384"]),
         ({KEY_VAR: KEY}, {"model": "no-such-model"},
@@ -337,3 +339,13 @@ def test_rate_limiter_spreads_requests_over_the_minute():
     assert limiter.acquire(50) > 0                               # the next one waits
     tokens = RateLimiter(requests_per_minute=0, tokens_per_minute=6000)
     assert tokens.acquire(6000) == 0 and tokens.acquire(60) > 0
+
+
+def test_batches_respect_both_limits_and_cover_every_text_once():
+    counts = [5, 300, 40, 40, 9000, 12, 12, 12, 80]
+    batches = plan_batches(counts, max_items=3, max_tokens=100)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(counts)))
+    for batch in batches:
+        assert len(batch) <= 3
+        assert len(batch) == 1 or sum(counts[i] for i in batch) <= 100
+    assert [4] in batches  # longer than any request may be: sent alone

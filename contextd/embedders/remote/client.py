@@ -117,6 +117,7 @@ class RemoteClient:
         self.url = protocol.url(base_url)
         self.model = model
         self.key_variable = key_variable
+        self.has_key = bool(api_key)
         self.max_retries = max_retries
         self.timeout_s = timeout_s
         self.limiter = limiter
@@ -137,8 +138,9 @@ class RemoteClient:
     def embed(self, texts: list[str], estimated_tokens: int) -> Answer:
         """The server's vectors of ``texts``, retrying transient failures; raises
         RemoteEmbeddingError when it fails for good."""
-        last = ""
+        last, tries = "", 0
         for attempt in range(self.max_retries + 1):
+            tries = attempt + 1
             waited = self.limiter.acquire(estimated_tokens)
             if waited:
                 self.count(rate_limit_waits=1, rate_limit_wait_s=waited)
@@ -150,6 +152,7 @@ class RemoteClient:
                     break
                 pause = exc.wait if exc.wait is not None else backoff(attempt)
                 if pause > RETRY_AFTER_CAP_S:
+                    last += f", and asks to wait {pause:.0f} s"
                     break
                 log.info("embedding request failed (%s); retry %d of %d in %.1f s", last,
                          attempt + 1, self.max_retries, pause)
@@ -164,10 +167,8 @@ class RemoteClient:
                        tokens=answer.tokens if answer.tokens is not None else estimated_tokens)
             return answer
         self.count(failures=1)
-        attempts = self.max_retries + 1
         raise RemoteEmbeddingError(
-            f"embedding server {self.url} failed {attempts} time{'s' * (attempts > 1)}: "
-            f"{last}", retryable=True)
+            f"embedding server {self.url} failed {tries} time{'s' * (tries > 1)}: {last}")
 
     def _post(self, texts: list[str]) -> Answer:
         try:
@@ -196,11 +197,14 @@ class RemoteClient:
         """The one line for an answer that retrying cannot fix."""
         where = f"embedding server {self.url}"
         if status in (401, 403):
-            key = (f"the API key in ${self.key_variable}" if self.key_variable
-                   else "requests without an API key")
             variable = self.key_variable or "OPENAI_COMPATIBLE_API_KEY"
-            return (f"{where} rejected {key} (HTTP {status}: {detail}); set a valid key in "
-                    f"${variable} or name its variable in [embedding] api_key_env")
+            if not self.has_key:
+                return (f"{where} wants an API key (HTTP {status}: {detail}); set "
+                        f"${variable} in the environment or the project's .env, or name "
+                        f"another variable in [embedding] api_key_env")
+            return (f"{where} rejected the API key in ${variable} (HTTP {status}: {detail}); "
+                    f"set a valid key there or name another variable in [embedding] "
+                    f"api_key_env")
         if status == 404 or "model" in detail.lower():
             return (f"{where} does not serve model {self.model!r} (HTTP {status}: {detail}); "
                     f"check [embedding] model and base_url")

@@ -1,8 +1,10 @@
 """The remote embedder: batches of texts sent to a server, several requests in flight.
 
-Texts are grouped in input order into requests of at most ``max_batch_items`` texts and
-``max_batch_tokens`` estimated tokens, sent ``concurrency`` at a time over one keep-alive
-connection pool, and the answers put back in input order. A call returns every vector or
+Texts are sorted by estimated length and grouped into requests of at most
+``max_batch_items`` texts and ``max_batch_tokens`` estimated tokens (texts of similar length
+share a request, so a server that pads a batch to its longest text computes little padding),
+sent ``concurrency`` at a time over one keep-alive connection pool, and the answers put back
+in input order. A call returns every vector or
 raises: the indexer stores a window of vectors only when its call returned, so a request
 that fails for good loses nothing (the texts stay "missing" and are asked for again) and a
 retried request cannot store a vector twice (the embeddings table is keyed by text).
@@ -40,17 +42,21 @@ def remote_identity(kind: str, config: EmbeddingConfig) -> str:
 
 
 def plan_batches(token_counts: Sequence[int], max_items: int, max_tokens: int
-                 ) -> list[range]:
-    """Consecutive index ranges of at most ``max_items`` texts and ``max_tokens`` tokens
-    (a single longer text makes a batch of its own; the server truncates or refuses it)."""
-    batches, start, tokens = [], 0, 0
-    for i, count in enumerate(token_counts):
-        if i > start and (i - start >= max_items or tokens + count > max_tokens):
-            batches.append(range(start, i))
-            start, tokens = i, 0
-        tokens += count
-    if start < len(token_counts):
-        batches.append(range(start, len(token_counts)))
+                 ) -> list[list[int]]:
+    """Indices of the texts grouped into requests of at most ``max_items`` texts and
+    ``max_tokens`` tokens, shortest texts first (a single longer text makes a request of its
+    own; the server truncates or refuses it). Every index appears exactly once."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    tokens = 0
+    for i in np.argsort(np.asarray(token_counts, dtype=np.int64), kind="stable").tolist():
+        if current and (len(current) >= max_items or tokens + token_counts[i] > max_tokens):
+            batches.append(current)
+            current, tokens = [], 0
+        current.append(i)
+        tokens += token_counts[i]
+    if current:
+        batches.append(current)
     return batches
 
 
@@ -101,11 +107,10 @@ class RemoteEmbedder:
                 raise future.exception()
         return out
 
-    def _embed_batch(self, texts: list[str], counts: list[int], batch: range,
+    def _embed_batch(self, texts: list[str], counts: list[int], batch: list[int],
                      out: np.ndarray) -> None:
-        answer = self.client.embed(texts[batch.start:batch.stop],
-                                   sum(counts[batch.start:batch.stop]))
-        out[batch.start:batch.stop] = self._checked(answer.vectors)
+        answer = self.client.embed([texts[i] for i in batch], sum(counts[i] for i in batch))
+        out[batch] = self._checked(answer.vectors)
 
     def _checked(self, vectors: list[list[float]]) -> np.ndarray:
         """The vectors as float32, checked against the configured dimension and normalised."""
