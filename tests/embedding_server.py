@@ -91,6 +91,7 @@ class EmbeddingServer:
 def _handler_for(server: EmbeddingServer):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
+        disable_nagle_algorithm = True  # as real servers do: no 40 ms delayed-ACK stalls
 
         def log_message(self, *args: Any) -> None:  # quiet: tests read the counters
             pass

@@ -268,6 +268,11 @@ def test_wrong_key_and_wrong_dimension_are_one_line(tmp_path, fresh):
     good = run_cli(root, "embedders", "probe", env={KEY_VAR: KEY})
     assert good.returncode == 0, good.stderr
     assert good.stdout.startswith(f"openai:{MODEL}/384@") and "384 dimensions" in good.stdout
+    stats = run_cli(root, "stats", env={KEY_VAR: KEY})
+    assert stats.returncode == 0, stats.stderr
+    assert f"embedding: openai:{MODEL}/384@" in stats.stdout
+    assert "queries: remote (same as indexing)" in stats.stdout
+    assert "requests" in stats.stdout and "rate-limit waits" in stats.stdout
 
 
 def test_unreachable_server_keeps_the_lexical_index_and_embeds_later(tmp_path, fresh, local):
