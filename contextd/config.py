@@ -353,8 +353,10 @@ class ContextConfig:
     contextualizer: ContextualizerConfig = field(default_factory=ContextualizerConfig)
     ranking: RankingConfig = field(default_factory=RankingConfig)
     source: str | None = field(default=None, metadata={"internal": True})
-    # Dotted keys the file set (e.g. "embedding.model"): they win over the environment.
-    explicit_keys: frozenset[str] = field(default=frozenset(), metadata={"internal": True})
+    # Dotted keys the file set (e.g. "embedding.model"): they win over the environment. Not
+    # compared: two configurations with the same values are the same configuration.
+    explicit_keys: frozenset[str] = field(default=frozenset(), compare=False,
+                                          metadata={"internal": True})
 
     def chunking_for(self, language: str) -> LanguageChunking:
         """Chunking settings of a language, falling back to the defaults."""

@@ -69,14 +69,18 @@ def embedding_stats(config: EmbeddingConfig) -> dict[str, Any]:
             "dimension": embedder.dimension, "query_backend": "same as indexing (in-process)"}
 
 
-def counters_since(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """What a run cost: the growth of every numeric counter of :func:`embedding_stats`
-    between two snapshots ({} for a backend without counters)."""
+def remote_run_counters(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What one run cost a remote backend: the growth of its counters between two
+    :func:`embedding_stats` snapshots, with the run's own throughput ({} for a backend
+    without counters)."""
+    from contextd.contextualize import counters_since
+
     if "requests" not in after:
         return {}
-    delta = {key: round(value - before.get(key, 0), 3) for key, value in after.items()
-             if isinstance(value, (int, float)) and key not in ("dimension", "concurrency",
-                                                                "texts_per_second")}
-    delta["texts_per_second"] = (round(delta["texts"] / delta["busy_s"], 1)
-                                 if delta.get("busy_s") else None)
+    delta = {key: round(value, 3) if isinstance(value, float) else value
+             for key, value in counters_since(
+                 {k: v for k, v in before.items() if v is not None}, after).items()}
+    delta.update(dimension=after["dimension"], concurrency=after["concurrency"],
+                 texts_per_second=round(delta["texts"] / delta["busy_s"], 1)
+                 if delta["busy_s"] else None)
     return delta
