@@ -216,28 +216,26 @@ def test_switching_backends_reembeds_once_and_switching_back_is_free(tmp_path, f
     assert sum(fresh.served.values()) == first.chunks_embedded
 
 
-def test_query_local_only_when_the_probe_agrees(tmp_path, fresh):
-    root = project(tmp_path, remote_toml(fresh, query_backend="local"))
+def query_route(tmp_path: Path, server: EmbeddingServer, name: str, **settings) -> str:
+    """Index a project whose queries should be embedded locally, query it, and return which
+    backend embedded the query (stats)."""
+    root = project(tmp_path, remote_toml(server, query_backend="local", **settings), name)
     engine = Engine.open(str(root))
     try:
         engine.ensure_indexed()
         assert semantic_hits(engine, "validate a token")
-        route = engine.stats()["embedding"]["query_backend"]
-        assert route.startswith("local (") and "probe cosine" in route
+        return engine.stats()["embedding"]["query_backend"]
     finally:
         engine.close()
+
+
+def test_query_local_only_when_the_probe_agrees(tmp_path, fresh):
+    route = query_route(tmp_path, fresh, "same")
+    assert route.startswith("local (") and "probe cosine" in route
     # The same model name, but the server now answers in another vector space.
     fresh.transform = lambda v: np.roll(v, 7, axis=1)
-    root = project(tmp_path, remote_toml(fresh, query_backend="local", max_batch_items=3),
-                   "other")
-    engine = Engine.open(str(root))
-    try:
-        engine.ensure_indexed()
-        assert semantic_hits(engine, "validate a token")
-        route = engine.stats()["embedding"]["query_backend"]
-        assert route.startswith("remote (") and "disagrees" in route
-    finally:
-        engine.close()
+    route = query_route(tmp_path, fresh, "other", max_batch_items=3)
+    assert route.startswith("remote (") and "disagrees" in route
 
 
 def run_cli(root: Path, *args: str, env: dict[str, str] | None = None
