@@ -171,6 +171,37 @@ class EmbeddingConfig:
                          help="int8: dynamic per-channel quantisation (ONNX only).")
     max_seq_length: int = _opt(256, min=8, max=8192, help="Tokens the model reads per chunk.")
     threads: int = _opt(0, min=0, max=256, help="Inference threads; 0 = one per core.")
+    # ----- remote backends (openai, ollama): contextd/embedders/remote/ -------------------
+    base_url: str = _opt("", help="openai/ollama: the server's base URL, e.g. "
+                                  "http://gpu-box:8080/v1 (POST {base_url}/embeddings) or "
+                                  "http://localhost:11434 (POST /api/embed); empty: "
+                                  "https://api.openai.com/v1 or http://localhost:11434.")
+    api_key_env: str = _opt("", help="Name of the environment (or .env) variable holding "
+                                     "the API key, sent as a Bearer token; empty: "
+                                     "OPENAI_API_KEY for api.openai.com, "
+                                     "OPENAI_COMPATIBLE_API_KEY for other servers.")
+    query_backend: str = _opt("same", choices=("same", "local"),
+                              help="same: queries are embedded by the backend that embeds "
+                                   "chunks; local: in-process by local_model, only if the "
+                                   "server runs that same model (one probe vector is compared "
+                                   "at start-up, cosine >= 0.99, else queries go remote).")
+    local_model: str = _opt("sentence-transformers/all-MiniLM-L6-v2",
+                            help="query_backend = local: the installed model the server's "
+                                 "model is the same as.")
+    max_batch_items: int = _opt(32, min=1, max=2048, help="Remote: most texts per request "
+                                                          "(TEI's default limit is 32).")
+    max_batch_tokens: int = _opt(8192, min=64, help="Remote: most (estimated) tokens per "
+                                                    "request.")
+    concurrency: int = _opt(4, min=1, max=64, help="Remote: requests in flight at once.")
+    timeout_s: float = _opt(60.0, min=0.1, max=600.0, help="Remote: seconds per request.")
+    max_retries: int = _opt(5, min=0, max=20, help="Remote: retries of a request after a "
+                                                   "429, a 5xx, a timeout or a dropped "
+                                                   "connection (exponential backoff with "
+                                                   "jitter, Retry-After honoured).")
+    requests_per_minute: int = _opt(0, min=0, help="Remote: request rate limit (0: none).")
+    tokens_per_minute: int = _opt(0, min=0, help="Remote: token rate limit (0: none).")
+    # Set by contextd.config_env: the project's .env, read for remote settings and the key.
+    env_file: str = field(default="", metadata={"internal": True})
 
 
 @dataclass(frozen=True)
@@ -513,6 +544,10 @@ class ContextConfig:
     knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
     owner: OwnerConfig = field(default_factory=OwnerConfig)
     source: str | None = field(default=None, metadata={"internal": True})
+    # Dotted keys the file set (e.g. "embedding.model"): they win over the environment. Not
+    # compared: two configurations with the same values are the same configuration.
+    explicit_keys: frozenset[str] = field(default=frozenset(), compare=False,
+                                          metadata={"internal": True})
 
     def chunking_for(self, language: str) -> LanguageChunking:
         """Chunking settings of a language, falling back to the defaults."""
@@ -595,7 +630,10 @@ def config_from_dict(raw: dict[str, Any], fname: str = "<dict>") -> ContextConfi
             values[key] = merged
         else:
             values[key] = _build(sec_field.default_factory, value, dotted, fname, issues)
-    config = ContextConfig(source=None if fname == "<dict>" else fname, **values)
+    explicit = frozenset(f"{section}.{key}" for section, table in raw.items()
+                         if isinstance(table, dict) for key in table)
+    config = ContextConfig(source=None if fname == "<dict>" else fname,
+                           explicit_keys=explicit, **values)
     if bool(config.engine.tls_cert) != bool(config.engine.tls_key):
         issues.append(ConfigIssue(fname, f"{prefix}engine.tls_key", "tls_cert and tls_key "
                                   "must be given together"))
@@ -620,7 +658,7 @@ def _build_map(cls, table: dict, dotted: str, fname: str, issues: list[ConfigIss
 def _build(cls, table: dict, dotted: str, fname: str, issues: list[ConfigIssue],
            start: Any = None) -> Any:
     """Overlay a TOML table on a dataclass's defaults, checking names, types and ranges."""
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
     hints = typing.get_type_hints(cls)
     kwargs: dict[str, Any] = {}
     for key, value in table.items():

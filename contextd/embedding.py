@@ -65,3 +65,38 @@ def get_embedder(config: EmbeddingConfig) -> Any:
             embedder = factories[config.backend][0](config)
             _embedders[config] = embedder
         return embedder
+
+
+def embedding_stats(config: EmbeddingConfig) -> dict[str, Any]:
+    """The ``embedding`` part of get_context_stats: backend, identity and dimension, which
+    backend embeds queries, and for a remote backend its counters (requests, texts, tokens,
+    retries, rate-limit waits, throughput). Builds the embedder (cheap) but loads no model
+    and sends nothing."""
+    from contextd.errors import ContextdError
+
+    try:
+        embedder = get_embedder(config)
+    except ContextdError as exc:
+        return {"backend": config.backend, "error": str(exc)}
+    stats = getattr(embedder, "stats", None)
+    if callable(stats):
+        return stats()
+    return {"backend": config.backend, "identity": embedder.identity,
+            "dimension": embedder.dimension, "query_backend": "same as indexing (in-process)"}
+
+
+def remote_run_counters(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """What one run cost a remote backend: the growth of its counters between two
+    :func:`embedding_stats` snapshots, with the run's own throughput ({} for a backend
+    without counters)."""
+    from contextd.contextualize import counters_since
+
+    if "requests" not in after:
+        return {}
+    delta = {key: round(value, 3) if isinstance(value, float) else value
+             for key, value in counters_since(
+                 {k: v for k, v in before.items() if v is not None}, after).items()}
+    delta.update(dimension=after["dimension"], concurrency=after["concurrency"],
+                 texts_per_second=round(delta["texts"] / delta["busy_s"], 1)
+                 if delta["busy_s"] else None)
+    return delta

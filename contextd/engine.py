@@ -258,8 +258,13 @@ class Engine:
 
     def stats(self) -> dict[str, Any]:
         """get_context_stats: providers, storage (with files skipped, by reason, and a few
-        of them), performance, languages, indexing progress ("N / M files"), recent jobs."""
+        of them), performance, languages, the embedding backend (which one embeds queries; a
+        remote one's requests, tokens, retries and rate-limit waits), indexing progress
+        ("N / M files") and recent jobs."""
+        from contextd.embedding import embedding_stats
+
         data = self.module.stats()
+        data["embedding"] = embedding_stats(self.project.config.embedding)
         data["indexing"] = self.indexer.status()
         # Files that failed (or were indexed only as line windows), with the reason: a
         # count alone ("1 failed") leaves the user to guess which.

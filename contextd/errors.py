@@ -80,3 +80,6 @@ class KnowledgeError(ContextdError):
     """A knowledge-base request was refused: unknown or duplicate context, a bad name,
     deleting ``default``, a path outside the allowed roots or refused, a document that
     cannot be read (the message names it and why)."""
+class RemoteEmbeddingError(ContextdError):
+    """An embedding server refused or failed a request for good: a wrong API key, an unknown
+    model, vectors of the wrong dimension, or a server still unreachable after the retries."""

@@ -46,11 +46,15 @@ class Project:
     def open(cls, root: str | Path | None = None, config_path: str | Path | None = None
              ) -> "Project":
         """Resolve the root (explicit, else detected from the working directory) and load its
-        config (explicit file, else ``<root>/context.toml``, else defaults)."""
+        config (explicit file, else ``<root>/context.toml``, else defaults), with remote
+        embedding settings taken from the environment and ``<root>/.env`` where the file is
+        silent (:mod:`contextd.config_env`)."""
+        from contextd.config_env import with_environment
+
         resolved = Path(root).resolve() if root else detect_project_root(Path.cwd())
         check_root(resolved, str(root) if root else None)
         cfg_file = Path(config_path) if config_path else find_config(resolved)
-        return cls(root=resolved, config=load_config(cfg_file))
+        return cls(root=resolved, config=with_environment(load_config(cfg_file), resolved))
 
 
 def check_root(root: Path, raw: str | None) -> None:

@@ -127,9 +127,9 @@ def test_importing_contextd_and_listing_backends_stays_light():
         "from contextd.embedding import embedder_factories\n"
         "names = sorted(embedder_factories())\n"
         "heavy = [m for m in ('torch', 'onnxruntime', 'sentence_transformers', 'onnx',"
-        " 'transformers') if m in sys.modules]\n"
+        " 'transformers', 'httpx2') if m in sys.modules]\n"
         "print(json.dumps({'names': names, 'heavy': heavy}))")
-    assert result == {"names": ["onnx", "torch"], "heavy": []}
+    assert result == {"names": ["ollama", "onnx", "openai", "torch"], "heavy": []}
 
 
 def test_unknown_model_and_backend_fail_clearly(tmp_path):
@@ -138,7 +138,7 @@ def test_unknown_model_and_backend_fail_clearly(tmp_path):
     assert "never downloads" in str(err.value)
     with pytest.raises(ModelUnavailableError, match="no config.json"):
         get_embedder(config(model=str(tmp_path)))
-    with pytest.raises(ConfigError, match="choose from: onnx, torch"):
+    with pytest.raises(ConfigError, match="choose from: ollama, onnx, openai, torch"):
         get_embedder(config(backend="tensorflow"))
 
 
@@ -168,7 +168,8 @@ def test_cli_embedders_list_json_and_prepare():
     runner = CliRunner()
     listed = runner.invoke(cli, ["embedders", "list", "--json"], catch_exceptions=False)
     rows = {row["backend"]: row for row in json.loads(listed.stdout)}
-    assert set(rows) == {"onnx", "torch"}
+    assert set(rows) == {"ollama", "onnx", "openai", "torch"}
+    assert rows["openai"]["identity"].startswith("openai:") and not rows["openai"]["configured"]
     assert rows["onnx"]["configured"] and rows["onnx"]["identity"].endswith("/onnx-int8/256")
     assert rows["torch"]["error"] is None and rows["torch"]["prepared"] is True
 
@@ -176,7 +177,7 @@ def test_cli_embedders_list_json_and_prepare():
     result = json.loads(prepared.stdout)
     assert Path(result["path"]).is_file() and result["identity"] == rows["onnx"]["identity"]
     listed = runner.invoke(cli, ["embedders", "list", "--json"], catch_exceptions=False)
-    assert json.loads(listed.stdout)[0]["prepared"] is True
+    assert {r["backend"]: r for r in json.loads(listed.stdout)}["onnx"]["prepared"] is True
 
 
 CLI_QUERY_IN_FRESH_PROCESS = """

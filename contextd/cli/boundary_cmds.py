@@ -25,6 +25,7 @@ from contextd.cli.common import CliState, emit, pass_state
 from contextd.config import (CONFIG_FILENAME, SECTIONS, ContextConfig, InvalidConfig,
                              iter_documented_fields)
 from contextd.config_checks import WARNING, check_project, config_file_name
+from contextd.config_env import SettingOrigin, describe_embedding
 from contextd.errors import ConfigError, ConfigIssue, ContextdError
 from contextd.project import Project, detect_project_root
 
@@ -138,6 +139,7 @@ class ValidationReport:
     watch_paths: list[str] = field(default_factory=list)
     indexable: int = 0
     excluded: list[ReasonCount] = field(default_factory=list)
+    embedding: list[SettingOrigin] = field(default_factory=list)
 
 
 def _counted(files: int, dirs: int) -> str:
@@ -174,10 +176,11 @@ def _validate(state: CliState) -> ValidationReport:
 
     issues = issues + check_project(project) + configuration_issues(
         project.config.embedding, config_file_name(project))
+    embedding = describe_embedding(project.config, project.root)
     report = ValidationReport(
         valid=True, config_file=project.config.source,
         errors=[i for i in issues if i.severity != WARNING],
-        warnings=[i for i in issues if i.severity == WARNING])
+        warnings=[i for i in issues if i.severity == WARNING], embedding=embedding)
     if report.errors:
         report.valid = False
         return report
@@ -204,6 +207,8 @@ def _print_report(report: ValidationReport) -> None:
     click.echo(f"✓ Configuration valid ({report.config_file or 'defaults, no context.toml'})")
     for issue in report.warnings:
         issue_line("⚠", issue)
+    for setting in report.embedding:
+        click.echo(f"✓ {setting.key} = {setting.value} ({setting.origin})")
     click.echo(f"✓ {len(report.watch_paths)} watch path(s) found: "
                f"{', '.join(report.watch_paths)}")
     click.echo(f"✓ {report.indexable:,} indexable files detected")

@@ -1,7 +1,10 @@
-"""``contextd embedders``: which embedding backends exist, and preparing one ahead of time.
+"""``contextd embedders``: which embedding backends exist, preparing one ahead of time, and
+probing the configured one.
 
 ``prepare`` exists so the one-off ONNX export (which needs torch and takes seconds) can run at
-install or CI time instead of inside the first query.
+install or CI time instead of inside the first query. ``probe`` embeds one text with the
+configured backend and says what came back, so a wrong key, an unknown model or a wrong
+dimension of a remote server shows up as one line before any indexing.
 """
 
 from __future__ import annotations
@@ -102,5 +105,38 @@ def prepare_command(state: CliState, backend: str | None, quantize: str | None,
     def human(r: PrepareResult) -> None:
         verb = "already prepared" if r.was_prepared else "prepared"
         click.echo(f"{r.identity}: {verb} in {r.seconds:.2f} s: {r.path}")
+
+    emit(state, result, human)
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One probe text embedded by the configured backend."""
+
+    identity: str
+    dimension: int
+    seconds: float
+    query_backend: str
+
+
+@embedders_group.command("probe")
+@pass_state
+def probe_command(state: CliState) -> None:
+    """Embed one text with the configured backend (a remote server: one request) and print
+    the identity, dimension, time taken and which backend embeds queries. Exit 1 with one
+    line when the server refuses (key, model, dimension) or cannot be reached."""
+    from contextd.embedding import embedding_stats, get_embedder
+
+    config = state.project().config.embedding
+    embedder = get_embedder(config)
+    started = time.perf_counter()
+    vector = embedder.embed_query("contextd probe: where is the configuration validated?")
+    result = ProbeResult(embedder.identity, int(vector.shape[0]),
+                         round(time.perf_counter() - started, 3),
+                         str(embedding_stats(config).get("query_backend")))
+
+    def human(r: ProbeResult) -> None:
+        click.echo(f"{r.identity}: {r.dimension} dimensions in {r.seconds * 1000:.0f} ms; "
+                   f"queries: {r.query_backend}")
 
     emit(state, result, human)

@@ -194,6 +194,7 @@ def _print_stats(data: dict[str, Any]) -> None:
         else:
             state = "loading" if provider.get("pending") else "unavailable"
         click.echo(f"  {provider['id']:<12} {state:<12} {provider['name']}")
+    _print_embedding(data.get("embedding", {}))
     averages = data.get("performance", {}).get("avg_ms", {})
     if averages:
         click.echo("average latency (ms): " + ", ".join(f"{k} {v}" for k, v in averages.items()))
@@ -208,6 +209,24 @@ def _print_stats(data: dict[str, Any]) -> None:
     click.echo(f"indexing: {indexing.get('state')} ({indexing.get('text', '')})")
     for problem in indexing.get("problem_files") or []:
         click.echo(f"  not indexed as written: {problem['path']}: {problem['reason']}")
+
+
+def _print_embedding(embedding: dict[str, Any]) -> None:
+    if not embedding:
+        return
+    if embedding.get("error"):
+        click.echo(f"embedding: {embedding['backend']} unavailable: {embedding['error']}")
+        return
+    click.echo(f"embedding: {embedding.get('identity')}  queries: "
+               f"{embedding.get('query_backend')}")
+    if "requests" in embedding:
+        rate = embedding.get("texts_per_second")
+        click.echo(f"  remote {embedding.get('endpoint')}: {embedding['texts']:,} texts in "
+                   f"{embedding['requests']:,} requests"
+                   f"{f' ({rate:,} texts/s)' if rate else ''}, {embedding['tokens']:,} tokens, "
+                   f"{embedding['retries']:,} retries, {embedding['rate_limit_waits']:,} "
+                   f"rate-limit waits ({embedding['rate_limit_wait_s']:.1f} s), "
+                   f"{embedding['failures']:,} failed requests")
 
 
 @click.command("stats")

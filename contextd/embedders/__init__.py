@@ -1,5 +1,6 @@
-"""Built-in embedders: ``onnx`` (ONNX Runtime, fp32 or int8) and ``torch``
-(sentence-transformers, the reference).
+"""Built-in embedders: ``onnx`` (ONNX Runtime, fp32 or int8), ``torch``
+(sentence-transformers, the reference), and the remote ``openai`` and ``ollama``
+(:mod:`contextd.embedders.remote`: an embedding server embeds for the team).
 
 This package is the built-in plugin for :func:`contextd.hookspecs.register_embedders`.
 Importing it is cheap: the backend modules, and torch/onnxruntime/sentence-transformers behind
@@ -10,6 +11,7 @@ them, load only when a factory is called or an embedder is first used. Use
 from __future__ import annotations
 
 from contextd.config import EmbeddingConfig
+from contextd.embedders.remote import ollama_factory, openai_factory
 from contextd.hookspecs import hookimpl
 
 
@@ -29,6 +31,8 @@ def torch_factory(config: EmbeddingConfig):
 
 @hookimpl(trylast=True)
 def register_embedders(register):
-    """Register the built-in backends; trylast so a third party may replace either name."""
+    """Register the built-in backends; trylast so a third party may replace any name."""
     register("onnx", onnx_factory)
     register("torch", torch_factory)
+    register("openai", openai_factory)
+    register("ollama", ollama_factory)

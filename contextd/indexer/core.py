@@ -20,7 +20,7 @@ from contextd.chunking import chunking_signature
 from contextd.contextualize import (contextualizer_signature, counters_since, needs_store,
                                    stage_stats)
 from contextd.embedders.common import cpu_count
-from contextd.embedding import get_embedder
+from contextd.embedding import embedding_stats, get_embedder, remote_run_counters
 from contextd.errors import UsageError
 from contextd.indexer.embed_stage import EmbeddingStage, embed_missing
 from contextd.indexer.pipeline import Writer, outcomes
@@ -430,6 +430,7 @@ class Indexer:
         cancel = cancel or threading.Event()
         started = time.perf_counter()
         stage = None
+        remote_before = embedding_stats(self.config.embedding) if self.embed else {}
 
         def on_embedding(done: int, pending: int) -> None:
             self.embedding_figures.record(done, pending)
@@ -474,6 +475,8 @@ class Indexer:
             if stage is not None:
                 report.chunks_embedded = stage.finish()
                 report.embedding_error = stage.error
+                report.embedding = remote_run_counters(remote_before,
+                                                       embedding_stats(self.config.embedding))
             self._state = "idle"
         report.cancelled = cancel.is_set()
         report.embeddings_reused = max(0, writer.distinct_texts - report.chunks_embedded)

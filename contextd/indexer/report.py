@@ -22,6 +22,8 @@ class IndexReport:
     ``contextualizer`` is what a contextualizer running in this process did in the run
     (prefixes generated, cache hits, fallbacks; an LLM's requests, tokens and cost).
     ``refused`` names each path argument that was not used (``path``, ``reason``).
+    ``embedding`` is what a remote embedding server did for the run (requests, texts, tokens,
+    retries, rate-limit waits, texts per second); empty for a local model.
     """
 
     mode: str = "refresh"
@@ -42,6 +44,7 @@ class IndexReport:
     errors: list[str] = field(default_factory=list)
     contextualizer: dict[str, Any] = field(default_factory=dict)
     refused: list[dict[str, str]] = field(default_factory=list)
+    embedding: dict[str, Any] = field(default_factory=dict)
 
     @property
     def summary(self) -> str:
@@ -56,6 +59,12 @@ class IndexReport:
             text += f" (failed: {shown}{more}; not retried until they change)"
         if self.cancelled:
             text += " (cancelled)"
+        if self.embedding.get("requests"):
+            e = self.embedding
+            rate = f", {e['texts_per_second']:,} texts/s" if e.get("texts_per_second") else ""
+            text += (f"; remote: {e['texts']:,} texts in {e['requests']:,} requests{rate}, "
+                     f"{e['tokens']:,} tokens, {e['retries']:,} retries, "
+                     f"{e['rate_limit_wait_s']:.1f} s rate-limit waits")
         if self.embedding_error:
             text += f"; embeddings unavailable: {self.embedding_error}"
         if self.refused:

@@ -106,7 +106,7 @@ def stats_result(stats: dict[str, Any], config) -> StatsResult:
                      "providerLatencyMs": performance.get("avg_ms", {})},
         languages=stats.get("languages", {}), indexing=stats.get("indexing", {}),
         recentActivity=stats.get("recent_jobs", []), owner=stats.get("owner", {}),
-        contextualizer=stats.get("contextualizer", {}))
+        contextualizer=stats.get("contextualizer", {}), embedding=stats.get("embedding", {}))
 
 
 def stats_text(result: StatsResult) -> str:
@@ -128,6 +128,14 @@ def stats_text(result: StatsResult) -> str:
         lines.append(skipped_text(storage["skippedFiles"]))
     lines += [f"not indexed as written: {problem['path']}: {problem['reason']}"
               for problem in indexing.get("problem_files") or []]
+    embedding = result.embedding
+    if embedding.get("identity"):
+        lines.append(f"embedding: {embedding['identity']}; queries: "
+                     f"{embedding.get('query_backend')}")
+    if "requests" in embedding:
+        lines.append(f"remote embedding: {embedding['texts']} texts in {embedding['requests']} "
+                     f"requests, {embedding['tokens']} tokens, {embedding['retries']} retries, "
+                     f"{embedding['rate_limit_wait_s']} s rate-limit waits")
     return "\n".join(lines)
 
 

@@ -147,6 +147,11 @@ class StatsResult(BaseModel):
         "strategy, contextualized_chunks in the index, and what this owner's contextualizer "
         "did since it started (prefixes generated, cache hits, fallbacks; for llm: requests, "
         "tokens, cost)."))
+    embedding: dict[str, Any] = Field(default_factory=dict, description=(
+        "backend, identity (the vector space stored), dimension, query_backend (which "
+        "backend embeds queries, and why); for a remote server also endpoint, requests, "
+        "texts, tokens, retries, rate_limit_waits, rate_limit_wait_s, failures, "
+        "texts_per_second."))
 
 
 class RebuildResult(BaseModel):
