@@ -30,7 +30,7 @@ from contextd.indexer.recency import recently_touched
 from contextd.indexer.worker import process_data
 from contextd.indexer.report import IndexReport
 from contextd.interrupts import is_interrupt
-from contextd.path_args import check_paths, refusal_text
+from contextd.path_args import check_path, check_paths, refusal_text, shown
 from contextd.progress import (JobProgress, NullProgress, Progress, TeeProgress, WorkFigures,
                                format_duration)
 from contextd.project import Project
@@ -191,6 +191,14 @@ class Indexer:
         still come from the cache)."""
         with self._run_lock:
             return self._refresh(paths, force, progress, cancel, mode="refresh")
+
+    def relative(self, path: str) -> str:
+        """``path`` (absolute, or relative to the root) as a root-relative POSIX path, checked
+        as every path argument is (:mod:`contextd.path_args`); UsageError with the reason."""
+        rel, reason = check_path(self.project.root, path)
+        if rel is None or rel == ".":
+            raise UsageError(f"{shown(path)} {reason or 'is the project root, not a file'}")
+        return rel
 
     def push(self, path: str, data: bytes, progress: Progress | None = None) -> IndexReport:
         """Index ``data`` as the content of project file ``path`` (the service's
