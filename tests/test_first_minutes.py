@@ -172,13 +172,15 @@ def test_ctrl_c_during_the_first_index_is_one_line_and_resumable(repo, runtime):
     files = 2000  # a few seconds of chunking even on a quiet machine
     _many_files(repo, files)
     (repo / "context.toml").write_text("[owner]\nbackground = false\n"
+                                       "[bootstrap]\nprogress_interval_seconds = 1\n"
                                        "[contextualizer]\nstrategy = \"none\"\n")
     env = {**server_env(runtime), "CONTEXTD_LOAD_PLUGINS": ""}
     proc = subprocess.Popen([sys.executable, "-m", "contextd", "query", "handler"], cwd=repo,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = proc.stderr.readline()  # "contextd: bootstrap: N files to process"
     assert "files to process" in first, first
-    time.sleep(1.0)
+    during = proc.stderr.readline()  # a progress line: the bootstrap is under way
+    assert " / " in during and "indexed" not in during, during
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
