@@ -854,13 +854,6 @@ class DuckDBStore(IndexStore):
         return [SkippedFile(*row) for row in rows]
 
     # ----- metrics, metadata, prefixes, config -------------------------------------------
-    def record_usage(self, task_id: str, query: str, providers: Sequence[str], snippets: int,
-                     tokens: int, latency_ms: float, cache_hits: int | None = None,
-                     files: Sequence[str] = (),
-                     provider_scores: dict[str, float] | None = None) -> None:
-        self.record_usage_many([(task_id, query, providers, snippets, tokens, latency_ms,
-                                 cache_hits, files, provider_scores)])
-
     def record_usage_many(self, rows: Sequence[tuple]) -> None:
         if not rows:
             return

@@ -11,14 +11,8 @@ from contextd.store.rows import complete_usage_rows, summarise_usage
 
 
 class UsageMixin(PostgresSession):
-    """IndexStore's ``record_usage``, ``record_usage_many`` and ``usage_summary``."""
-
-    def record_usage(self, task_id: str, query: str, providers: Sequence[str], snippets: int,
-                     tokens: int, latency_ms: float, cache_hits: int | None = None,
-                     files: Sequence[str] = (),
-                     provider_scores: dict[str, float] | None = None) -> None:
-        self.record_usage_many([(task_id, query, providers, snippets, tokens, latency_ms,
-                                 cache_hits, files, provider_scores)])
+    """IndexStore's ``record_usage_many`` (``record_usage`` is one row of it) and
+    ``usage_summary``."""
 
     def record_usage_many(self, rows: Sequence[tuple]) -> None:
         if not rows:
