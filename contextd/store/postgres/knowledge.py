@@ -118,14 +118,12 @@ class KnowledgeMixin(PostgresSession):
 
     def _kb_link(self, tx: _Transaction, paths: Sequence[str], contexts: Sequence[str]
                  ) -> int:
-        pairs = [(self.workspace, c, p) for c in dict.fromkeys(contexts)
-                 for p in dict.fromkeys(paths)]
-        added = 0
-        with tx.conn.cursor() as cur:
-            for pair in pairs:  # rowcount per row: executemany would sum them only lately
-                added += cur.execute("INSERT INTO kb_memberships (workspace_id, context, path) "
-                                     "VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                                     pair).rowcount
+        pairs = [(c, p) for c in dict.fromkeys(contexts) for p in dict.fromkeys(paths)]
+        added = tx.conn.execute(
+            """INSERT INTO kb_memberships (workspace_id, context, path)
+               SELECT %s, context, path FROM unnest(%s::text[], %s::text[]) AS p(context, path)
+               ON CONFLICT DO NOTHING""",
+            [self.workspace, [c for c, _ in pairs], [p for _, p in pairs]]).rowcount
         if added:
             tx.touch()
         self._kb_touch(tx, contexts)
