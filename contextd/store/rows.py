@@ -84,8 +84,8 @@ def complete_usage_rows(rows: Sequence[Sequence[Any]]) -> list[tuple]:
 
 
 def summarise_usage(days: int, totals: Sequence[Any], per_day: Sequence[Sequence[Any]],
-                  per_task: Sequence[Sequence[Any]], per_provider: Sequence[Sequence[Any]],
-                  provider_scores: Sequence[Any]) -> dict[str, Any]:
+                    per_task: Sequence[Sequence[Any]], per_provider: Sequence[Sequence[Any]],
+                    provider_scores: Sequence[Any]) -> dict[str, Any]:
     """``usage_summary``'s answer from its queries' rows, the same for every backend:
     ``totals`` (queries, tokens served, source tokens, latency p50, p95, p99), ``per_day`` and
     ``per_task`` (key, queries, tokens served, source tokens), ``per_provider`` (provider,
