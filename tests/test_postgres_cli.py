@@ -85,3 +85,37 @@ def test_validate_config_names_an_empty_url(tmp_path):
                              "validate-config"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert "storage.url" in result.stdout + result.stderr
+
+
+def test_knowledge_and_memory_on_a_postgres_project(postgres_url, tmp_path):
+    """kb create/add/search/delete and stash add/search, as a person runs them, on a
+    workspace of the shared database."""
+    root = tmp_path / "kbproj"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("def main():\n    return 0\n")
+    (root / "docs").mkdir()
+    (root / "docs" / "rotation.md").write_text(
+        "# Key rotation\n\nSigning keys are rotated every 90 days by the vault operator.\n")
+    (root / "context.toml").write_text(TEAM_CONFIG)
+
+    def ok(*args):
+        result = run(root, postgres_url, *args)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout) if "--json" in args else result.stdout
+
+    ok("kb", "create", "security", "--description", "runbooks")
+    ok("kb", "add", str(root / "docs" / "rotation.md"), "--context", "security")
+    found = ok("--json", "kb", "search", "how often are signing keys rotated", "--context",
+               "security")
+    assert found["hits"] and "rotation.md" in found["hits"][0]["document"], found
+    listed = {c["name"]: c for c in ok("--json", "kb", "list")["contexts"]}
+    assert listed["security"]["documents"] == 1 and "default" in listed
+    ok("stash", "add", "Decision: sessions live in Redis for sub-ms lookups", "--type",
+       "decision")
+    memory = ok("--json", "stash", "search", "sessions live in Redis")["segments"]
+    assert [m["type"] for m in memory] == ["decision"] and "Redis" in memory[0]["text"]
+    shown = ok("--json", "stash", "show", memory[0]["segment_id"])["segments"]
+    assert shown[0]["text"] == memory[0]["text"]
+    deleted = ok("--json", "kb", "delete", "security", "--yes")
+    assert len(deleted["documents_deleted"]) == 1, deleted
+    assert ok("--json", "kb", "search", "signing keys rotated")["hits"] == []

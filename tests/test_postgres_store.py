@@ -183,6 +183,69 @@ def test_two_workspaces_never_see_each_others_rows(postgres_url, files_a, files_
             store.close()
 
 
+def test_knowledge_memory_sessions_and_skips_are_per_workspace_and_dropped_whole(
+        postgres_url):
+    """The same document path, segment id, session id and skipped path in two workspaces
+    (every key starts with workspace_id); dropping one leaves no row of it in any table and
+    the other whole."""
+    import uuid
+    from datetime import datetime
+
+    from contextd.store.base import SegmentRow, SkippedFile, StoredSearchSession
+    from contextd.store.postgres.admin import drop_workspace
+    from contextd.store.postgres.store import WORKSPACE_TABLES
+    from test_store import kb_document
+
+    when = datetime(2026, 1, 1)
+    stores = [PostgresStore(postgres_url, uuid.uuid4().hex[:16]) for _ in range(2)]
+    try:
+        for n, store in enumerate(stores):
+            store.kb_create_context("notes", "Notes", "")
+            store.kb_write_documents([kb_document("kb://n.md", f"text {n}")], ["notes"])
+            store.put_segments([SegmentRow("s", "sess", f"seg {n}", "message", when, when, 1,
+                                           None, None, (), f"h{n}", None, None, False)])
+            store.put_search_session(StoredSearchSession("q", f"query {n}", when, {}, 0))
+            store.replace_skips([SkippedFile("big.bin", "too_large", f"{n}")], ["too_large"])
+            store.record_usage("t", "q", ["bm25"], 1, 5, 1.0, files=["kb://n.md"])
+        for n, store in enumerate(stores):
+            assert [c["name"] for c in store.kb_contexts()] == ["default", "notes"]
+            assert store.kb_document_map()["kb://n.md"].contexts == ("notes",)
+            assert [s.text for s in store.segments()] == [f"seg {n}"]
+            assert store.get_search_sessions(["q"])["q"].query == f"query {n}"
+            assert [s.detail for s in store.list_skips()] == [f"{n}"]
+            assert store.usage_summary()["queries"] == 1
+        stores[0].kb_delete_context("notes")
+        assert list(stores[1].file_states("kb://")) == ["kb://n.md"]
+        drop_workspace(postgres_url, stores[0].workspace)
+        with stores[1]._connection() as conn:
+            left = {table: conn.execute(f"SELECT count(*) FROM {table} WHERE workspace_id = %s",
+                                        [stores[0].workspace]).fetchone()[0]
+                    for table in WORKSPACE_TABLES}
+        assert set(left.values()) == {0}, left
+        assert [s.text for s in stores[1].segments()] == ["seg 1"]
+        assert stores[1].kb_documents()[0]["contexts"] == ["notes"]
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_every_table_with_workspace_rows_is_a_workspace_table(postgres_url, workspace):
+    """A table added with a workspace_id column but left out of WORKSPACE_TABLES would
+    survive `contextd workspaces drop` and escape ANALYZE."""
+    from contextd.store.postgres.store import WORKSPACE_TABLES
+
+    store = PostgresStore(postgres_url, workspace)
+    try:
+        with store._connection() as conn:
+            tables = {r[0] for r in conn.execute(
+                """SELECT table_name FROM information_schema.columns
+                   WHERE column_name = 'workspace_id' AND table_schema = current_schema()
+                   AND table_name <> 'workspaces'""").fetchall()}
+    finally:
+        store.close()
+    assert tables == set(WORKSPACE_TABLES)
+
+
 # ----- several processes ----------------------------------------------------------------------
 def _git_project(root: Path, files: int) -> Path:
     root.mkdir(parents=True)

@@ -239,3 +239,184 @@ def test_a_rebuild_claim_is_exclusive_across_store_objects(make_store):
     again = second.try_exclusive("rebuild")
     assert again is not None
     again()
+
+
+def kb_document(path: str, text: str, pages=()) -> "DocumentRecord":
+    from contextd.store.base import DocumentRecord
+
+    return DocumentRecord(record(path, make_chunk(text, path.rsplit("/", 1)[-1])),
+                          source=f"/docs/{path[5:]}", format="markdown",
+                          page_starts=tuple(pages), title=path)
+
+
+def test_knowledge_context_round_trip(make_store):
+    store = make_store()
+    store.write_files([record("a.py", make_chunk("x = 1", "x"))])
+    assert [c["name"] for c in store.kb_contexts()] == ["default"]
+    assert store.kb_create_context("guides", "Guides", "how-tos") is True
+    assert store.kb_create_context("guides", "GUIDES", "again") is False
+    g0 = store.generation()
+    gen = store.kb_write_documents([kb_document("kb://g/setup.md", "install it", [1, 9])],
+                                   ["guides"])
+    assert gen > g0
+    (doc,) = store.kb_documents("guides")
+    assert (doc["path"], doc["pages"], doc["contexts"], doc["chunks"]) == \
+        ("kb://g/setup.md", 2, ["guides"], 1)
+    assert list(store.file_states()) == ["a.py"]  # documents are not project files
+    assert list(store.file_states("kb://")) == ["kb://g/setup.md"]
+    stats = store.stats()
+    assert (stats["total_files"], stats["total_chunks"], stats["knowledge_documents"],
+            stats["knowledge_chunks"]) == (1, 1, 1, 1)
+    guides = store.kb_contexts("guides")[0]
+    assert (guides["display_name"], guides["documents"], guides["chunks"]) == ("Guides", 1, 1)
+
+    assert store.kb_link(["kb://g/setup.md"], ["default", "guides"]) == 1
+    assert store.kb_document_map()["kb://g/setup.md"].contexts == ("default", "guides")
+    assert store.kb_document_map()["kb://g/setup.md"].page_starts == (1, 9)
+    assert store.kb_unlink(["kb://g/setup.md"], ["default"]) == (1, [])
+    assert store.kb_documents(paths=["kb://g/setup.md"])[0]["contexts"] == ["guides"]
+
+    g1 = store.generation()
+    assert store.kb_delete_context("guides") == ["kb://g/setup.md"]  # its only context
+    assert store.generation() > g1
+    assert store.kb_documents() == [] and store.kb_document_map() == {}
+    assert store.file_states("kb://") == {}
+    assert [c["name"] for c in store.kb_contexts()] == ["default"]
+    assert list(store.file_states()) == ["a.py"]
+
+
+def test_stash_segments_round_trip_with_vectors(make_store):
+    from datetime import datetime, timedelta
+
+    from contextd.store.base import SegmentRow
+
+    store = make_store()
+    start = datetime(2026, 1, 2, 3, 4, 5)
+    rows = [SegmentRow(f"s{i}", "sess", f"text {i}", "message", start, start
+                       + timedelta(seconds=i), 3, "topic" if i else None, None,
+                       ("s0",) if i else (), f"h{i}", None,
+                       start + timedelta(days=1) if i == 2 else None, False)
+            for i in range(3)]
+    with store.batch():
+        store.put_segments(rows)
+        store.put_embeddings("m", ["h0", "h1"], np.eye(2, 3, dtype=np.float32))
+    assert store.segments() == rows
+    assert [s.segment_id for s in store.segments(["s2", "nope"])] == ["s2"]
+    assert store.count_segments() == 3
+    store.set_segment_model(["s0", "s1"], "m")
+    assert [s.embedding_model for s in store.segments()] == ["m", "m", None]
+    ids, matrix = store.segment_vectors("m")
+    assert ids == ["s0", "s1"] and np.allclose(matrix, np.eye(2, 3))
+    assert store.segment_vectors("other")[0] == []
+    assert store.protect_segments(["s1", "nope"], True) == 1
+    assert [s.protected for s in store.segments()] == [False, True, False]
+    store.prune_embeddings("m")  # a segment's vector is kept though no chunk uses it
+    assert store.segment_vectors("m")[0] == ["s0", "s1"]
+    assert store.delete_segments(["s0", "s2", "nope"]) == 2
+    assert [s.segment_id for s in store.segments()] == ["s1"]
+
+
+def test_search_sessions_put_get_list_prune(make_store):
+    from datetime import datetime, timedelta
+
+    from contextd.store.base import StoredSearchSession
+
+    store = make_store()
+    base = datetime(2026, 3, 1, 12, 0, 0)
+    for i in range(4):
+        store.put_search_session(StoredSearchSession(
+            f"q{i}", f"query {i}", base + timedelta(hours=i), {"top_k": i},
+            1, ({"path": f"f{i}.py", "score": 0.5, "text": "é"},)))
+    got = store.get_search_sessions(["q1", "missing"])
+    assert list(got) == ["q1"]
+    assert got["q1"].params == {"top_k": 1} and got["q1"].created_at == base + timedelta(hours=1)
+    assert got["q1"].results == ({"path": "f1.py", "score": 0.5, "text": "é"},)
+    listed = store.list_search_sessions(limit=3)
+    assert [s.session_id for s in listed] == ["q3", "q2", "q1"]
+    assert all(s.results == () for s in listed)
+    assert store.prune_search_sessions(3) == 1
+    assert store.prune_search_sessions(10, created_before=base + timedelta(hours=2)) == 1
+    assert [s.session_id for s in store.list_search_sessions()] == ["q3", "q2"]
+
+
+def test_skips_are_replaced_by_reason_and_prefix(make_store):
+    from contextd.store.base import SkippedFile
+
+    store = make_store()
+    store.replace_skips([SkippedFile("big.bin", "too_large", "9 MB", 9, 1),
+                         SkippedFile("src/gen.py", "generated", "header"),
+                         SkippedFile("src/x.py", "failed", "parser crashed")],
+                        ["too_large", "generated", "failed"])
+    # A walk of src/ restates its boundary reasons; big.bin and the failure stay.
+    store.replace_skips([SkippedFile("src/key.pem", "secret_file", "private key")],
+                        ["generated", "secret_file"], prefixes=["src"])
+    assert [(s.path, s.reason) for s in store.list_skips()] == [
+        ("big.bin", "too_large"), ("src/key.pem", "secret_file"), ("src/x.py", "failed")]
+    assert store.list_skips("big.bin") == [SkippedFile("big.bin", "too_large", "9 MB", 9, 1)]
+    assert store.stats()["skipped"] == {"failed": 1, "secret_file": 1, "too_large": 1}
+
+
+def test_usage_summary_after_recorded_answers(make_store):
+    store = make_store()
+    store.write_files([record("a.py", make_chunk("a = 1\n" * 40, "a")),
+                       record("b.py", make_chunk("b = 2\n" * 20, "b"))])
+    whole_a = sum(c.tokens for c in store.chunks_for_files() if c.file_path == "a.py")
+    whole_b = sum(c.tokens for c in store.chunks_for_files() if c.file_path == "b.py")
+    store.record_usage("t1", "q1", ["bm25", "semantic"], 2, 50, 10.0, 0, ["a.py", "b.py"],
+                       {"bm25": 0.5, "semantic": 0.25})
+    store.record_usage_many([("t1", "q2", ["bm25"], 1, 30, 20.0, None, ["a.py"],
+                              {"bm25": 0.75}),
+                             ("", "q3", ["symbol"], 1, 20, 30.0)])
+    summary = store.usage_summary(7)
+    assert (summary["days"], summary["queries"], summary["tokens_served"],
+            summary["source_tokens"]) == (7, 3, 100, 2 * whole_a + whole_b)
+    assert summary["latency_ms"]["p50"] == pytest.approx(20.0)
+    assert summary["latency_ms"]["p99"] == pytest.approx(29.8)
+    assert [d["queries"] for d in summary["per_day"]] == [3]
+    assert summary["per_task"] == [
+        {"task_id": "t1", "queries": 2, "tokens_served": 80,
+         "source_tokens": 2 * whole_a + whole_b},
+        {"task_id": "(no task)", "queries": 1, "tokens_served": 20, "source_tokens": 0}]
+    by_provider = {p["provider"]: p for p in summary["providers"]}
+    assert [p["provider"] for p in summary["providers"]] == ["bm25", "semantic", "symbol"]
+    assert by_provider["bm25"]["selection_rate"] == pytest.approx(2 / 3)
+    assert by_provider["bm25"]["avg_score"] == pytest.approx(0.625)
+    assert by_provider["symbol"]["avg_score"] is None
+    empty = store.usage_summary(0)  # nothing recorded in the future: a summary all the same
+    assert (empty["queries"], empty["per_day"], empty["providers"]) == (0, [], [])
+    assert empty["latency_ms"] == {"p50": None, "p95": None, "p99": None}
+    assert empty.keys() == summary.keys()
+
+
+def test_store_copy_carries_knowledge_and_memory_both_ways(tmp_path, postgres_url, workspace):
+    from datetime import datetime
+
+    from contextd.store.base import SegmentRow
+    from contextd.store.postgres import PostgresStore
+    from contextd.store.transfer import copy_index
+
+    source = DuckDBStore(tmp_path / "a.duckdb")
+    source.write_files([record("a.py", make_chunk("x = 1", "x"))])
+    source.kb_create_context("guides", "Guides", "")
+    source.kb_write_documents([kb_document("kb://setup.md", "install it", [1, 4])],
+                              ["guides", "default"])
+    when = datetime(2026, 1, 1)
+    source.put_segments([SegmentRow("s0", "sess", "remember", "message", when, when, 2, None,
+                                    None, (), "hs", "m", None, True)])
+    source.put_embeddings("m", ["hs"], np.ones((1, 3), dtype=np.float32))
+    middle = PostgresStore(postgres_url, workspace)
+    back = DuckDBStore(tmp_path / "b.duckdb")
+    try:
+        copied = copy_index(source, middle)
+        assert (copied["kb_documents"], copied["kb_memberships"], copied["stash_segments"]) \
+            == (1, 2, 1)
+        copy_index(middle, back)
+        for store in (middle, back):
+            assert store.kb_document_map() == source.kb_document_map()
+            assert [c["name"] for c in store.kb_contexts()] == ["default", "guides"]
+            assert store.segments() == source.segments()
+            assert store.segment_vectors("m")[0] == ["s0"]
+            assert list(store.file_states()) == ["a.py"]
+    finally:
+        for store in (source, middle, back):
+            store.close()

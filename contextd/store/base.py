@@ -456,7 +456,6 @@ class IndexStore(abc.ABC):
     def list_skips(self, path: str | None = None, limit: int = 100) -> list[SkippedFile]:
         """Skipped files (of one path, or all), by path."""
 
-    @abc.abstractmethod
     def record_usage(self, task_id: str, query: str, providers: Sequence[str],
                      snippets: int, tokens: int, latency_ms: float,
                      cache_hits: int | None = None, files: Sequence[str] = (),
@@ -464,7 +463,9 @@ class IndexStore(abc.ABC):
         """Append a usage_metrics row. ``files`` are the distinct files the snippets came
         from: the row keeps their whole-file tokens at the time of the answer (what an agent
         would have read without contextd); ``provider_scores`` is each provider's mean score
-        over the hits it found."""
+        over the hits it found. (One row of :meth:`record_usage_many`, on every backend.)"""
+        self.record_usage_many([(task_id, query, providers, snippets, tokens, latency_ms,
+                                 cache_hits, files, provider_scores)])
 
     @abc.abstractmethod
     def record_usage_many(self, rows: Sequence[tuple]) -> None:

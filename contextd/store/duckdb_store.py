@@ -31,8 +31,8 @@ from contextd.store.base import (
     Job, KnowledgeDocument, SegmentRow, SkippedFile, StoredSearchSession,
 )
 from contextd.store.rows import (
-    JOB_FIELDS, PROJECT_CONFIG_KEYS, TRANSFER_COLUMNS, job_assignments, job_from_row,
-    record_columns, renumber_files,
+    JOB_FIELDS, PROJECT_CONFIG_KEYS, SEGMENT_COLUMNS, TRANSFER_COLUMNS, complete_usage_rows,
+    job_assignments, job_from_row, record_columns, renumber_files, summarise_usage,
 )
 from contextd.store.rows import text_hash  # noqa: F401  (re-exported: callers import it here)
 
@@ -44,9 +44,6 @@ _CHUNK_ROW_SQL = """
            coalesce(c.index_text, c.text), c.embed_hash, coalesce(c.parent, '')
     FROM chunks c JOIN file_state f USING (file_id)
 """
-_SEGMENT_COLUMNS = ("segment_id", "session_id", "text", "segment_type", "created_at",
-                    "stashed_at", "tokens", "topic", "source", "refs", "text_hash",
-                    "embedding_model", "expires_at", "protected")
 
 
 def _sql_resource(name: str) -> str:
@@ -60,10 +57,6 @@ def _migrations() -> list[tuple[int, str]]:
         if entry.name.endswith(".sql"):
             found.append((int(entry.name.split("_", 1)[0]), entry.read_text(encoding="utf-8")))
     return sorted(found)
-
-
-# Defaults of record_usage's optional arguments: cache_hits, files, provider_scores.
-_USAGE_OPTIONAL = (None, (), None)
 
 
 def _iso(value: Any) -> Any:
@@ -506,9 +499,9 @@ class DuckDBStore(IndexStore):
     def put_segments(self, rows: Sequence[SegmentRow]) -> None:
         if not rows:
             return
-        columns = {name: [] for name in _SEGMENT_COLUMNS}
+        columns = {name: [] for name in SEGMENT_COLUMNS}
         for row in rows:
-            for name, value in zip(_SEGMENT_COLUMNS, (
+            for name, value in zip(SEGMENT_COLUMNS, (
                     row.segment_id, row.session_id, row.text, row.segment_type, row.created_at,
                     row.stashed_at, row.tokens, row.topic, row.source, list(row.references),
                     row.text_hash, row.embedding_model, row.expires_at, row.protected)):
@@ -521,7 +514,7 @@ class DuckDBStore(IndexStore):
             self._insert_arrow(cur, "stash_segments", arrow)
 
     def segments(self, segment_ids: Sequence[str] | None = None) -> list[SegmentRow]:
-        sql, params = f"SELECT {', '.join(_SEGMENT_COLUMNS)} FROM stash_segments", []
+        sql, params = f"SELECT {', '.join(SEGMENT_COLUMNS)} FROM stash_segments", []
         if segment_ids is not None:
             sql += " WHERE segment_id IN (SELECT unnest(?))"
             params.append(list(segment_ids))
@@ -529,7 +522,7 @@ class DuckDBStore(IndexStore):
         # Through Arrow, column by column: ~3x faster than fetchall at 100k segments.
         with self._con.cursor() as cur:
             table = cur.sql(sql, params=params).to_arrow_table()
-        columns = [table.column(name).to_pylist() for name in _SEGMENT_COLUMNS]
+        columns = [table.column(name).to_pylist() for name in SEGMENT_COLUMNS]
         return [SegmentRow(*row[:9], tuple(row[9] or ()), *row[10:]) for row in zip(*columns)]
 
     def count_segments(self) -> int:
@@ -862,18 +855,10 @@ class DuckDBStore(IndexStore):
         return [SkippedFile(*row) for row in rows]
 
     # ----- metrics, metadata, prefixes, config -------------------------------------------
-    def record_usage(self, task_id: str, query: str, providers: Sequence[str], snippets: int,
-                     tokens: int, latency_ms: float, cache_hits: int | None = None,
-                     files: Sequence[str] = (),
-                     provider_scores: dict[str, float] | None = None) -> None:
-        self.record_usage_many([(task_id, query, providers, snippets, tokens, latency_ms,
-                                 cache_hits, files, provider_scores)])
-
     def record_usage_many(self, rows: Sequence[tuple]) -> None:
         if not rows:
             return
-        # Trailing optional arguments of record_usage may be left out of a row.
-        rows = [tuple(row) + _USAGE_OPTIONAL[len(row) - 6:] for row in rows]
+        rows = complete_usage_rows(rows)
         with self._transaction() as cur:
             wanted = sorted({path for row in rows for path in (row[7] or ())})
             file_tokens = dict(cur.execute(
@@ -913,26 +898,10 @@ class DuckDBStore(IndexStore):
             f"""SELECT provider, count(*) FROM (
                     SELECT unnest(providers_used) AS provider FROM usage_metrics
                     WHERE {since}) GROUP BY 1 ORDER BY 2 DESC, 1""", [days]).fetchall()
-        scores: dict[str, list[float]] = {}
-        for (raw,) in cur.execute(
-                f"""SELECT provider_scores FROM usage_metrics
-                    WHERE {since} AND provider_scores IS NOT NULL""", [days]).fetchall():
-            for provider, score in json.loads(raw).items():
-                scores.setdefault(provider, []).append(float(score))
-        queries = totals[0]
-        return {
-            "days": days, "queries": queries, "tokens_served": int(totals[1]),
-            "source_tokens": int(totals[2]),
-            "latency_ms": {"p50": totals[3], "p95": totals[4], "p99": totals[5]},
-            "per_day": [{"day": d, "queries": q, "tokens_served": int(t),
-                         "source_tokens": int(s)} for d, q, t, s in per_day],
-            "per_task": [{"task_id": k, "queries": q, "tokens_served": int(t),
-                          "source_tokens": int(s)} for k, q, t, s in per_task],
-            "providers": [{"provider": p, "selected": n,
-                           "selection_rate": n / queries if queries else 0.0,
-                           "avg_score": (sum(scores[p]) / len(scores[p])) if scores.get(p)
-                           else None} for p, n in per_provider],
-        }
+        scores = [raw for (raw,) in cur.execute(
+            f"""SELECT provider_scores FROM usage_metrics
+                WHERE {since} AND provider_scores IS NOT NULL""", [days]).fetchall()]
+        return summarise_usage(days, totals, per_day, per_task, per_provider, scores)
 
     def get_meta(self, key: str) -> str | None:
         row = _first(self._cursor().execute("SELECT value FROM index_meta WHERE key = ?",

@@ -23,6 +23,9 @@ FILE_COLUMNS = ("file_id", "path", "size_bytes", "mtime_ns", "content_hash", "la
                 "chunk_count", "generation", "secrets_redacted", "warnings")
 SYMBOL_COLUMNS = ("chunk_id", "file_id", "name", "name_lower", "short_lower", "kind", "line")
 LINK_COLUMNS = ("src_chunk_id", "file_id", "target", "link_type")
+SEGMENT_COLUMNS = ("segment_id", "session_id", "text", "segment_type", "created_at",
+                   "stashed_at", "tokens", "topic", "source", "refs", "text_hash",
+                   "embedding_model", "expires_at", "protected")
 JOB_FIELDS = ("job_id", "job_type", "status", "scope", "files_total", "files_processed",
               "chunks_processed", "current_file", "started_at", "updated_at", "completed_at",
               "error_message", "metrics", "params", "created_by", "cancel_requested")
@@ -69,6 +72,49 @@ def job_from_row(row: Sequence[Any]) -> Job:
     return Job(**data)
 
 
+# Defaults of record_usage's optional trailing arguments: cache_hits, files, provider_scores.
+USAGE_OPTIONAL = (None, (), None)
+
+
+def complete_usage_rows(rows: Sequence[Sequence[Any]]) -> list[tuple]:
+    """record_usage_many's rows with the optional trailing arguments a row left out filled
+    in: (task_id, query, providers, snippets, tokens, latency_ms, cache_hits, files,
+    provider_scores)."""
+    return [tuple(row) + USAGE_OPTIONAL[len(row) - 6:] for row in rows]
+
+
+def summarise_usage(days: int, totals: Sequence[Any], per_day: Sequence[Sequence[Any]],
+                    per_task: Sequence[Sequence[Any]], per_provider: Sequence[Sequence[Any]],
+                    provider_scores: Sequence[Any]) -> dict[str, Any]:
+    """``usage_summary``'s answer from its queries' rows, the same for every backend:
+    ``totals`` (queries, tokens served, source tokens, latency p50, p95, p99), ``per_day`` and
+    ``per_task`` (key, queries, tokens served, source tokens), ``per_provider`` (provider,
+    answers it took part in) and every row's ``provider_scores`` (JSON text or a dict)."""
+    scores: dict[str, list[float]] = {}
+    for raw in provider_scores:
+        for provider, score in (json.loads(raw) if isinstance(raw, str) else raw).items():
+            scores.setdefault(provider, []).append(float(score))
+    queries = totals[0]
+
+    def latency(value: Any) -> float | None:
+        return float(value) if value is not None else None
+
+    return {
+        "days": days, "queries": queries, "tokens_served": int(totals[1]),
+        "source_tokens": int(totals[2]),
+        "latency_ms": {"p50": latency(totals[3]), "p95": latency(totals[4]),
+                       "p99": latency(totals[5])},
+        "per_day": [{"day": d, "queries": q, "tokens_served": int(t),
+                     "source_tokens": int(s)} for d, q, t, s in per_day],
+        "per_task": [{"task_id": k, "queries": q, "tokens_served": int(t),
+                      "source_tokens": int(s)} for k, q, t, s in per_task],
+        "providers": [{"provider": p, "selected": n,
+                       "selection_rate": n / queries if queries else 0.0,
+                       "avg_score": (sum(scores[p]) / len(scores[p])) if scores.get(p)
+                       else None} for p, n in per_provider],
+    }
+
+
 def text_hash(text: str) -> str:
     """BLAKE3 of a text, the key of the embedding cache."""
     return blake3.blake3(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -112,8 +158,11 @@ def record_columns(records: Sequence[FileRecord], ids: dict[str, int], generatio
 
 
 # What `contextd store copy` carries between backends, table by table, in column order: the
-# index contents and the caches that cost model time to rebuild (vectors, LLM prefixes).
-# Jobs, progress, errors and usage belong to the index they happened in and stay behind.
+# index contents (knowledge documents and their contexts included: a document's chunks are
+# file rows, useless without them), the agent's stashed memory, and the caches that cost
+# model time to rebuild (vectors, LLM prefixes). Jobs, progress, errors, usage, skipped
+# files (the next walk states them again) and search sessions (short-lived, expiring) belong
+# to the index they happened in and stay behind.
 TRANSFER_COLUMNS: dict[str, tuple[str, ...]] = {
     "file_state": tuple(c for c in FILE_COLUMNS if c != "generation"),
     "chunks": CHUNK_COLUMNS,
@@ -121,6 +170,11 @@ TRANSFER_COLUMNS: dict[str, tuple[str, ...]] = {
     "links": LINK_COLUMNS,
     "embeddings": ("model", "text_hash", "vector"),
     "prefix_cache": ("model", "chunk_hash", "doc_hash", "prefix"),
+    "kb_contexts": ("name", "display_name", "description", "created_at", "updated_at"),
+    "kb_documents": ("path", "source", "format", "page_starts", "title", "added_at",
+                     "updated_at"),
+    "kb_memberships": ("context", "path", "added_at"),
+    "stash_segments": SEGMENT_COLUMNS,
 }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from contextd.store.base import Changes, ChunkRow, FileRecord, FileState
+from contextd.store.base import KNOWLEDGE_PREFIX, Changes, ChunkRow, FileRecord, FileState
 from contextd.store.postgres.session import PostgresSession
 from contextd.store.postgres.vectors import as_array
 from contextd.store.rows import TRANSFER_COLUMNS, record_columns, renumber_files
@@ -84,6 +84,9 @@ class ContentsMixin(PostgresSession):
         if prefix:
             sql += " AND starts_with(path, %s)"
             params.append(prefix)
+        else:  # the project's files only: knowledge documents live under their own prefix
+            sql += " AND NOT starts_with(path, %s)"
+            params.append(KNOWLEDGE_PREFIX)
         return {r[1]: FileState(*r) for r in self._rows(sql, params)}
 
     def clear_index(self, path_prefixes: Sequence[str] | None = None) -> int:
@@ -193,5 +196,6 @@ class ContentsMixin(PostgresSession):
                 for model, dimension in {(m, len(v)) for m, v in zip(vectors["model"],
                                                                      vectors["vector"])}:
                     self._index_after_commit(tx, model, dimension)
+            self._ensure_default_context()  # type: ignore[attr-defined]  (knowledge.py)
             tx.touch(written=ids, removed=old)
         return len(files)

@@ -1,5 +1,5 @@
-"""Operational rows on PostgreSQL: jobs, bootstrap progress and errors, usage metrics,
-metadata, the prefix cache, the boundary settings and the totals of ``stats``."""
+"""Operational rows on PostgreSQL: jobs, bootstrap progress and errors, metadata, the
+prefix cache, the boundary settings and the totals of ``stats``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import uuid
 from typing import Any, Sequence
 
-from contextd.store.base import Job
+from contextd.store.base import KNOWLEDGE_PREFIX, Job
 from contextd.store.postgres.session import PostgresSession
 from contextd.store.rows import (
     JOB_FIELDS, PROJECT_CONFIG_KEYS, iso, job_assignments, job_from_row,
@@ -15,7 +15,7 @@ from contextd.store.rows import (
 
 
 class OperationsMixin(PostgresSession):
-    """IndexStore's jobs, progress, errors, usage, metadata, prefixes, config and stats."""
+    """IndexStore's jobs, progress, errors, metadata, prefixes, config and stats."""
 
     # ----- jobs ------------------------------------------------------------------------
     def create_job(self, job_type: str, scope: str, files_total: int | None, created_by: str,
@@ -117,24 +117,7 @@ class OperationsMixin(PostgresSession):
                           [self.workspace, limit])
         return [{k: iso(v) for k, v in zip(names, row)} for row in rows]
 
-    # ----- metrics, metadata, prefixes, config -------------------------------------------
-    def record_usage(self, task_id: str, query: str, providers: Sequence[str], snippets: int,
-                     tokens: int, latency_ms: float, cache_hits: int | None = None) -> None:
-        self.record_usage_many([(task_id, query, providers, snippets, tokens, latency_ms,
-                                 cache_hits)])
-
-    def record_usage_many(self, rows: Sequence[tuple]) -> None:
-        if not rows:
-            return
-        values = [(self.workspace, task_id, query, list(providers), snippets, tokens,
-                   latency_ms, extra[0] if extra else None)
-                  for task_id, query, providers, snippets, tokens, latency_ms, *extra in rows]
-        with self._transaction() as tx, tx.conn.cursor() as cur:
-            cur.executemany("""INSERT INTO usage_metrics (workspace_id, task_id, query,
-                               providers_used, snippets_count, context_tokens,
-                               query_latency_ms, cache_hits)
-                               VALUES (%s, %s, %s, %s, %s, %s, %s, %s)""", values)
-
+    # ----- metadata, prefixes, config -------------------------------------------
     def get_meta(self, key: str) -> str | None:
         row = self._row("SELECT value FROM index_meta WHERE workspace_id = %s AND key = %s",
                         [self.workspace, key])
@@ -187,7 +170,11 @@ class OperationsMixin(PostgresSession):
         ws = [self.workspace]
         files, redacted, last = self._row(
             "SELECT count(*), coalesce(sum(secrets_redacted), 0), max(indexed_at) "
-            "FROM file_state WHERE workspace_id = %s", ws)
+            "FROM file_state WHERE workspace_id = %s AND NOT starts_with(path, %s)",
+            [*ws, KNOWLEDGE_PREFIX])
+        documents, document_chunks = self._row(
+            "SELECT count(*), coalesce(sum(chunk_count), 0) FROM file_state "
+            "WHERE workspace_id = %s AND starts_with(path, %s)", [*ws, KNOWLEDGE_PREFIX])
         chunks, contextualized = self._row(
             "SELECT count(*), count(*) FILTER (WHERE contextualized) FROM chunks "
             "WHERE workspace_id = %s", ws)
@@ -202,12 +189,17 @@ class OperationsMixin(PostgresSession):
                           "FROM usage_metrics WHERE workspace_id = %s", ws)
         errors = self._row("SELECT count(*) FROM bootstrap_errors WHERE workspace_id = %s",
                            ws)[0]
+        skipped = dict(self._rows(
+            "SELECT reason, count(*) FROM skipped_files WHERE workspace_id = %s GROUP BY 1 "
+            'ORDER BY 2 DESC, reason COLLATE "C"', ws))
         size = self._row("SELECT pg_database_size(current_database())")[0]
         return {
-            "total_files": files, "total_chunks": chunks, "embeddings_by_model": by_model,
+            "total_files": files, "total_chunks": chunks - document_chunks,
+            "knowledge_documents": documents, "knowledge_chunks": int(document_chunks),
+            "embeddings_by_model": by_model,
             "contextualized_chunks": contextualized, "languages": languages,
             "db_size_mb": round(size / 2**20, 2), "last_indexed": iso(last),
-            "secrets_redacted": int(redacted), "errors": errors,
+            "secrets_redacted": int(redacted), "errors": errors, "skipped": skipped,
             "queries": usage[0],
             "avg_query_latency_ms": float(usage[1]) if usage[1] is not None else None,
             "avg_tokens_per_query": float(usage[2]) if usage[2] is not None else None,

@@ -1,9 +1,10 @@
 """Connections and transactions of the PostgreSQL store, and its generation counter.
 
-Every area of the store (contents, vectors, operations; later knowledge, stash, sessions) is
-a mixin over :class:`PostgresSession`: it reads through :meth:`~PostgresSession._rows` /
-:meth:`~PostgresSession._row` and writes inside :meth:`~PostgresSession._transaction`, always
-filtering by ``self.workspace``. That is the whole pattern a new area follows.
+Every area of the store (contents, vectors, knowledge, stash, sessions, skips, usage,
+operations) is a mixin over :class:`PostgresSession`: it reads through
+:meth:`~PostgresSession._rows` / :meth:`~PostgresSession._row` and writes inside
+:meth:`~PostgresSession._transaction`, always filtering by ``self.workspace``. That is the
+whole pattern a new area follows.
 
 **Generations across processes.** In-memory indexes catch up with ``changes_since``, which is
 only correct if a reader that sees generation N also sees every write numbered ≤ N. Several

@@ -10,7 +10,12 @@ from contextd.errors import StoreError
 from contextd.store.base import IndexStore
 from contextd.store.postgres import connection
 from contextd.store.postgres.contents import ContentsMixin
+from contextd.store.postgres.knowledge import KnowledgeMixin
 from contextd.store.postgres.operations import OperationsMixin
+from contextd.store.postgres.sessions import SearchSessionsMixin
+from contextd.store.postgres.skips import SkipsMixin
+from contextd.store.postgres.stash import StashMixin
+from contextd.store.postgres.usage import UsageMixin
 from contextd.store.postgres.vectors import VectorsMixin, configure_connection
 from contextd.store.postgres.workspace import lock_key
 
@@ -20,10 +25,13 @@ log = logging.getLogger(__name__)
 # `vacuum` tidies. A new area's tables are added here.
 WORKSPACE_TABLES = ("chunks", "symbols", "links", "file_state", "removed_files", "embeddings",
                     "usage_metrics", "bootstrap_progress", "bootstrap_errors", "jobs",
-                    "project_config", "prefix_cache", "index_meta")
+                    "project_config", "prefix_cache", "index_meta", "skipped_files",
+                    "kb_contexts", "kb_documents", "kb_memberships", "stash_segments",
+                    "search_sessions")
 
 
-class PostgresStore(ContentsMixin, VectorsMixin, OperationsMixin, IndexStore):
+class PostgresStore(ContentsMixin, VectorsMixin, KnowledgeMixin, StashMixin,
+                    SearchSessionsMixin, SkipsMixin, UsageMixin, OperationsMixin, IndexStore):
     """One workspace of a PostgreSQL database with pgvector. Thread-safe; several processes
     on several machines may open the same workspace and write it at once.
 
@@ -45,6 +53,7 @@ class PostgresStore(ContentsMixin, VectorsMixin, OperationsMixin, IndexStore):
                 """INSERT INTO workspaces (workspace_id, identity, root) VALUES (%s, %s, %s)
                    ON CONFLICT (workspace_id) DO UPDATE SET root = EXCLUDED.root,
                    last_opened_at = now()""", [workspace, identity or workspace, root or None])
+            self._ensure_default_context()
 
     def schema_version(self) -> int:
         """The contextd schema version of the database."""

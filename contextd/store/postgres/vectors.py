@@ -138,8 +138,11 @@ class VectorsMixin(PostgresSession):
         with self._transaction() as tx:
             deleted = tx.conn.execute(
                 """DELETE FROM embeddings e WHERE e.workspace_id = %s AND (e.model <> %s
-                   OR NOT EXISTS (SELECT 1 FROM chunks c WHERE c.workspace_id = e.workspace_id
-                                  AND c.embed_hash = e.text_hash))""",
+                   OR (NOT EXISTS (SELECT 1 FROM chunks c WHERE c.workspace_id = e.workspace_id
+                                   AND c.embed_hash = e.text_hash)
+                       AND NOT EXISTS (SELECT 1 FROM stash_segments s
+                                       WHERE s.workspace_id = e.workspace_id
+                                       AND s.text_hash = e.text_hash)))""",
                 [self.workspace, keep_model]).rowcount
         return deleted
 
