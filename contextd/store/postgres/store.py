@@ -82,6 +82,13 @@ class PostgresStore(ContentsMixin, VectorsMixin, KnowledgeMixin, StashMixin,
         return release
 
     # ----- upkeep ----------------------------------------------------------------------
+    def snapshot(self, destination: str) -> None:
+        """Backups of a shared database are the database's own (pg_dump, base backups,
+        point-in-time recovery), taken by whoever runs the server, not by each project."""
+        raise StoreError("contextd backup copies an embedded DuckDB index; back a PostgreSQL "
+                         "index up with the server's own tools (pg_dump, pg_basebackup), or "
+                         "copy it out with `contextd store copy --to duckdb`")
+
     def vacuum(self) -> None:
         """ANALYZE the tables after a rebuild, so the planner knows the new sizes. No VACUUM:
         the tables are shared by every workspace (vacuuming a million rows for one project's

@@ -66,7 +66,8 @@ class VectorsMixin(PostgresSession):
                FROM chunks c WHERE c.workspace_id = %s AND NOT EXISTS (
                    SELECT 1 FROM embeddings e WHERE e.workspace_id = c.workspace_id
                    AND e.model = %s AND e.text_hash = c.embed_hash)
-               GROUP BY c.embed_hash ORDER BY c.embed_hash COLLATE "C" LIMIT %s""",
+               GROUP BY c.embed_hash ORDER BY min(c.file_id), c.embed_hash COLLATE "C"
+               LIMIT %s""",
             [self.workspace, model, limit])
 
     def count_missing_embeddings(self, model: str) -> int:
