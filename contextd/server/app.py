@@ -80,38 +80,40 @@ def _strict(tool: Tool) -> Tool:
     return tool
 
 
+CONTEXT_TOOLS = (
+    ("query_context", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
+    ("refresh_context", ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                        idempotent_hint=True, open_world_hint=False)),
+    ("get_context_stats", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
+    ("rebuild_context", ToolAnnotations(read_only_hint=False, destructive_hint=True,
+                                        idempotent_hint=False, open_world_hint=False)),
+    ("get_rebuild_status", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
+    ("cancel_rebuild", ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                       idempotent_hint=True, open_world_hint=False)))
+
+
+def _methods(owner: Any, names: Any) -> list[tuple[str, Callable, ToolAnnotations]]:
+    """(name, bound method, annotations) of a tool class's tools."""
+    return [(name, getattr(owner, name), annotations) for name, annotations in names]
+
+
 def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
-    """The server with every tool registered, talking to the engine behind ``handle``."""
-    tools = ContextTools(handle)
-    registered = [
-        _strict(Tool.from_function(_tool_errors(getattr(tools, name)), name=name,
-                                   annotations=annotations))
-        for name, annotations in (
-            ("query_context", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
-            ("refresh_context", ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                                idempotent_hint=True, open_world_hint=False)),
-            ("get_context_stats", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
-            ("rebuild_context", ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                                                idempotent_hint=False, open_world_hint=False)),
-            ("get_rebuild_status", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
-            ("cancel_rebuild", ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                               idempotent_hint=True, open_world_hint=False)))]
-    managers = ManagerTools(handle.root, handle.config_path)
-    registered += [_strict(Tool.from_function(_tool_errors(getattr(managers, name)), name=name,
-                                              annotations=annotations))
-                   for name, annotations in ManagerTools.ANNOTATIONS.items()]
-    registered += [_strict(Tool.from_function(_tool_errors(function), name=name,
-                                              annotations=annotations))
-                   for name, function, annotations in stash_tools(handle)]
-    knowledge = KnowledgeTools(handle)
-    registered += [_strict(Tool.from_function(_tool_errors(getattr(knowledge, name)), name=name,
-                                              annotations=annotations))
-                   for name, annotations in KNOWLEDGE_TOOLS]
+    """The server with every tool registered, talking to the engine behind ``handle``: the
+    context tools here, then each capability's own (Index Manager, agent memory, knowledge
+    base, search sessions and reports), all with the same error handling and strictness."""
     from contextd.server import session_tools
 
-    registered += [_strict(Tool.from_function(_tool_errors(function), name=name,
-                                              annotations=annotations))
-                   for name, function, annotations in session_tools.tool_functions(handle)]
+    tools = [
+        *_methods(ContextTools(handle), CONTEXT_TOOLS),
+        *_methods(ManagerTools(handle.root, handle.config_path),
+                  ManagerTools.ANNOTATIONS.items()),
+        *stash_tools(handle),
+        *_methods(KnowledgeTools(handle), KNOWLEDGE_TOOLS),
+        *session_tools.tool_functions(handle),
+    ]
+    registered = [_strict(Tool.from_function(_tool_errors(function), name=name,
+                                             annotations=annotations))
+                  for name, function, annotations in tools]
     resources = session_tools.template_resources(handle)
     app = session_tools.ListingServer("contextd", version=__version__,
                                       instructions=INSTRUCTIONS, log_level=log_level,
