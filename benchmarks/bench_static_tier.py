@@ -15,7 +15,7 @@ one embedded by today's ONNX int8 MiniLM, one by the static model. Printed:
   docstring queries. "static tier" rows are what a first tier would answer before the
   transformer's vectors are in.
 
-    .venv/bin/python -m benchmarks.bench_static_tier                  # ~6-8 min on 2 loaded cores
+    .venv/bin/python -m benchmarks.bench_static_tier                  # ~3 min on 2 shared cores
     .venv/bin/python -m benchmarks.bench_static_tier --corpora requests --strategies none
 
 Needs model2vec and its distillation dependency skeletoken (dev extra); torch and transformers
