@@ -177,6 +177,20 @@ def evaluate(cases: list[Case], providers: dict, module: ContextModule, files: b
     return tallies
 
 
+def evaluate_index(project: Project, store, cases: list[Case], files: bool,
+                   root: Path) -> dict[str, Tally]:
+    """Every system's tally over one index, which is closed afterwards."""
+    providers = providers_for(project, store)
+    module = ContextModule(project, store)
+    try:
+        return evaluate(cases, providers, module, files, root)
+    finally:
+        module.shutdown()
+        for p in providers.values():
+            p.shutdown()
+        store.close()
+
+
 def task_cases(corpus_name: str) -> list[Case]:
     doc = json.loads((TASKS / f"{corpus_name}.json").read_text())
     return [Case(t["id"], t["query"], tuple(t["gold_files"])) for t in doc["tasks"]]
@@ -206,32 +220,34 @@ def merge(into: dict[str, Tally], more: dict[str, Tally]) -> None:
             getattr(target, name).extend(getattr(tally, name))
 
 
+def eval_sets(corpora: list[str], strategies: list[str]):
+    """Every (corpus, strategy, kind, root, variant, cases, files) to evaluate: per corpus and
+    strategy, the task-style cases on the original copy and the docstring cases on the
+    stripped one (``files``: whether hits are whole files)."""
+    for corpus in [c for c in CORPUS_LIST if c.name in corpora]:
+        original = original_dir(corpus)
+        stripped, doc_tasks = stripped_dir(corpus)
+        for strategy in strategies:
+            yield corpus, strategy, "task", original, "original", task_cases(corpus.name), True
+            yield (corpus, strategy, "docstring", stripped, "stripped", doc_cases(doc_tasks),
+                   False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpora", nargs="*", default=[c.name for c in CORPUS_LIST])
     parser.add_argument("--strategies", nargs="*", default=list(STRATEGIES))
     args = parser.parse_args(argv)
     totals: dict[tuple[str, str], dict[str, Tally]] = {}
-    for corpus in [c for c in CORPUS_LIST if c.name in args.corpora]:
-        original = original_dir(corpus)
-        stripped, doc_tasks = stripped_dir(corpus)
-        for strategy in args.strategies:
-            for kind, root, variant, cases, files in (
-                    ("task", original, "original", task_cases(corpus.name), True),
-                    ("docstring", stripped, "stripped", doc_cases(doc_tasks), False)):
-                print(f"indexing {corpus.name}/{variant} with {strategy} prefixes ...",
-                      file=sys.stderr)
-                project, store = build_index(corpus.name, root, variant, strategy)
-                providers = providers_for(project, store)
-                module = ContextModule(project, store)
-                tallies = evaluate(cases, providers, module, files, root)
-                module.shutdown()
-                for p in providers.values():
-                    p.shutdown()
-                store.close()
-                print_table(f"{corpus.name} - {kind} ({len(cases)} queries) - prefixes: "
-                            f"{strategy}", tallies)
-                merge(totals.setdefault((kind, strategy), {}), tallies)
+    for corpus, strategy, kind, root, variant, cases, files in eval_sets(args.corpora,
+                                                                args.strategies):
+        print(f"indexing {corpus.name}/{variant} with {strategy} prefixes ...",
+              file=sys.stderr)
+        project, store = build_index(corpus.name, root, variant, strategy)
+        tallies = evaluate_index(project, store, cases, files, root)
+        print_table(f"{corpus.name} - {kind} ({len(cases)} queries) - prefixes: "
+                    f"{strategy}", tallies)
+        merge(totals.setdefault((kind, strategy), {}), tallies)
     for (kind, strategy), tallies in totals.items():
         print_table(f"ALL corpora - {kind} - prefixes: {strategy}", tallies)
     return 0
