@@ -23,6 +23,9 @@ log = logging.getLogger("contextd.web")
 POLL_S = 0.5
 # The pending-embedding count costs a join over the chunks: read it less often.
 PENDING_EVERY_S = 5.0
+# Final job states and the progress-log event each ends with.
+ENDED = {"completed": "complete", "failed": "error", "cancelled": "cancelled",
+         "interrupted": "interrupted"}
 
 
 def job_view(job: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
@@ -70,7 +73,10 @@ class ProgressFeed:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._running: dict[str, dict[str, Any]] = {}
+        self._ended: set[str] = set()
+        self._generation: int | None = None
         self._pending: int | None = None
+        self._pending_generation: int | None = None
         self._pending_at = 0.0
 
     def start(self) -> None:
@@ -111,11 +117,17 @@ class ProgressFeed:
         engine = self.handle.get(timeout=0.0)
         with_pending = time.monotonic() - self._pending_at >= PENDING_EVERY_S
         data = engine.progress(with_pending=with_pending)
+        if not with_pending and data["state"] == "idle" \
+                and data["generation"] != self._pending_generation:
+            # The index changed and settled since the count was read: read it now, so an
+            # idle index never shows a stale number of chunks waiting for vectors.
+            data, with_pending = engine.progress(with_pending=True), True
         if with_pending:
             self._pending, self._pending_at = data.get("embeddings_pending"), time.monotonic()
+            self._pending_generation = data["generation"]
         now = datetime.now()
         jobs = [job_view(job, now) for job in data["jobs"]]
-        self._log_changes(engine, jobs)
+        self._log_changes(engine, jobs, data["generation"])
         return {"ready": True, "state": data["state"], "generation": data["generation"],
                 "embeddings_pending": self._pending, "jobs": jobs}
 
@@ -125,7 +137,10 @@ class ProgressFeed:
                 self._snapshot = snapshot
                 self._version += 1
 
-    def _log_changes(self, engine: Any, jobs: list[dict[str, Any]]) -> None:
+    def _log_changes(self, engine: Any, jobs: list[dict[str, Any]], generation: int) -> None:
+        """Log jobs that started, advanced or ended since the last poll. A job can run
+        between two polls (a small bootstrap, a quick refresh): the history, read when the
+        index changed, logs the end of every job not logged yet."""
         current = {job["job_id"]: job for job in jobs}
         events = []
         for job_id, job in current.items():
@@ -135,14 +150,17 @@ class ProgressFeed:
             elif (before["files_processed"], before["chunks_processed"]) != \
                     (job["files_processed"], job["chunks_processed"]):
                 events.append({"event": "progress", **job})
-        ended = [job_id for job_id in self._running if job_id not in current]
-        if ended:
-            final = {job["job_id"]: job for job in engine.job_history(limit=20)}
-            for job_id in ended:
-                job = final.get(job_id, {"job_id": job_id, "status": "unknown"})
-                events.append({"event": {"completed": "complete", "failed": "error"}.get(
-                    job.get("status"), job.get("status")), **job_view(job),
-                    "error": job.get("error_message")})
+        if generation != self._generation or set(self._running) - set(current):
+            history = [job for job in engine.job_history(limit=20)
+                       if job["job_id"] not in current and job["status"] in ENDED]
+            if self._generation is None:  # first look: the past is not news
+                self._ended.update(job["job_id"] for job in history)
+            for job in reversed(history):
+                if job["job_id"] not in self._ended:
+                    self._ended.add(job["job_id"])
+                    events.append({"event": ENDED[job["status"]], **job_view(job),
+                                   "error": job.get("error_message")})
+            self._generation = generation
         self._running = current
         if events:
             self._append(events)
