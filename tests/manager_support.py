@@ -19,7 +19,7 @@ START_TIMEOUT_S = 120
 # Enough small files that a rebuild runs for a few seconds (to be watched, refused a second
 # time and cancelled); identical texts with no contextual prefix embed once, so the first
 # index stays fast.
-FILLER_FILES = 1500
+FILLER_FILES = 5000
 # A file that is not UTF-8 (one bad byte in plain text): indexed as a decode_error.
 BAD_FILE = "src/legacy/latin1_notes.py"
 
