@@ -51,6 +51,8 @@ function render(s){
       fmt(job.chunks_processed)+' chunks ('+job.percent+'%), '+job.files_per_s+' files/s, '+
       job.chunks_per_s+' chunks/s'+(job.eta_s!=null?', ETA '+job.eta_s+' s':'')+
       (job.current_file?' · <code>'+job.current_file.replace(/[<&]/g,'')+'</code>':'')+
+      (job.job_type.startsWith('rebuild')?' <button id="live-cancel" class="danger" '+
+       'onclick="cancelJob(this.dataset.job)" data-job="'+job.job_id+'">Cancel</button>':'')+
       '<div class="bar"><span style="width:'+job.percent+'%"></span></div></div>';
   } else text += ' · <span id="live-idle">no job running</span>';
   live.innerHTML = text;
@@ -58,6 +60,7 @@ function render(s){
 }
 const events = new EventSource('/events');
 events.onmessage = e => render(JSON.parse(e.data));
+async function cancelJob(id){ await post('/api/jobs/'+encodeURIComponent(id)+'/cancel', {}) }
 async function post(url, body){
   const box = document.getElementById('message');
   const r = await fetch(url,{method:'POST',headers:{'content-type':'application/json'},

@@ -2,35 +2,25 @@
 
 from __future__ import annotations
 
-import json
-
 from contextd.web.layout import esc, table
 
 PATH = "/jobs"
 TITLE = "Jobs"
 
 SCRIPT = """
-async function startRefresh(){ await post('/api/refresh', {}); setTimeout(()=>location.reload(), 1500) }
+async function startRefresh(){ await post('/api/refresh', {}) }
 async function startRebuild(){
   if(!document.getElementById('confirm-rebuild').checked){
     const box=document.getElementById('message');
     box.textContent='Tick "I understand" first: a rebuild deletes the index and re-creates it.';
     box.className='bad'; return }
-  const r = await post('/api/rebuild', {confirm: true});
-  if(r.ok) setTimeout(()=>location.reload(), 1500);
+  await post('/api/rebuild', {confirm: true});
 }
-async function cancelJob(id){ await post('/api/jobs/'+encodeURIComponent(id)+'/cancel', {}) }
-document.addEventListener('contextd-progress', e => {
-  const running = e.detail.jobs.map(j => j.job_id).join(',');
-  const shown = document.body.dataset.running;
-  if(shown !== undefined && shown !== running) setTimeout(()=>location.reload(), 300);
-});
 """
 
 
 async def body(request, ctx) -> str:
     jobs = await ctx.call("job_history", limit=50)
-    running = [j["job_id"] for j in jobs if j["status"] in ("queued", "in_progress")]
     rows = []
     for job in jobs:
         action = ""
@@ -45,7 +35,7 @@ async def body(request, ctx) -> str:
                      esc(job.get("completed_at") or ""), _report(job), action))
     history = table(["job", "type", "status", "scope", "files", "chunks", "started", "ended",
                      "report", ""], rows, raw=True, table_id="jobs")
-    return (f'<div data-running="{esc(",".join(running))}" id="job-controls">'
+    return ('<div id="job-controls">'
             '<button id="refresh" onclick="startRefresh()">Update index (refresh changed files)'
             '</button> &nbsp; <label><input type="checkbox" id="confirm-rebuild"> I understand '
             'a rebuild deletes the index and re-creates it</label> '
@@ -53,8 +43,8 @@ async def body(request, ctx) -> str:
             '<p class="muted">One rebuild at a time; a second is refused until the first ends '
             "or is cancelled.</p></div>"
             f"<h2>History</h2>{history}"
-            f"<script>document.body.dataset.running = "
-            f"{json.dumps(','.join(running))};</script>")
+            '<p class="muted">A running job shows in the live line above (Cancel is '
+            "there); reload for the history.</p>")
 
 
 def _report(job: dict) -> str:
