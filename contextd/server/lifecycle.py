@@ -83,6 +83,11 @@ class EngineHandle:
         return {"ready": engine is not None and error is None, "error": error,
                 "owner": bool(engine is not None and engine.is_owner)}
 
+    def opened(self):
+        """The engine if it is open already, else None (never waits: lets a request skip the
+        hand-off to a worker thread that :meth:`get` would need)."""
+        return self._engine if self._ready.is_set() and self._error is None else None
+
     def get(self, timeout: float = ENGINE_WAIT_S):
         """The engine, waiting for the background start if needed."""
         self.start()

@@ -48,7 +48,8 @@ class ServiceRoutes:
         self._query_slots = anyio.CapacityLimiter(concurrent_queries)
 
     async def _engine(self):
-        return await anyio.to_thread.run_sync(self.handle.get)
+        """The engine; waiting for it (on a worker thread) only while it is still opening."""
+        return self.handle.opened() or await anyio.to_thread.run_sync(self.handle.get)
 
     @staticmethod
     async def _parse(request: Request, model: type[BaseModel]) -> BaseModel:
