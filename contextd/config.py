@@ -382,6 +382,10 @@ class RankingConfig:
     implementation_config_factor: float = _opt(0.7, min=0.0, max=10.0,
                                                help="Score factor for config files when the "
                                                     "query asks for an implementation or a change.")
+    name_words_boost: float = _opt(0.2, min=0.0, max=10.0,
+                                   help="A definition whose name the query's own words spell "
+                                        "(copy, write_heading) gets its score times 1 + this "
+                                        "times the share of the name's words found.")
     strong_match_confidence: float = _opt(0.5, min=0.0, max=1.0,
                                           help="Below this confidence the best hit is reported "
                                                "as no strong match (a note).")

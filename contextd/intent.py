@@ -2,8 +2,10 @@
 
 - ``IMPLEMENTATION``: a change request ("Fix …", "Add …", "Support …", a bug report saying
   what should happen) or a question about where or how something is done ("where are
-  redirects followed", "how are timeouts configured"). The answer is source code, so the
-  ranking puts source files above documentation, tests and changelogs that talk about it.
+  redirects followed", "how are timeouts configured"), or a description of what code does,
+  worded as its docstring would be ("Prepares the given HTTP headers", "This function
+  launches the viewer"). The answer is source code, so the ranking puts source files above
+  documentation, tests and changelogs that talk about it.
 - ``USAGE``: how to use something ("how do I …", "how to …", "example of …"): documentation
   and examples are fair answers; no file role is preferred.
 - ``TESTS``: the query is about tests ("test for …"): tests are the answer.
@@ -52,6 +54,13 @@ _BUG_RE = re.compile(
     r"not\s+(?:work|respected|honou?red|applied))\b", re.I)
 _TRACKER_PREFIX_RE = re.compile(r"^\s*(?:fix(?:es|ed)?|feat(?:ure)?|bug|perf|refactor)"
                                 r"(?:\([^)]*\))?!?\s*:", re.I)
+# A description of what code does, as a docstring opens: "This function …", or a verb in the
+# third person followed by what it acts on ("Prepares the …", "Closes all …"). A leading
+# plural noun ("Options for …", "Headers are …") is not followed by a determiner.
+_DESCRIPTION_RE = re.compile(
+    r"^\W*(?:this\s+(?:function|method|class|module|decorator|property|helper|hook)\b"
+    r"|[a-z]{3,}(?<![su])s\s+(?:a|an|the|this|that|these|those|all|any|each|every|its|their|"
+    r"given|one|some|whether|if)\b)", re.I)
 _FIRST_WORD_RE = re.compile(r"[A-Za-z']+")
 
 
@@ -66,6 +75,6 @@ def classify(query: str, about_tests: bool) -> QueryIntent:
     first = _FIRST_WORD_RE.search(query)
     if _TRACKER_PREFIX_RE.match(query) or (first and first.group(0).lower() in _CHANGE_VERBS):
         return QueryIntent.IMPLEMENTATION
-    if _BUG_RE.search(query):
+    if _BUG_RE.search(query) or _DESCRIPTION_RE.search(query):
         return QueryIntent.IMPLEMENTATION
     return QueryIntent.NEUTRAL

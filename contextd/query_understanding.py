@@ -16,8 +16,9 @@ The boosts are factors named in ``[ranking]`` (no magic numbers): definitions of
 over mere references, source over tests and vendored code (unless the task is about tests),
 code over documentation when the task names symbols, source over documentation, tests and
 config when the query asks for an implementation or a change (:mod:`contextd.intent`, file
-roles from :mod:`contextd.roles`), and the chunk that holds the query verbatim or the names
-it writes above its neighbours (:mod:`contextd.evidence`).
+roles from :mod:`contextd.roles`), the chunk that holds the query verbatim or the names
+it writes above its neighbours (:mod:`contextd.evidence`), and a definition whose name the
+query's own words spell (:func:`name_words_share`).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from typing import Sequence
 from contextd.config import DEFAULT_ALLOWED_EXTENSIONS, RankingConfig
 from contextd.evidence import ExactQuery, exact_evidence, quotation_tier
 from contextd.intent import QueryIntent, classify
-from contextd.records import ContextSnippet, ProviderType
+from contextd.records import ChunkKind, ContextSnippet, ProviderType
 from contextd.roles import FileRole, file_role
+from contextd.stemming import light_stem
 
 _QUOTED_RE = re.compile(r"`([^`]+)`|\"([^\"]+)\"|'([^'\s][^']*[^'\s])'")
 _FILE_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+(\.[A-Za-z][A-Za-z0-9]{0,5}))(?![\w/])")
@@ -47,9 +49,16 @@ _ISSUE_REF_RE = re.compile(r"(?:\b(?:closes|fixes|resolves|see)\s+)?#\d+\b", re.
 _MARKDOWN_RE = re.compile(r"[`*]+|^\s*[#>]+", re.M)
 # What is left of "(#42)" or "[closes #42]" once the reference is gone (not the "()" of a call).
 _EMPTY_BRACKETS_RE = re.compile(r"(?<!\w)(?:\(\s*\)|\[\s*\])")
+# Cross-references as docstrings write them: Sphinx roles (:class:`~pkg.Name`, :meth:`title
+# <target>`) and JSDoc links ({@link Name}). The role word is markup, not a word of the query.
+_CROSS_REFERENCE_RE = re.compile(
+    r":(?:[\w-]+:)?[\w-]+:`[~!]?(?:[^`<]*<([^`>]+)>|([^`]+))`"
+    r"|\{@link(?:code|plain)?\s+([^}\s|]+)[^}]*\}")
 _FILE_EXTENSIONS = frozenset(DEFAULT_ALLOWED_EXTENSIONS)
 _TEST_WORDS = frozenset({"test", "tests", "testing", "pytest", "unittest", "spec", "fixture",
                          "fixtures"})
+# Chunks that define what their label names (not a module's code or docstring).
+_DEFINITION_KINDS = frozenset({ChunkKind.CODE_FUNCTION.value, ChunkKind.CODE_CLASS.value})
 _DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
 MIN_WORD_LENGTH = 2
 
@@ -79,6 +88,9 @@ class UnderstoodQuery:
     about_tests: bool
     intent: QueryIntent = QueryIntent.NEUTRAL
     exact: ExactQuery = ExactQuery((), ())
+    # The stems of the words the task writes as prose (not as names): what a definition's
+    # name is compared with (:func:`name_words_share`).
+    prose_stems: frozenset[str] = frozenset()
 
     def texts_by_kind(self) -> dict[ProviderType, str]:
         """The text each kind of provider is sent (see the module docstring); a kind whose
@@ -125,8 +137,18 @@ def dense_query(task: str) -> str:
     return " ".join(text.split())
 
 
+def plain_cross_references(text: str) -> str:
+    """Docstring cross-references as plain quoted names: ``:class:`~pkg.Name``` and
+    ``{@link Name}`` become ```Name``` (``pkg.Name``), ``:meth:`title <target>``` the
+    target. Without this, the role words (class, func, meth) reach BM25 as query words and
+    pull up every chunk that says ``class``."""
+    return _CROSS_REFERENCE_RE.sub(lambda m: f"`{next(g for g in m.groups() if g)}`", text)
+
+
 def understand(task: str, settings: RankingConfig) -> UnderstoodQuery:
-    """Build the dense query, the lexical query and the symbol candidates of a task."""
+    """Build the dense query, the lexical query and the symbol candidates of a task.
+    Exact evidence and intent read the task as written (a quotation keeps its markup)."""
+    original, task = task, plain_cross_references(task)
     quoted = tuple(next(g for g in m.groups() if g) for m in _QUOTED_RE.finditer(task))
     files = tuple(dict.fromkeys(m.group(1) for m in _FILE_RE.finditer(task)
                                 if m.group(2).lower() in _FILE_EXTENSIONS))
@@ -138,6 +160,9 @@ def understand(task: str, settings: RankingConfig) -> UnderstoodQuery:
         if (looks_like_code(token) or token in quoted) and name.lower() not in STOP_WORDS \
                 and name not in symbols and not is_file_name(name):
             symbols.append(name)
+    prose = frozenset(light_stem(t.lower()) for t in tokens
+                      if not (looks_like_code(t) or t in quoted) and len(t) >= MIN_WORD_LENGTH
+                      and t.lower() not in STOP_WORDS)
     lexical: list[str] = []
     for token in tokens + [w for q in quoted for w in _TOKEN_RE.findall(q)]:
         # Quoted names are identifiers too: a lower-cased `LRUCache` no longer shows BM25
@@ -151,9 +176,9 @@ def understand(task: str, settings: RankingConfig) -> UnderstoodQuery:
     lexical += [f.lower() for f in files if f.lower() not in lexical]
     about_tests = any(w in _TEST_WORDS for w in lexical)
     symbols = symbols[:settings.max_symbol_candidates]
-    return UnderstoodQuery(task, dense_query(task), " ".join(lexical), tuple(symbols), files,
-                           quoted, about_tests, classify(task, about_tests),
-                           ExactQuery.of(task, symbols))
+    return UnderstoodQuery(original, dense_query(task), " ".join(lexical), tuple(symbols),
+                           files, quoted, about_tests, classify(original, about_tests),
+                           ExactQuery.of(original, symbols), prose)
 
 
 def matches_any(path: str, patterns: Sequence[str]) -> bool:
@@ -181,12 +206,36 @@ def boost_factor(snippet: ContextSnippet, query: UnderstoodQuery, settings: Rank
         factor *= settings.vendored_penalty
     if query.symbols and snippet.language in _DOC_LANGUAGES:
         factor *= settings.docs_penalty
+    if defined and snippet.kind in _DEFINITION_KINDS and query.prose_stems:
+        factor *= 1 + settings.name_words_boost * name_words_share(snippet.label,
+                                                                   query.prose_stems)
     if query.intent is QueryIntent.IMPLEMENTATION:
         factor *= _implementation_factor(file_role(snippet.file_path, snippet.language),
                                          settings)
     if query.exact:
         factor *= 1 + settings.exact_evidence_boost * exact_evidence(query.exact, snippet.text)
     return factor
+
+
+def name_words_share(label: str, prose_stems: frozenset[str]) -> float:
+    """The share of a definition name's words (``Session.get_adapter`` -> adapter: stop
+    words such as get and the test of ``test_merge`` out, stemmed as the BM25 index stems)
+    that the query writes as prose.
+
+    Names say what code does, and a description of it tends to use the same words ("Return
+    a copy of this jar" -> ``copy``, "Writes a heading into the buffer" ->
+    ``write_heading``): the definition so named is likelier the answer than the class header
+    or the caller that merely mentions the same things. Only the last part of a dotted
+    label counts (the method, not its class)."""
+    parts = _name_stems(label.rsplit(".", 1)[-1])
+    return sum(1 for p in parts if p in prose_stems) / len(parts) if parts else 0.0
+
+
+@functools.lru_cache(maxsize=16_384)
+def _name_stems(name: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(light_stem(p) for p in split_identifier(name)
+                               if len(p) >= MIN_WORD_LENGTH and p not in STOP_WORDS
+                               and p not in _TEST_WORDS))
 
 
 def _implementation_factor(role: FileRole, settings: RankingConfig) -> float:

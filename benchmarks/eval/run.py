@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.eval.corpora import CACHE, CORPUS_LIST, TASKS, DocTask, original_dir, stripped_dir
+from benchmarks.eval.index_cache import index_dir
 from contextd.config import config_from_dict
 from contextd.indexer import Indexer
 from contextd.module import ContextModule
@@ -85,12 +86,13 @@ class Tally:
 
 
 def build_index(corpus_name: str, root: Path, variant: str, strategy: str):
-    """Index ``root`` with the real indexer into its own directory; returns project, store."""
-    db = INDEXES / f"{corpus_name}-{variant}-{strategy}" / "context.duckdb"
-    db.parent.mkdir(parents=True, exist_ok=True)
-    config = config_from_dict({"storage": {"db_path": str(db)},
-                               "contextualizer": {"strategy": strategy},
-                               "watcher": {"use_gitignore": False}})
+    """Index ``root`` with the real indexer into its own directory (named with the indexing
+    code's fingerprint, :mod:`benchmarks.eval.index_cache`); returns project, store."""
+    settings = {"contextualizer": {"strategy": strategy}, "watcher": {"use_gitignore": False}}
+    folder = index_dir(INDEXES, f"{corpus_name}-{variant}-{strategy}",
+                       config_from_dict(settings))
+    db = folder / "context.duckdb"
+    config = config_from_dict({**settings, "storage": {"db_path": str(db)}})
     project = Project(root=root, config=config)
     store = DuckDBStore(db)
     indexer = Indexer(project, store)
@@ -100,8 +102,10 @@ def build_index(corpus_name: str, root: Path, variant: str, strategy: str):
 
 
 def providers_for(project: Project, store) -> dict:
-    """The semantic, full-text and symbol providers over one index."""
+    """The semantic, full-text and symbol providers over one index, the model loaded (a
+    semantic query before that answers nothing)."""
     embedder = EmbedderHandle(project.config)
+    embedder.wait()
     found: dict = {}
     context = ProviderContext(project, project.config, store, embedder, found.get)
     for cls in PROVIDER_CLASSES:
@@ -179,9 +183,12 @@ def evaluate(cases: list[Case], providers: dict, module: ContextModule, files: b
 
 def evaluate_index(project: Project, store, cases: list[Case], files: bool,
                    root: Path) -> dict[str, Tally]:
-    """Every system's tally over one index, which is closed afterwards."""
+    """Every system's tally over one index, which is closed afterwards. The model is loaded
+    and the in-memory indexes built first: otherwise the first queries race the semantic
+    provider's start and the figures depend on timing."""
     providers = providers_for(project, store)
     module = ContextModule(project, store)
+    module.warm_up(wait=True)
     try:
         return evaluate(cases, providers, module, files, root)
     finally:

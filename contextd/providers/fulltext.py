@@ -30,6 +30,7 @@ from contextd.providers.base import (
 )
 from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
+from contextd.stemming import light_stem
 from contextd.store.base import ChunkRow
 
 # BM25 Okapi parameters: rank_bm25's defaults, the usual choice for short documents.
@@ -45,24 +46,6 @@ STOPWORDS = frozenset("""
 a an and are as at be by can do does for from how i if in into is it its of on or so that the
 their then there these this to was what when where which while who why will with you your
 """.split())
-# Suffixes removed by the light stemmer, longest first; "ies" becomes "y".
-_SUFFIXES = ("ing", "ed", "es", "s")
-_MIN_STEM = 3
-
-
-def light_stem(word: str) -> str:
-    """A tiny, predictable stemmer: tokens/token, validated/validate, caches/cache meet."""
-    if word.endswith("ies") and len(word) > _MIN_STEM + 2:
-        return word[:-3] + "y"
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
-            if suffix == "s" and word.endswith("ss"):
-                break
-            word = word[:-len(suffix)]
-            break
-    if word.endswith("e") and len(word) > _MIN_STEM:
-        word = word[:-1]
-    return word
 
 
 @lru_cache(maxsize=_SPLIT_CACHE_SIZE)

@@ -20,8 +20,9 @@ from typing import Any
 from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
-from contextd.providers.fulltext import STOPWORDS, light_stem
+from contextd.providers.fulltext import STOPWORDS
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
+from contextd.stemming import light_stem
 
 # Match strengths, best first (scores in [0, 1]).
 EXACT_CASE_SCORE = 1.0
