@@ -12,7 +12,9 @@ import pytest
 from contextd.chunking import chunk_file
 from contextd.config import ContextConfig
 from contextd.embedding import get_embedder
-from contextd.quantized import approximate_scores, exact_top, quantize
+from contextd.quantized import (
+    FULL_PASS_SHARE, RESCORE_MIN, approximate_scores, exact_top, quantize,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 QUERIES = ["where is the API key compared in constant time", "parse the config file",
@@ -45,9 +47,9 @@ def embedded_code():
 
 def test_exact_top_k_on_real_embeddings(embedded_code):
     matrix, queries = embedded_code
-    assert len(matrix) > 300
+    assert RESCORE_MIN < FULL_PASS_SHARE * len(matrix)  # the candidates are a few rows only
     for vector in queries:
-        assert first_pass_ranking(matrix, vector, 20) == exact_ranking(matrix, vector, 20)
+        assert first_pass_ranking(matrix, vector, 12) == exact_ranking(matrix, vector, 12)
 
 
 def test_exact_top_k_among_near_ties():
@@ -64,16 +66,18 @@ def test_exact_top_k_among_near_ties():
     assert first_pass_ranking(rows, query, 50) == exact_ranking(rows, query, 50)
 
 
-def test_dead_rows_are_never_returned():
+@pytest.mark.parametrize("depth", [10, 5_000])  # a few candidates; every row scored in place
+def test_dead_rows_are_never_returned(depth):
     rng = np.random.default_rng(3)
-    matrix = rng.standard_normal((200, 384)).astype(np.float32)
+    matrix = rng.standard_normal((4_000, 384)).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    vector = matrix[5]
+    vector = matrix[4] + matrix[5]  # even row 4 would be first if it were alive
     codes, factors = quantize(matrix)
     approximate = approximate_scores(codes, factors, vector)
     approximate[::2] = -np.inf  # even rows were re-written or removed
-    rows, _ = exact_top(approximate, matrix, vector, 500)
-    assert len(rows) == 100 and not any(r % 2 == 0 for r in rows)
+    rows, scores = exact_top(approximate, matrix, vector, depth)
+    assert len(rows) == min(depth, 2_000) and not any(r % 2 == 0 for r in rows)
+    assert rows[0] == 5 and list(scores) == sorted(scores, reverse=True)
 
 
 def test_empty_and_zero_vectors():

@@ -3,8 +3,8 @@
 A store that searches vectors itself (PostgreSQL + pgvector: :meth:`IndexStore.nearest`) is
 asked for the nearest chunks instead (:class:`StoreVectorSearch`). Otherwise vectors live in
 memory as one float32 matrix beside its int8 codes (:mod:`contextd.quantized`: a first pass
-over the codes, ~1.5 ms at 100k chunks instead of 6-16 ms for the float32 product, then the
-best candidates scored exactly, so the top-k is exact) and follow the store file by file through
+over the codes, 1.5-3.5 ms at 100k chunks instead of 6-16 ms for the float32 product, then
+the best candidates scored exactly, so the top-k is the exact one) and follow the store file by file through
 :class:`~contextd.providers.catalog.IncrementalIndex`. Chunks written before their vectors exist
 are remembered per file and picked up as soon as the vectors are stored, so results are never
 stale. Until the embedding model has loaded the provider reports a pending note instead of
