@@ -420,3 +420,36 @@ def test_store_copy_carries_knowledge_and_memory_both_ways(tmp_path, postgres_ur
     finally:
         for store in (source, middle, back):
             store.close()
+
+
+def test_close_waits_for_a_long_read_in_another_thread(tmp_path):
+    """A shutdown while another thread loads every vector (the semantic index warming up):
+    DuckDB refuses to close a connection while a cursor of it runs a query, and leaves it
+    half closed. close() waits for the read; later reads get a clear error."""
+    path = tmp_path / "context.duckdb"
+    store = DuckDBStore(path)
+    chunks = [make_chunk(f"value_{i} = {i}", f"value_{i}", line=i + 1) for i in range(20_000)]
+    store.write_files([record("big.py", *chunks)])
+    missing = store.missing_embeddings("m", 100_000)
+    rng = np.random.default_rng(0)
+    store.put_embeddings("m", [h for h, _ in missing],
+                         rng.standard_normal((len(missing), 384)).astype(np.float32))
+    reads, ended = [], []
+
+    def load_vectors_until_closed() -> None:
+        try:
+            while True:
+                reads.append(len(store.chunk_vectors("m")[0]))
+        except StoreError as exc:
+            ended.append(str(exc))
+
+    reader = threading.Thread(target=load_vectors_until_closed)
+    reader.start()
+    while not reads:  # reads back to back: close() lands in the middle of one
+        threading.Event().wait(0.01)
+    store.close()
+    reader.join(timeout=30)
+    assert ended and "closing" in ended[0] and set(reads) == {20_000}
+    reopened = DuckDBStore(path)
+    assert len(reopened.chunk_vectors("m")[0]) == 20_000
+    reopened.close()

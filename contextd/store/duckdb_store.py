@@ -117,6 +117,11 @@ def _first(result: duckdb.DuckDBPyConnection) -> tuple | None:
     return rows[0] if rows else None
 
 
+# How long close() waits for long reads in flight (loading 100k vectors takes ~0.5 s, a
+# backup of a large index longer) before closing anyway.
+CLOSE_WAIT_S = 60.0
+
+
 class DuckDBStore(IndexStore):
     """IndexStore on one DuckDB file (``":memory:"`` works too, for throwaway indexes)."""
 
@@ -135,6 +140,12 @@ class DuckDBStore(IndexStore):
         # thread-local of a still-running pool thread would outlive the connection and be
         # reported as leaked by DuckDB's bindings when the interpreter exits.
         self._cursors: list[duckdb.DuckDBPyConnection] = []
+        # Long reads on cursors of their own (Arrow results, snapshots) in flight: close()
+        # waits for them, since DuckDB refuses to close a connection while one runs and
+        # leaves it half closed ("connection is busy with another call").
+        self._reads = 0
+        self._reads_done = threading.Condition()
+        self._closing = False
         self._counter_key: str | None = None
         self._counter: _GenerationCounter | None = None
         if not read_only:
@@ -197,6 +208,21 @@ class DuckDBStore(IndexStore):
             with self._write_lock:
                 self._cursors.append(cur)
         return cur
+
+    @contextlib.contextmanager
+    def _own_cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor of its own for one long read, counted so that close() waits for it."""
+        with self._reads_done:
+            if self._closing:
+                raise StoreError(f"the index {self.path} is closing")
+            self._reads += 1
+        try:
+            with self._con.cursor() as cur:
+                yield cur
+        finally:
+            with self._reads_done:
+                self._reads -= 1
+                self._reads_done.notify_all()
 
     def batch(self) -> contextlib.AbstractContextManager:
         return self._transaction()
@@ -403,7 +429,7 @@ class DuckDBStore(IndexStore):
             params.append(list(file_ids))
         # A relation on a cursor of its own: Arrow straight from the query (a DB-API result
         # would copy every vector once more), free of the thread cursor's pending results.
-        with self._con.cursor() as cur:
+        with self._own_cursor() as cur:
             table = cur.sql(sql, params=params).to_arrow_table()
         ids = table.column("chunk_id").to_pylist()
         if not ids:
@@ -520,7 +546,7 @@ class DuckDBStore(IndexStore):
             params.append(list(segment_ids))
         sql += " ORDER BY stashed_at, segment_id"
         # Through Arrow, column by column: ~3x faster than fetchall at 100k segments.
-        with self._con.cursor() as cur:
+        with self._own_cursor() as cur:
             table = cur.sql(sql, params=params).to_arrow_table()
         columns = [table.column(name).to_pylist() for name in SEGMENT_COLUMNS]
         return [SegmentRow(*row[:9], tuple(row[9] or ()), *row[10:]) for row in zip(*columns)]
@@ -552,7 +578,7 @@ class DuckDBStore(IndexStore):
                         "WHERE segment_id IN (SELECT unnest(?))", [model, list(segment_ids)])
 
     def segment_vectors(self, model: str) -> tuple[list[str], np.ndarray]:
-        with self._con.cursor() as cur:
+        with self._own_cursor() as cur:
             table = cur.sql("SELECT s.segment_id, e.vector FROM stash_segments s "
                             "JOIN embeddings e ON e.text_hash = s.text_hash AND e.model = ?",
                             params=[model]).to_arrow_table()
@@ -981,17 +1007,14 @@ class DuckDBStore(IndexStore):
     def snapshot(self, destination: str) -> None:
         # COPY FROM DATABASE reads one MVCC snapshot: consistent without the write lock, so
         # writers are not held while it runs (benchmarks/bench_service.py --backup).
-        cur = self._con.cursor()
         alias = f"snapshot_{uuid.uuid4().hex[:12]}"
-        try:
+        with self._own_cursor() as cur:
             source = _first(cur.execute("SELECT current_database()"))[0]
             cur.execute(f"ATTACH ? AS {alias}", [destination])
             try:
                 cur.execute(f'COPY FROM DATABASE "{source}" TO {alias}')
             finally:
                 cur.execute(f"DETACH {alias}")
-        finally:
-            cur.close()
 
     def vacuum(self) -> None:
         with self._write_lock:
@@ -1001,6 +1024,9 @@ class DuckDBStore(IndexStore):
             self._cursor().execute("VACUUM")
 
     def close(self) -> None:
+        with self._reads_done:
+            self._closing = True
+            self._reads_done.wait_for(lambda: self._reads == 0, timeout=CLOSE_WAIT_S)
         with self._write_lock:
             if not self.read_only:
                 self._con.execute("CHECKPOINT")
