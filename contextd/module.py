@@ -37,7 +37,7 @@ from typing import Any, Iterable
 from contextd.budget import BudgetManager
 from contextd.confidence import NO_MATCH_NOTE, calibrate
 from contextd.contextualize import stage_stats
-from contextd.errors import UsageError
+from contextd.errors import StoreError, UsageError
 from contextd.evidence import ExactQuery, matched_lines, words
 from contextd.providers.base import (
     DEFAULT_CANDIDATES, EmbedderHandle, ProviderContext, ProviderQuery,
@@ -158,6 +158,9 @@ class ContextModule:
         self._lock = threading.RLock()
         self._factories: dict[str, Any] | None = None
         self._providers: dict[str, Any] = {}
+        # Set by shutdown(): a warm-up still running in the background stops instead of
+        # building providers again over a closing store.
+        self._shut_down = False
         self._latency: dict[str, collections.deque] = collections.defaultdict(
             lambda: collections.deque(maxlen=PERFORMANCE_WINDOW))
         self._engine: Any = None
@@ -240,10 +243,16 @@ class ContextModule:
         self.embedder.start()
 
         def build() -> None:
-            self.catalog.sync()
-            self.embedder.wait(timeout)
-            for pid in self.enabled_ids():
-                self.provider(pid).warm_up()
+            try:
+                self.catalog.sync()
+                self.embedder.wait(timeout)
+                for pid in self.enabled_ids():
+                    if self._shut_down:
+                        return
+                    self.provider(pid).warm_up()
+            except StoreError:
+                if not self._shut_down:
+                    raise
 
         if wait:
             build()
@@ -596,6 +605,7 @@ class ContextModule:
     def shutdown(self) -> None:
         """Shut every provider down (and close the index when opened by :meth:`open`)."""
         with self._lock:
+            self._shut_down = True
             providers, self._providers = self._providers, {}
             engine, self._engine = self._engine, None
         self._usage.stop()
