@@ -30,8 +30,9 @@ log = logging.getLogger(__name__)
 CONTEXT_PREFIX_TOKENS = 32
 FALLBACK_LANGUAGE = "text"
 # Bumped by a code change that moves chunk boundaries, so existing indexes are re-chunked
-# (see chunking_signature).
-CHUNKING_VERSION = 2
+# (see chunking_signature). 3: a definition header is never a chunk alone, heading-only
+# Markdown sections join their content (issue 14).
+CHUNKING_VERSION = 3
 
 
 @dataclass(frozen=True)

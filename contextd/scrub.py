@@ -27,6 +27,10 @@ from contextd.secret_rules import (DIGEST_PREFIX, KEYWORDS, RANDOM_TOKEN, STRONG
                                    is_placeholder, is_strong_name, looks_random)
 
 REDACTED = "[REDACTED]"
+# Bumped by a change to what is redacted (rules here or in contextd.secret_rules), so that
+# existing indexes are re-scrubbed: a credential an older version let through must not stay
+# in the index until its file happens to change (see scrubbing_signature).
+SCRUB_VERSION = 1
 
 # ``name = "value"``, ``name: 'value'``, ``"name": "value"``, ``name => "value"``,
 # ``name: str = "value"`` (a type annotation between name and value), ``f(name="value")``.
@@ -262,6 +266,12 @@ def _candidate_lines(text: str) -> list[tuple[tuple[int, int], bool]]:
                 spans[(start, end)] = spans.get((start, end), False) or is_marker
                 found = haystack.find(word, end)
     return sorted(spans.items())
+
+
+def scrubbing_signature(security: SecurityConfig) -> str:
+    """A string that changes exactly when the redaction of an unchanged file would: the
+    rules' version and the ``[security]`` settings that choose them."""
+    return f"s{SCRUB_VERSION}:{security.scrub_secrets}:{sorted(security.secret_patterns)!r}"
 
 
 @lru_cache(maxsize=8)

@@ -244,3 +244,23 @@ def test_priority_order_and_max_initial_files(tmp_path):
     report = indexer.ensure_indexed()
     assert report.files_indexed == 3
     assert set(stored(indexer)) == set(order[:3])
+
+
+def test_index_written_without_redaction_is_scrubbed_at_the_next_catch_up(tmp_path):
+    """Redaction is part of what the chunks depend on: an index written while scrubbing was
+    off (or by an older contextd whose rules let a credential through) is re-scrubbed at the
+    next catch-up, though no file changed, instead of serving the credential until its file
+    happens to be edited."""
+    token = "ghp_" + "Z8q2LmX4vB7nR1tY6wK3pJ9sD5fH0gC2aE7u"
+    root = make_repo(tmp_path / "repo", {"deploy.py": f'GITHUB_TOKEN = "{token}"\n\n'
+                                                      "def deploy():\n    return GITHUB_TOKEN\n",
+                                         "context.toml": "[security]\nscrub_secrets = false\n"})
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    assert token in "".join(stored(indexer)["deploy.py"])
+    (root / "context.toml").write_text("")
+    indexer.reload()
+    report = indexer.ensure_indexed()
+    assert report.files_indexed == 2  # deploy.py, unchanged but re-scrubbed, and context.toml
+    text = "".join(stored(indexer)["deploy.py"])
+    assert token not in text and "[REDACTED]" in text

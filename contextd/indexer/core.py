@@ -34,6 +34,7 @@ from contextd.path_args import check_path, check_paths, refusal_text, shown
 from contextd.progress import (JobProgress, NullProgress, Progress, TeeProgress, WorkFigures,
                                format_duration)
 from contextd.project import Project
+from contextd.scrub import scrubbing_signature
 from contextd.store.base import IndexStore, SkippedFile
 
 # index_meta keys: the measured indexing rate (for rebuild estimates) and the signature of
@@ -44,9 +45,11 @@ THROUGHPUT_MIN_BYTES = 256 * 1024  # smaller runs measure start-up, not throughp
 
 
 def index_signature(config) -> str:
-    """What the stored chunks and index texts depend on besides the files themselves: a
-    change re-indexes every file at the next catch-up."""
-    return f"{chunking_signature(config)}|{contextualizer_signature(config)}"
+    """What the stored chunks and index texts depend on besides the files themselves (the
+    redaction, the chunking, the contextualizer): a change re-indexes every file at the next
+    catch-up."""
+    return (f"{scrubbing_signature(config.security)}|{chunking_signature(config)}|"
+            f"{contextualizer_signature(config)}")
 
 
 class _FileFigures(Progress):
