@@ -40,6 +40,18 @@ def emit(state: CliState, result: Any, human: Callable[[Any], None]) -> None:
         human(result)
 
 
+def emit_rows(state: CliState, rows: list, empty: str, line: Callable[[Any], str]) -> None:
+    """Print a listing: JSON rows with ``--json``, else ``line(row)`` per row, or ``empty``
+    when there is none."""
+    def human(items: list) -> None:
+        if not items:
+            click.echo(empty)
+        for item in items:
+            click.echo(line(item))
+
+    emit(state, rows, human)
+
+
 def open_engine(state: CliState):
     """The engine a command talks to: the running owner of the project's database when there
     is one (an MCP server, a watcher), so a query needs neither the model nor the database in

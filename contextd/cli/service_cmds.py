@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from contextd.cli.common import CliState, emit, pass_state
+from contextd.cli.common import CliState, emit, emit_rows, pass_state
 
 
 @click.command("server")
@@ -61,15 +61,9 @@ def keys_create(state: CliState, name: str, scope: str) -> None:
 @pass_state
 def keys_list(state: CliState) -> None:
     """List keys (id, name, scope, creation time; never the keys)."""
-    keys = [k.public() for k in _ring(state).keys()]
-
-    def human(rows):
-        if not rows:
-            click.echo("no API keys (loopback calls need none)")
-        for row in rows:
-            click.echo(f"{row['key_id']}  {row['scope']:<5}  {row['created_at']}  {row['name']}")
-
-    emit(state, keys, human)
+    emit_rows(state, [k.public() for k in _ring(state).keys()],
+              "no API keys (loopback calls need none)",
+              lambda r: f"{r['key_id']}  {r['scope']:<5}  {r['created_at']}  {r['name']}")
 
 
 @keys_group.command("revoke")

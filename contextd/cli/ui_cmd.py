@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from contextd.cli.common import CliState, emit, pass_state
+from contextd.cli.common import CliState, emit, emit_rows, pass_state
 
 
 @click.group("ui", invoke_without_command=True)
@@ -49,15 +49,8 @@ def list_cmd(state: CliState) -> None:
     """List the Index Managers running for any project."""
     from contextd.web.registry import list_managers
 
-    managers = list_managers()
-
-    def human(entries) -> None:
-        if not entries:
-            click.echo("no Index Manager is running")
-        for e in entries:
-            click.echo(f"{e.workspace_id}  pid {e.pid}  {e.url}  {e.root}")
-
-    emit(state, managers, human)
+    emit_rows(state, list_managers(), "no Index Manager is running",
+              lambda e: f"{e.workspace_id}  pid {e.pid}  {e.url}  {e.root}")
 
 
 @ui_group.command("stop")
