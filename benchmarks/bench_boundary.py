@@ -3,7 +3,7 @@
 Builds (once, cached under benchmarks/.cache/, which git ignores) a tree holding a copy of the
 Python standard library and of this venv's site-packages, hard-linked where the file system
 allows (the walk reads the same bytes either way, and it costs no disk), then walks and filters
-it with the real :class:`contextd.boundary.Boundary` several times and prints files/s (median of
+it with the real :class:`contextd.boundary.walk.Boundary` several times and prints files/s (median of
 three, warm page cache) and counts per rejection reason.
 
 "files judged" are the files the filter pipeline decided on (accepted + rejected); the contents
@@ -25,9 +25,9 @@ import sysconfig
 import time
 from pathlib import Path
 
-from contextd.boundary import Boundary
-from contextd.config import ContextConfig
-from contextd.project import Project
+from contextd.boundary.walk import Boundary
+from contextd.config.sections import ContextConfig
+from contextd.config.project import Project
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "boundary-tree"
 MIN_FILES = 20_000

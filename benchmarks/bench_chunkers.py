@@ -26,8 +26,8 @@ import tarfile
 import time
 from pathlib import Path
 
-from contextd.chunking import chunk_file, chunker_for
-from contextd.config import ContextConfig
+from contextd.chunkers.chunking import chunk_file, chunker_for
+from contextd.config.sections import ContextConfig
 
 ROOT = Path(__file__).resolve().parent
 CACHE = ROOT / ".cache" / "chunkers"

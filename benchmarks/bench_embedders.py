@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from contextd.config import EmbeddingConfig
-from contextd.embedding import get_embedder
+from contextd.config.sections import EmbeddingConfig
+from contextd.embedders.registry import get_embedder
 
 BACKENDS = {"torch-fp32": ("torch", "none"), "onnx-fp32": ("onnx", "none"),
             "onnx-int8": ("onnx", "int8")}
@@ -61,8 +61,8 @@ def config_for(name: str) -> EmbeddingConfig:
 def cold_start_seconds(name: str, repeats: int) -> float:
     """Median wall time of a fresh interpreter that imports contextd and embeds one query."""
     backend, quantize = BACKENDS[name]
-    code = ("import dataclasses; from contextd.config import EmbeddingConfig; "
-            "from contextd.embedding import get_embedder; "
+    code = ("import dataclasses; from contextd.config.sections import EmbeddingConfig; "
+            "from contextd.embedders.registry import get_embedder; "
             f"get_embedder(dataclasses.replace(EmbeddingConfig(), backend={backend!r}, "
             f"quantize={quantize!r})).embed_query('open a file')")
     times = []

@@ -128,10 +128,10 @@ def median_wall_and_cpu(cli: Cli, queries: list[str]) -> tuple[float, float]:
 def embedder_throughput(root: Path, sample: int) -> tuple[float, int]:
     """Chunks per second of the configured embedder alone, in this process, on ``sample``
     index texts of the built index, in the windows the indexer uses."""
-    from contextd.embedding import get_embedder
+    from contextd.embedders.registry import get_embedder
     from contextd.indexer.embed_stage import WINDOW_BATCHES
-    from contextd.project import Project
-    from contextd.store.duckdb_store import DuckDBStore
+    from contextd.config.project import Project
+    from contextd.store.duckdb import DuckDBStore
 
     project = Project.open(str(root))
     config = project.config.embedding

@@ -23,12 +23,12 @@ import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
-from contextd.chunking import chunk_file
-from contextd.config import ContextConfig
+from contextd.chunkers.chunking import chunk_file
+from contextd.config.sections import ContextConfig
 from contextd.indexer import Indexer
-from contextd.project import Project
-from contextd.store.duckdb_store import DuckDBStore
-from contextd.watcher import Watcher
+from contextd.config.project import Project
+from contextd.store.duckdb import DuckDBStore
+from contextd.runtime.watcher import Watcher
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 STDLIB_PARTS = ("asyncio", "email", "json", "http", "logging", "concurrent", "importlib",

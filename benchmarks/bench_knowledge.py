@@ -29,15 +29,16 @@ from pathlib import Path
 import numpy as np
 
 from bench_query import QUERIES, source_files
-from contextd.chunking import chunk_file
-from contextd.config import ContextConfig
-from contextd.embedding import get_embedder
+from contextd.chunkers.chunking import chunk_file
+from contextd.config.sections import ContextConfig
+from contextd.embedders.registry import get_embedder
 from contextd.knowledge.scope import knowledge_request
 from contextd.knowledge.service import KnowledgeBase
-from contextd.module import ContextModule
-from contextd.project import Project
+from contextd import ContextModule
+from contextd.config.project import Project
 from contextd.store.base import KNOWLEDGE_PREFIX, DocumentRecord, FileRecord, IndexedChunk
-from contextd.store.duckdb_store import DuckDBStore, text_hash
+from contextd.store.duckdb import DuckDBStore
+from contextd.store.rows import text_hash
 
 CONTEXTS = 100
 CHUNKS_PER_DOCUMENT = 50

@@ -35,12 +35,12 @@ from typing import Callable, Iterator
 from bench_indexer import make_corpus
 from bench_query import fill_store, percentiles, query_latencies
 
-from contextd.config import ContextConfig
-from contextd.embedding import get_embedder
+from contextd.config.sections import ContextConfig
+from contextd.embedders.registry import get_embedder
 from contextd.indexer import Indexer
-from contextd.project import Project
+from contextd.config.project import Project
 from contextd.store.base import IndexStore
-from contextd.store.duckdb_store import DuckDBStore
+from contextd.store.duckdb import DuckDBStore
 from contextd.store.postgres import PostgresStore
 
 StoreFactory = Callable[[str], IndexStore]

@@ -20,9 +20,9 @@ from pathlib import Path
 from bench_postgres import postgres_server
 from bench_query import QUERIES, fill_store, percentiles
 
-from contextd.config import ContextConfig
+from contextd.config.sections import ContextConfig
 from contextd.indexer import Indexer
-from contextd.project import Project
+from contextd.config.project import Project
 from contextd.providers.fulltext import BM25Index, code_tokens, document_text
 from contextd.store.postgres import PostgresStore
 

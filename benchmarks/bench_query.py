@@ -21,14 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
-from contextd.chunking import chunk_file
-from contextd.config import ContextConfig
-from contextd.embedding import get_embedder
-from contextd.module import ContextModule
-from contextd.project import Project
-from contextd.query_api import QueryRequest
+from contextd.chunkers.chunking import chunk_file
+from contextd.config.sections import ContextConfig
+from contextd.embedders.registry import get_embedder
+from contextd import ContextModule
+from contextd.config.project import Project
+from contextd.query.records import QueryRequest
 from contextd.store.base import FileRecord, IndexedChunk, IndexStore
-from contextd.store.duckdb_store import DuckDBStore, text_hash
+from contextd.store.duckdb import DuckDBStore
+from contextd.store.rows import text_hash
 
 QUERIES = [
     "parse command line arguments", "read a file line by line", "HTTP request with retries",

@@ -31,11 +31,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from contextd.config import EmbeddingConfig
-from contextd.embedding import get_embedder
+from contextd.config.sections import EmbeddingConfig
+from contextd.embedders.registry import get_embedder
 from contextd.indexer import Indexer
-from contextd.project import Project
-from contextd.store.duckdb_store import DuckDBStore
+from contextd.config.project import Project
+from contextd.store.duckdb import DuckDBStore
 
 REPO = Path(__file__).resolve().parent.parent
 SERVER = REPO / "tests" / "embedding_server.py"

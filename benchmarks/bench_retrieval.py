@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench_embedders import BACKENDS
-from contextd.module import ContextModule
-from contextd.query_api import QueryRequest
+from contextd import ContextModule
+from contextd.query.records import QueryRequest
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"

@@ -5,7 +5,7 @@ absent from the scrubbed text. False positives: the share of look-alikes (lockfi
 UUIDs, git SHAs, base64 images, dummy test tokens, CSS colours) whose line the scrubber
 changed; the target is <= 5 %. Both are printed per kind, over several seeds.
 
-Throughput: MB/s of :func:`contextd.scrub.scrub_secrets` over the Python standard library's
+Throughput: MB/s of :func:`contextd.scrub.scrubber.scrub_secrets` over the Python standard library's
 source (real code, the common case: few secrets, many lines holding "key" or "token"), and
 over the corpus itself (the worst case: a secret on nearly every line). Median of three runs.
 
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from secrets_corpus import generate  # noqa: E402
 
-from contextd.scrub import scrub_secrets  # noqa: E402
+from contextd.scrub.scrubber import scrub_secrets  # noqa: E402
 
 
 def quality(seeds: int) -> None:

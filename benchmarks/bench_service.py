@@ -35,10 +35,10 @@ import httpx2
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_query import QUERIES, build_store  # noqa: E402
 
-from contextd.confidence import NO_MATCH_NOTE  # noqa: E402
-from contextd.config import ContextConfig  # noqa: E402
+from contextd.query.calibration import NO_MATCH_NOTE  # noqa: E402
+from contextd.config.sections import ContextConfig  # noqa: E402
 from contextd.crypto.sealed_file import seal, unseal  # noqa: E402
-from contextd.embedding import get_embedder  # noqa: E402
+from contextd.embedders.registry import get_embedder  # noqa: E402
 from contextd.indexer.plan import PUSHED_MTIME_NS  # noqa: E402
 
 READY_TIMEOUT_S = 600

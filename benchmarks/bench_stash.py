@@ -31,11 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-from contextd.engine import Engine
-from contextd.project import Project
+from contextd.runtime.engine import Engine
+from contextd.config.project import Project
 from contextd.stash.model import RetrieveRequest, SegmentInput, StashRequest
 from contextd.store.base import SegmentRow
-from contextd.store.duckdb_store import text_hash
+from contextd.store.rows import text_hash
 
 DATA = Path(__file__).resolve().parent / "stash_eval" / "segments.json"
 NOW = datetime(2026, 11, 23, 12, 0)

@@ -38,14 +38,14 @@ import numpy as np
 from benchmarks.eval import run as eval_run
 from benchmarks.eval.corpora import CACHE, CORPUS_LIST
 from benchmarks.eval.run import STRATEGIES, Tally, merge, print_table
-from contextd.config import config_from_dict
+from contextd.config.loading import config_from_dict
 from contextd.embedders.model_files import locate_model
-from contextd.embedding import get_embedder
+from contextd.embedders.registry import get_embedder
 from contextd.hookspecs import hookimpl
 from contextd.indexer import Indexer
-from contextd.plugins import get_plugin_manager
-from contextd.project import Project
-from contextd.store.duckdb_store import DuckDBStore
+from contextd.plugins.manager import get_plugin_manager
+from contextd.config.project import Project
+from contextd.store.duckdb import DuckDBStore
 
 STATIC = CACHE / "static"
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"

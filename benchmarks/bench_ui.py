@@ -72,8 +72,8 @@ def one_run(corpus: Path, with_browser: bool, runtime: Path) -> dict:
             playwright.stop()
         proc.terminate()
         proc.wait(60)
-    from contextd.project import Project
-    from contextd.store.duckdb_store import DuckDBStore
+    from contextd.config.project import Project
+    from contextd.store.duckdb import DuckDBStore
 
     store = DuckDBStore(Project.open(str(corpus)).db_path)
     try:

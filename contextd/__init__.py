@@ -16,14 +16,18 @@ from contextd.records import ContextScope, ContextSnippet, TaskContext, TokenBud
 
 __version__ = "0.1.0"
 
-__all__ = ["ContextModule", "ContextScope", "ContextSnippet", "TaskContext", "TokenBudget",
+__all__ = ["ContextModule", "Memory", "ContextScope", "ContextSnippet", "TaskContext", "TokenBudget",
            "hookimpl", "__version__"]
 
 
 def __getattr__(name: str):
-    # ContextModule pulls in the store and providers; load it only when asked for.
+    # ContextModule and Memory pull in the store and providers; load them only when asked for.
     if name == "ContextModule":
-        from contextd.module import ContextModule
+        from contextd.api.module import ContextModule
 
         return ContextModule
+    if name == "Memory":
+        from contextd.api.memory import Memory
+
+        return Memory
     raise AttributeError(f"module 'contextd' has no attribute {name!r}")

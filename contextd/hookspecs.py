@@ -1,7 +1,7 @@
 """Every hook contextd calls, each documented: this is the contract for plugin authors.
 
 Plugins are found through the ``contextd`` entry-point group (third parties) and
-``contextd.plugins.DEFAULT_PLUGINS`` (built-ins, which use the very same hooks). All hooks are
+``contextd.plugins.manager.DEFAULT_PLUGINS`` (built-ins, which use the very same hooks). All hooks are
 *register-callback* hooks: the plugin receives a ``register`` function and calls it once per
 thing it offers. Name clashes are resolved deterministically: the first registration of a name
 wins, and third-party plugins are called before the built-ins (which are ``trylast``), so a
@@ -24,7 +24,7 @@ def register_chunkers(register):
     ``language`` (the language id stored with its chunks), ``extensions`` (lower-case, with
     the dot, e.g. ``(".py", ".pyi")``), ``filenames`` (exact base names such as
     ``("Dockerfile",)``, may be empty) and a method
-    ``chunk(text: str, path: str, settings: contextd.config.LanguageChunking) -> list[Chunk]``
+    ``chunk(text: str, path: str, settings: contextd.config.sections.LanguageChunking) -> list[Chunk]``
     that must be deterministic and must cover every non-blank line of ``text``.
     Returns nothing.
     """

@@ -90,7 +90,7 @@ class Chunk:
 @dataclass(frozen=True)
 class ContextScope:
     """Where to search (spec 004 §3.1): path globs relative to the root, languages, chunk kinds,
-    exclusion globs, and file roles (source, test, doc, config: :mod:`contextd.roles`).
+    exclusion globs, and file roles (source, test, doc, config: :mod:`contextd.query.roles`).
     Empty means no restriction.
 
     ``memory`` adds the agent's stashed segments (:mod:`contextd.stash`) to the project's
@@ -103,7 +103,7 @@ class ContextScope:
     (``src/*/hooks``) is used as it is; several folders are OR-ed, files and folders AND-ed.
 
     ``documents`` and ``include_project`` are set by the query path from
-    :class:`~contextd.query_api.QueryRequest` ``contexts``: the knowledge documents (their
+    :class:`~contextd.query.records.QueryRequest` ``contexts``: the knowledge documents (their
     ``kb://`` paths) inside the scope (None: every stored document, as a provider called
     directly sees them), and whether the project's own files are."""
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from contextd.module import ContextModule
+from contextd import ContextModule
 
 GOLDEN_REPO = Path(__file__).parent / "fixtures" / "golden_repo"
 GIT_ENV = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",

@@ -181,8 +181,8 @@ def main() -> None:
             vectors[:, 0] = 1.0
             return vectors
     else:
-        from contextd.config import EmbeddingConfig
-        from contextd.embedding import get_embedder
+        from contextd.config.sections import EmbeddingConfig
+        from contextd.embedders.registry import get_embedder
 
         embed = get_embedder(EmbeddingConfig()).embed
         embed(["warm up"])

@@ -9,7 +9,7 @@ import time
 
 import httpx2
 
-from contextd.project import Project
+from contextd.config.project import Project
 from service_helpers import Server, cli, env_for, make_project
 
 

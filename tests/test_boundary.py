@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from contextd.boundary import Boundary, FileEntry, RejectReason, looks_binary
-from contextd.config import config_from_dict
+from contextd.boundary.walk import Boundary, FileEntry, RejectReason, looks_binary
+from contextd.config.loading import config_from_dict
 from contextd.errors import BoundaryError
-from contextd.project import Project
+from contextd.config.project import Project
 
 R = RejectReason
 TEXT = "def main():\n    return 'héllo wörld'\n"

@@ -18,11 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextd.chunking import (ChunkedFile, chunk_file, chunker_for, decode_text,
+from contextd.chunkers.chunking import (ChunkedFile, chunk_file, chunker_for, decode_text,
                                effective_settings, language_for)
-from contextd.config import ContextConfig, config_from_dict
+from contextd.config.loading import config_from_dict
+from contextd.config.sections import ContextConfig
 from contextd.records import ChunkKind
-from contextd.tokens import estimate_tokens
+from contextd.text.tokens import estimate_tokens
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chunkers"
 # The running interpreter's own standard library: real code no one here wrote, on any machine.

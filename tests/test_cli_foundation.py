@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from contextd.config import ContextConfig, load_config
+from contextd.config.loading import load_config
+from contextd.config.sections import ContextConfig
 
 
 def run(cwd: Path, *args: str) -> subprocess.CompletedProcess:

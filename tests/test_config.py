@@ -1,5 +1,5 @@
 """context.toml: loading, every validation message, ${ENV}, the [context] wrapper, defaults, and
-the file-system checks of contextd.config_checks."""
+the file-system checks of contextd.config.checks."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from contextd.config import ContextConfig, ProviderConfig, config_from_dict, load_config
-from contextd.config_checks import check_project
+from contextd.config.loading import config_from_dict, load_config
+from contextd.config.sections import ContextConfig, ProviderConfig
+from contextd.config.checks import check_project
 from contextd.errors import ConfigError
-from contextd.project import Project
+from contextd.config.project import Project
 
 
 def issues_of(raw: dict, fname: str = "ctx.toml") -> dict[str, str]:

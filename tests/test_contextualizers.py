@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from contextd.chunking import chunk_file
-from contextd.config import ContextConfig, config_from_dict
-from contextd.contextualize import ContextStage, contextualizer_signature, index_texts
+from contextd.chunkers.chunking import chunk_file
+from contextd.config.loading import config_from_dict
+from contextd.config.sections import ContextConfig
+from contextd.contextualizers.stage import ContextStage, contextualizer_signature, index_texts
 from contextd.contextualizers.llm import check_quality
-from contextd.store.duckdb_store import DuckDBStore
-from contextd.tokens import estimate_tokens
+from contextd.store.duckdb import DuckDBStore
+from contextd.text.tokens import estimate_tokens
 
 PY_SOURCE = '''"""Greeting helpers for the demo service.
 
@@ -259,10 +260,10 @@ def test_llm_failure_falls_back_to_structural_uncached(llm_server, tmp_path):
 RESUME_SCRIPT = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from contextd.chunking import chunk_file
-    from contextd.config import config_from_dict
-    from contextd.contextualize import index_texts
-    from contextd.store.duckdb_store import DuckDBStore
+    from contextd.chunkers.chunking import chunk_file
+    from contextd.config.loading import config_from_dict
+    from contextd.contextualizers.stage import index_texts
+    from contextd.store.duckdb import DuckDBStore
     import json
     config = config_from_dict(json.loads(sys.argv[1]))
     store = DuckDBStore(sys.argv[2])
@@ -301,7 +302,7 @@ def test_llm_reindex_resumes_after_kill(llm_server, tmp_path):
 def test_llm_through_the_indexer_caches_prefixes_across_a_rebuild(llm_server, tmp_path):
     """The real indexer (enough files for its worker-pool path) asks once per chunk; a full
     rebuild then asks nothing: the prefixes come from the store's cache."""
-    from contextd.engine import Engine
+    from contextd.runtime.engine import Engine
     from contextd.indexer.pipeline import POOL_MIN_FILES
 
     for n in range(POOL_MIN_FILES):

@@ -20,8 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from contextd.cli import cli
-from contextd.config import EmbeddingConfig
-from contextd.embedding import get_embedder
+from contextd.config.sections import EmbeddingConfig
+from contextd.embedders.registry import get_embedder
 from contextd.errors import ConfigError, ModelUnavailableError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -102,8 +102,8 @@ def _run_python(code: str, env: dict[str, str] | None = None) -> dict:
 
 QUERY_IN_FRESH_PROCESS = """
 import json, sys
-from contextd.config import EmbeddingConfig
-from contextd.embedding import get_embedder
+from contextd.config.sections import EmbeddingConfig
+from contextd.embedders.registry import get_embedder
 embedder = get_embedder(EmbeddingConfig())
 vector = embedder.embed_query("where are tokens refreshed")
 print(json.dumps({"torch": "torch" in sys.modules, "dim": len(vector),
@@ -124,7 +124,7 @@ def test_query_path_reuses_the_cache_and_never_imports_torch():
 def test_importing_contextd_and_listing_backends_stays_light():
     result = _run_python(
         "import json, sys, contextd, contextd.embedders\n"
-        "from contextd.embedding import embedder_factories\n"
+        "from contextd.embedders.registry import embedder_factories\n"
         "names = sorted(embedder_factories())\n"
         "heavy = [m for m in ('torch', 'onnxruntime', 'sentence_transformers', 'onnx',"
         " 'transformers', 'httpx2') if m in sys.modules]\n"
@@ -144,8 +144,8 @@ def test_unknown_model_and_backend_fail_clearly(tmp_path):
 
 PREPARE_FP32 = """
 import json
-from contextd.config import EmbeddingConfig
-from contextd.embedding import get_embedder
+from contextd.config.sections import EmbeddingConfig
+from contextd.embedders.registry import get_embedder
 embedder = get_embedder(EmbeddingConfig(quantize="none"))
 print(json.dumps({"path": str(embedder.prepare()), "dim": len(embedder.embed_query("x"))}))
 """

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from contextd.crypto import plaintext_dir
-from contextd.project import Project
+from contextd.config.project import Project
 from service_helpers import cli, env_for, make_project
 
 KEY = "correct horse battery staple 42"
@@ -71,7 +71,7 @@ def test_writes_survive_an_owner_killed_before_it_sealed(tmp_path) -> None:
     assert cli(root, env, "refresh").returncode == 0
     (root / "docs" / "late.md").write_text("# Late\n\nThe wombat migration runbook.\n")
     # An owner indexes the new file and dies without closing (no seal since its start).
-    script = ("import os\nfrom contextd.engine import Engine\n"
+    script = ("import os\nfrom contextd.runtime.engine import Engine\n"
               f"engine = Engine.open({str(root)!r})\nengine.refresh()\nos._exit(0)\n")
     assert subprocess.run([sys.executable, "-c", script], env=env, timeout=120).returncode == 0
     assert b"wombat" not in Project.open(str(root)).db_path.read_bytes()

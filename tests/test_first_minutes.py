@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from test_mcp_server import error_text, make_repo, mcp_session, server_env, structured
 
-from contextd.indexing_notes import STILL_INDEXING
+from contextd.runtime.indexing_notes import STILL_INDEXING
 
 
 def run(cwd: Path, runtime: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -275,9 +275,9 @@ def test_a_query_during_the_first_index_says_what_is_missing(repo):
     matched" advice."""
     import threading
 
-    from contextd.engine import Engine
-    from contextd.indexing_notes import answer_while_indexing
-    from contextd.query_api import QueryRequest
+    from contextd.runtime.engine import Engine
+    from contextd.runtime.indexing_notes import answer_while_indexing
+    from contextd.query.records import QueryRequest
     from contextd.server import render
 
     _many_files(repo, 1000, functions=3)

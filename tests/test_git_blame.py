@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from conftest_providers import git
-from contextd.module import ContextModule
+from contextd import ContextModule
 from contextd.providers.blame import parse_porcelain
-from contextd.query_api import QueryRequest
+from contextd.query.records import QueryRequest
 
 LEXER_V1 = '''\
 def tokenize(text):

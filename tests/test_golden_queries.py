@@ -11,7 +11,7 @@ import pytest
 
 pytest_plugins = ["conftest_providers"]
 
-from contextd.query_api import QueryRequest
+from contextd.query.records import QueryRequest
 
 # (query, expected file, expected label suffix or None for "any chunk of the file")
 GOLDEN_QUERIES = [

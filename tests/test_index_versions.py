@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from contextd.chunking import CHUNKING_VERSION, chunk_file
-from contextd.config import ContextConfig
-from contextd.scrub import SCRUB_VERSION, scrub_secrets
+from contextd.chunkers.chunking import CHUNKING_VERSION, chunk_file
+from contextd.config.sections import ContextConfig
+from contextd.scrub.scrubber import SCRUB_VERSION, scrub_secrets
 from secrets_corpus import generate
 
 GOLDEN_REPO = Path(__file__).parent / "fixtures" / "golden_repo"

@@ -15,8 +15,8 @@ import duckdb
 
 from contextd.indexer import Indexer
 from contextd.indexer.plan import order_by_priority
-from contextd.project import Project
-from contextd.store.duckdb_store import DuckDBStore
+from contextd.config.project import Project
+from contextd.store.duckdb import DuckDBStore
 
 FUNC = "def {name}(x):\n    \"\"\"{doc}\"\"\"\n    return x + {n}\n\n\n"
 
@@ -156,8 +156,8 @@ def test_changed_chunking_settings_rechunk_unchanged_files(tmp_path):
 BOOTSTRAP_SCRIPT = textwrap.dedent("""
     import sys
     from contextd.indexer import Indexer
-    from contextd.project import Project
-    from contextd.store.duckdb_store import DuckDBStore
+    from contextd.config.project import Project
+    from contextd.store.duckdb import DuckDBStore
     project = Project.open(sys.argv[1])
     store = DuckDBStore(project.db_path)
     print(Indexer(project, store, embed=False).ensure_indexed().mode, flush=True)

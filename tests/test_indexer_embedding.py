@@ -8,14 +8,14 @@ import dataclasses
 import pytest
 from test_indexer import FUNC, make_repo
 
-from contextd.config import EmbeddingConfig
+from contextd.config.sections import EmbeddingConfig
 from contextd.embedders import onnx_factory
 from contextd.hookspecs import hookimpl
 from contextd.indexer import Indexer
-from contextd.jobs import JobRunner
-from contextd.plugins import get_plugin_manager
-from contextd.project import Project
-from contextd.store.duckdb_store import DuckDBStore
+from contextd.runtime.jobs import JobRunner
+from contextd.plugins.manager import get_plugin_manager
+from contextd.config.project import Project
+from contextd.store.duckdb import DuckDBStore
 
 
 class CountingEmbedder:

@@ -9,7 +9,7 @@ import pytest
 from test_indexer import FUNC, make_repo, open_indexer, small_repo
 
 from contextd.errors import JobConflictError
-from contextd.jobs import JobRunner
+from contextd.runtime.jobs import JobRunner
 
 
 def wait_for(predicate, timeout: float = 60.0):

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contextd.engine import Engine
+from contextd.runtime.engine import Engine
 from contextd.errors import KnowledgeError
 from contextd.knowledge.scope import knowledge_request
-from contextd.query_api import QueryRequest
+from contextd.query.records import QueryRequest
 from contextd.records import ContextScope
 from contextd.store.base import KNOWLEDGE_PREFIX
 from knowledge_docs import (
@@ -374,7 +374,7 @@ def test_migrated_database_has_the_default_context(tmp_path):
     """A database of schema version 2 (before contexts) gets the tables and 'default'."""
     import duckdb
 
-    from contextd.store.duckdb_store import DuckDBStore, _migrations, _sql_resource
+    from contextd.store.duckdb.store import DuckDBStore, _migrations, _sql_resource
 
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))
@@ -414,7 +414,7 @@ def test_python_api_and_stats(env):
 
 
 def test_knowledge_settings_are_validated(tmp_path):
-    from contextd.config import load_config
+    from contextd.config.loading import load_config
     from contextd.errors import ConfigError
 
     path = tmp_path / "context.toml"

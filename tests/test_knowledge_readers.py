@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from contextd.knowledge.readers import ReadFailure, format_of, read_document
+from contextd.knowledge.readers import read_document
+from contextd.knowledge.readers.base import ReadFailure, format_of
 from contextd.knowledge.scope import page_of
 from knowledge_docs import (
     make_docx, make_encrypted_pdf, make_html, make_pdf, make_scanned_pdf,

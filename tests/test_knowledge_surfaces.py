@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from contextd.store.base import KNOWLEDGE_PREFIX
-from contextd.store.duckdb_store import DuckDBStore
+from contextd.store.duckdb import DuckDBStore
 from knowledge_docs import make_docx, make_encrypted_pdf, make_html, make_markdown, make_pdf
 from test_mcp_server import error_text, make_repo, mcp_session, server_env, structured
 

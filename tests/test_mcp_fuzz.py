@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from contextd.server.app import build_app
-from contextd.server.lifecycle import EngineHandle
+from contextd.server.engine_handle import EngineHandle
 from test_mcp_server import make_repo
 
 REPLY_TIMEOUT_S = 60

@@ -24,8 +24,8 @@ from anyio.from_thread import start_blocking_portal
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from contextd.owner import socket_path
-from contextd.project import Project
+from contextd.runtime.election import socket_path
+from contextd.config.project import Project
 from test_mcp_server import (TOOLS, SyncSession, _assert_released, make_repo, serve_command,
                              server_env, structured)
 

@@ -24,8 +24,8 @@ from jsonschema import Draft202012Validator
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from contextd.owner import OwnerLock, lock_path, socket_path
-from contextd.project import Project
+from contextd.runtime.election import OwnerLock, lock_path, socket_path
+from contextd.config.project import Project
 
 TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_context",
          "get_rebuild_status", "cancel_rebuild",

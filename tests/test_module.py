@@ -6,12 +6,13 @@ import json
 
 import pytest
 
-from contextd.budget import BudgetManager, TaskType
-from contextd.config import BudgetConfig, config_from_dict
-from contextd.module import ContextModule
-from contextd.project import Project
-from contextd.query_api import FileResult, Hit, QueryRequest, QueryResponse
-from contextd.query_understanding import understand
+from contextd.query.budget import BudgetManager, TaskType
+from contextd.config.loading import config_from_dict
+from contextd.config.sections import BudgetConfig
+from contextd import ContextModule
+from contextd.config.project import Project
+from contextd.query.records import FileResult, Hit, QueryRequest, QueryResponse
+from contextd.query.understanding import understand
 from contextd.records import ContextScope, ProviderType, TaskContext, to_dict
 
 pytest_plugins = ["conftest_providers"]

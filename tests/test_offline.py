@@ -39,8 +39,8 @@ def test_every_grammar_and_chunker_works_offline():
         for lang in ["python", "typescript", "tsx", "javascript", "kotlin", "java", "go",
                      "rust", "c", "cpp", "json"]:
             get_parser(lang).parse(b"x")
-        from contextd.chunking import chunk_file
-        from contextd.config import ContextConfig
+        from contextd.chunkers.chunking import chunk_file
+        from contextd.config.sections import ContextConfig
         chunked = chunk_file("a.py", b"def f():\\n    return 1\\n", ContextConfig())
         print(len(chunked.chunks))
     """)
@@ -50,8 +50,8 @@ def test_every_grammar_and_chunker_works_offline():
 
 def test_embedding_model_loads_offline():
     result = _run_offline("""
-        from contextd.config import ContextConfig
-        from contextd.embedding import get_embedder
+        from contextd.config.sections import ContextConfig
+        from contextd.embedders.registry import get_embedder
         vector = get_embedder(ContextConfig().embedding).embed_query("parse a config file")
         print(vector.shape[0])
     """)

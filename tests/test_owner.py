@@ -1,4 +1,4 @@
-"""Shared access in one process: election, the socket protocol, takeover (contextd.owner).
+"""Shared access in one process: election, the socket protocol, takeover (contextd.runtime.owner).
 
 Each SharedEngine opens the lock file itself, and flock locks belong to open file
 descriptions, so two SharedEngines in one process compete exactly like two processes.
@@ -19,11 +19,12 @@ import time
 
 import pytest
 
-from contextd import rpc
+from contextd.runtime import rpc
 from contextd.errors import ContextdError, UsageError
-from contextd.owner import OwnerLock, connect, lock_path, socket_path
-from contextd.project import Project
-from contextd.query_api import QueryRequest, QueryResponse
+from contextd.runtime.election import OwnerLock, lock_path, socket_path
+from contextd.runtime.owner import connect
+from contextd.config.project import Project
+from contextd.query.records import QueryRequest, QueryResponse
 
 SOURCE = '''"""Shipping rates."""
 
@@ -166,8 +167,8 @@ def test_standby_with_duties_takes_over_without_a_call(engines, project):
 
 OWNER_SCRIPT = """
 import sys, time
-from contextd.owner import connect
-from contextd.project import Project
+from contextd.runtime.owner import connect
+from contextd.config.project import Project
 engine = connect(Project.open(sys.argv[1]))
 print("owner" if engine.is_owner else "client", flush=True)
 time.sleep(600)

@@ -64,7 +64,7 @@ def _installed_wheel_works(wheel: Path, site: Path) -> None:
                            "--target", str(site), str(wheel)], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
-    script = ("import contextd, sys; from contextd.store.duckdb_store import DuckDBStore; "
+    script = ("import contextd, sys; from contextd.store.duckdb import DuckDBStore; "
               "print(contextd.__file__); "
               "DuckDBStore(sys.argv[1]).close()")
     env = {**os.environ, "PYTHONPATH": str(site)}

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from contextd import hookimpl, hookspecs
-from contextd.plugins import DEFAULT_PLUGINS, collect, get_plugin_manager
+from contextd.plugins.manager import DEFAULT_PLUGINS, collect, get_plugin_manager
 
 HOOKS = [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
          if name.startswith("register_")]

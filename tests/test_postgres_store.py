@@ -259,9 +259,9 @@ def _git_project(root: Path, files: int) -> Path:
 
 WRITER = textwrap.dedent("""
     import sys
-    from contextd.config import ContextConfig
+    from contextd.config.sections import ContextConfig
     from contextd.indexer import Indexer
-    from contextd.project import Project
+    from contextd.config.project import Project
     from contextd.store.postgres import PostgresStore
     root, url, ws, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     store = PostgresStore(url, ws)
@@ -286,9 +286,9 @@ def _snapshot(store) -> tuple:
 
 def test_three_writers_one_killed_end_equal_to_a_clean_rebuild(tmp_path, postgres_url,
                                                                workspace):
-    from contextd.config import ContextConfig
+    from contextd.config.sections import ContextConfig
     from contextd.indexer import Indexer
-    from contextd.project import Project
+    from contextd.config.project import Project
     from contextd.providers.catalog import ChunkCatalog
 
     root = _git_project(tmp_path / "proj", 40)
@@ -327,10 +327,10 @@ def test_three_writers_one_killed_end_equal_to_a_clean_rebuild(tmp_path, postgre
 
 def test_a_second_rebuild_is_refused_while_another_process_rebuilds(tmp_path, postgres_url,
                                                                     workspace):
-    from contextd.config import ContextConfig
+    from contextd.config.sections import ContextConfig
     from contextd.indexer import Indexer
-    from contextd.jobs import JobRunner
-    from contextd.project import Project
+    from contextd.runtime.jobs import JobRunner
+    from contextd.config.project import Project
 
     holder = subprocess.Popen(
         [sys.executable, "-c",

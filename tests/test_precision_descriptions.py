@@ -17,13 +17,13 @@ import click.formatting
 import click.parser
 import pytest
 
-from contextd.chunking import chunk_file
-from contextd.config import ContextConfig, RankingConfig
-from contextd.evidence import ExactQuery
-from contextd.intent import QueryIntent, classify
-from contextd.module import ContextModule
-from contextd.query_api import QueryRequest
-from contextd.query_understanding import (
+from contextd.chunkers.chunking import chunk_file
+from contextd.config.sections import ContextConfig, RankingConfig
+from contextd.query.evidence import ExactQuery
+from contextd.query.intent import QueryIntent, classify
+from contextd import ContextModule
+from contextd.query.records import QueryRequest
+from contextd.query.understanding import (
     boost_factor, name_words_share, plain_cross_references, understand,
 )
 from contextd.records import ContextSnippet

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from contextd import hookimpl
-from contextd.config import config_from_dict
-from contextd.module import ContextModule
-from contextd.plugins import get_plugin_manager
-from contextd.project import Project
+from contextd.config.loading import config_from_dict
+from contextd import ContextModule
+from contextd.plugins.manager import get_plugin_manager
+from contextd.config.project import Project
 from contextd.providers import ContextProvider, ProviderQuery
-from contextd.query_api import QueryRequest
+from contextd.query.records import QueryRequest
 from contextd.records import ContextScope, ProviderType, TokenBudget
 
 pytest_plugins = ["conftest_providers"]

@@ -1,4 +1,4 @@
-"""The int8 first pass of the semantic search (contextd.quantized) returns the exact top-k: the
+"""The int8 first pass of the semantic search (contextd.vectors.quantized) returns the exact top-k: the
 same rows, in the same order, as scoring every float32 row, on the real model's embeddings of
 this repository's code and on vectors crowded around the query."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from contextd.chunking import chunk_file
-from contextd.config import ContextConfig
-from contextd.embedding import get_embedder
-from contextd.quantized import (
+from contextd.chunkers.chunking import chunk_file
+from contextd.config.sections import ContextConfig
+from contextd.embedders.registry import get_embedder
+from contextd.vectors.quantized import (
     FULL_PASS_SHARE, RESCORE_MIN, approximate_scores, exact_top, quantize,
 )
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from contextd.config import RankingConfig, config_from_dict
+from contextd.config.loading import config_from_dict
+from contextd.config.sections import RankingConfig
 from contextd.providers import ProviderQuery
-from contextd.query_understanding import (
+from contextd.query.understanding import (
     aggregate_files, apply_boosts, boost_factor, dense_query, split_identifier, understand,
 )
 from contextd.records import ContextSnippet, ProviderType

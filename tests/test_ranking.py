@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contextd.ranking import (
+from contextd.query.fusion import (
     FusionStrategy, deduplicate, fuse, mmr_select, rrf_scores, trim_snippet,
 )
 from contextd.records import ContextSnippet

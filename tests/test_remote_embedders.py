@@ -15,13 +15,14 @@ import pytest
 from embedding_server import DROP, RATE_LIMITED, SERVER_ERROR, STALL, EmbeddingServer
 from test_indexer import make_repo
 
-from contextd.config import EmbeddingConfig, load_config
-from contextd.config_env import describe_embedding, resolve_embedding
+from contextd.config.loading import load_config
+from contextd.config.sections import EmbeddingConfig
+from contextd.config.env import describe_embedding, resolve_embedding
 from contextd.embedders.remote.embedder import plan_batches
 from contextd.embedders.remote.ratelimit import RateLimiter
-from contextd.embedding import get_embedder
-from contextd.engine import Engine
-from contextd.query_api import QueryRequest
+from contextd.embedders.registry import get_embedder
+from contextd.runtime.engine import Engine
+from contextd.query.records import QueryRequest
 
 MODEL = "all-MiniLM-L6-v2"
 KEY_VAR = "CONTEXTD_TEST_EMBED_KEY"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from contextd.records import ContextSnippet, TaskContext
-from contextd.render import render_context, render_json
-from contextd.tokens import estimate_tokens
+from contextd.query.render import render_context, render_json
+from contextd.text.tokens import estimate_tokens
 
 
 def snip(cid, score, path, text="x = 1", label="f", language="python", start=1):

@@ -20,17 +20,17 @@ from pathlib import Path
 import click.parser
 import pytest
 
-from contextd.chunking import chunk_file
+from contextd.chunkers.chunking import chunk_file
 from contextd.cli.query_cmds import preview
-from contextd.config import ContextConfig, RankingConfig
+from contextd.config.sections import ContextConfig, RankingConfig
 from contextd.errors import UsageError
-from contextd.intent import QueryIntent, classify
-from contextd.module import ContextModule
+from contextd.query.intent import QueryIntent, classify
+from contextd import ContextModule
 from contextd.providers.symbol import extract_candidates
-from contextd.query_api import QueryRequest
-from contextd.query_understanding import apply_boosts, boost_factor, understand
+from contextd.query.records import QueryRequest
+from contextd.query.understanding import apply_boosts, boost_factor, understand
 from contextd.records import ContextScope, ContextSnippet
-from contextd.roles import FileRole, file_role
+from contextd.query.roles import FileRole, file_role
 
 ARGPARSE = Path(sysconfig.get_paths()["stdlib"]) / "argparse.py"
 

@@ -12,14 +12,14 @@ import subprocess
 import sys
 import textwrap
 
-from contextd.engine import Engine
-from contextd.progress import Progress
-from contextd.project import Project
+from contextd.runtime.engine import Engine
+from contextd.indexer.progress import Progress
+from contextd.config.project import Project
 from test_indexer import FUNC, make_repo, open_indexer
 
 REBUILD_SCRIPT = textwrap.dedent("""
     import sys, time
-    from contextd.engine import Engine
+    from contextd.runtime.engine import Engine
     engine = Engine.open(sys.argv[1])
     engine.indexer.embed = False
     engine.ensure_indexed()

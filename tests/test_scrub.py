@@ -8,11 +8,11 @@ import dataclasses
 import duckdb
 import pytest
 
-from contextd.config import SecurityConfig
+from contextd.config.sections import SecurityConfig
 from contextd.indexer import Indexer
-from contextd.project import Project
-from contextd.scrub import REDACTED, Scrubber, get_scrubber
-from contextd.store.duckdb_store import DuckDBStore
+from contextd.config.project import Project
+from contextd.scrub.scrubber import REDACTED, Scrubber, get_scrubber
+from contextd.store.duckdb import DuckDBStore
 from test_indexer import make_repo, open_indexer
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"

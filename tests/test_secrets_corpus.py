@@ -13,7 +13,7 @@ import sys
 import duckdb
 import pytest
 
-from contextd.scrub import REDACTED, scrub_secrets
+from contextd.scrub.scrubber import REDACTED, scrub_secrets
 from secrets_corpus import generate
 from test_mcp_server import make_repo, mcp_session, server_env, structured
 
@@ -142,8 +142,8 @@ def test_real_code_on_key_and_token_lines_is_kept(line):
 def test_commit_subjects_in_git_history_hits_are_scrubbed(tmp_path):
     """git_history answers name the commits behind a hit; their subjects are not indexed
     text, so they pass the scrubber on the way out."""
-    from contextd.engine import Engine
-    from contextd.project import Project
+    from contextd.runtime.engine import Engine
+    from contextd.config.project import Project
     from contextd.providers import ProviderQuery
     from contextd.records import ContextScope, TokenBudget
 

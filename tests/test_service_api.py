@@ -14,7 +14,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from contextd.client import ServiceClient, ServiceError
+from contextd.runtime.service_client import ServiceClient, ServiceError
 from service_helpers import (Server, cli, create_key, env_for, free_port, make_project,
                              running_server)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from contextd.config import config_from_dict
+from contextd.config.loading import config_from_dict
 from contextd.errors import ConfigError
 
 
 def test_encryption_without_a_key_is_one_clear_error(tmp_path, monkeypatch) -> None:
-    from contextd.engine import Engine
+    from contextd.runtime.engine import Engine
     from contextd.errors import StoreError
 
     (tmp_path / "context.toml").write_text(

@@ -14,10 +14,10 @@ import time
 
 import pytest
 
-from contextd.module import ContextModule
-from contextd.owner import lock_path
-from contextd.project import Project
-from contextd.service import modes
+from contextd import ContextModule
+from contextd.runtime.election import lock_path
+from contextd.config.project import Project
+from contextd.api import remote as modes
 from service_helpers import Server, cli, env_for, running_server
 
 TASK = {"title": "Token refresh fails", "description": "refresh an expired JWT access token",

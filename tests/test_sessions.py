@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from contextd.engine import Engine
+from contextd.runtime.engine import Engine
 from contextd.errors import UsageError
 from contextd.providers.base import ScopeFilter
 from contextd.sessions.citations import CitationResolver
@@ -18,7 +18,7 @@ from contextd.sessions.records import SearchRequest
 from contextd.sessions.reports import sanitise
 from contextd.sessions.scope import search_scope
 from contextd.store.base import StoredSearchSession
-from contextd.store.duckdb_store import DuckDBStore
+from contextd.store.duckdb import DuckDBStore
 
 from test_mcp_server import make_repo
 

@@ -20,7 +20,7 @@ from contextlib import ExitStack, suppress
 from pathlib import Path
 
 from contextd.indexer import Indexer
-from contextd.project import Project
+from contextd.config.project import Project
 from contextd.store import open_store
 from test_mcp_server import REPO_FILES, make_repo, mcp_session, server_env, structured
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from contextd.config import StashConfig
+from contextd.config.sections import StashConfig
 from contextd.stash.ranking import (
     SECONDS_PER_DAY, Weights, collapse_duplicates, decay, follow_references, score_parts,
 )

@@ -14,14 +14,14 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from contextd.config import EmbeddingConfig, StashConfig
+from contextd.config.sections import EmbeddingConfig, StashConfig
 from contextd.embedders import onnx_factory
-from contextd.engine import Engine
+from contextd.runtime.engine import Engine
 from contextd.errors import StashFullError, UsageError
 from contextd.hookspecs import hookimpl
-from contextd.plugins import get_plugin_manager
-from contextd.project import Project
-from contextd.query_api import QueryRequest
+from contextd.plugins.manager import get_plugin_manager
+from contextd.config.project import Project
+from contextd.query.records import QueryRequest
 from contextd.records import ContextScope
 from contextd.stash.model import RetrieveRequest, SegmentInput, StashRequest
 

@@ -15,7 +15,7 @@ import pytest
 from contextd.errors import StoreError
 from contextd.records import Chunk, ChunkKind, SymbolDef
 from contextd.store import FileRecord, IndexedChunk
-from contextd.store.duckdb_store import SCHEMA_VERSION, DuckDBStore, _migrations
+from contextd.store.duckdb.store import SCHEMA_VERSION, DuckDBStore, _migrations
 
 pytest_plugins = ["conftest_postgres"]
 

@@ -10,7 +10,7 @@ import time
 import pytest
 from test_indexer import FUNC, open_indexer, small_repo, stored
 
-from contextd.watcher import Watcher
+from contextd.runtime.watcher import Watcher
 
 
 def eventually(predicate, timeout: float = 8.0) -> None:

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from contextd.project import Project
+from contextd.config.project import Project
 from contextd.web.registry import workspace_id
 from manager_support import BAD_FILE, read_first_line, running_manager, ui_command
 from test_mcp_server import make_repo, mcp_session, server_env, structured

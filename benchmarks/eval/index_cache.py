@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import contextd
-from contextd.config import ContextConfig
+from contextd.config.sections import ContextConfig
 
 # Parts of the package (relative to it) that shape an index's chunks, texts and vectors.
 INDEXING_CODE = ("chunkers", "chunking.py", "contextualize.py", "contextualizers", "indexer",

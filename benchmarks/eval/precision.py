@@ -37,12 +37,12 @@ from benchmarks.eval.run import (
     CANDIDATES, NO_BUDGET, Case, build_index, doc_cases, is_gold_snippet, providers_for,
     run_systems,
 )
-from contextd.config import DEFAULT_ALLOWED_EXTENSIONS
-from contextd.module import ContextModule
+from contextd.config.sections import DEFAULT_ALLOWED_EXTENSIONS
+from contextd import ContextModule
 from contextd.providers.fulltext import STOPWORDS
-from contextd.query_api import QueryRequest
-from contextd.query_understanding import STOP_WORDS, aggregate_files
-from contextd.tokens import estimate_tokens
+from contextd.query.records import QueryRequest
+from contextd.query.understanding import STOP_WORDS, aggregate_files
+from contextd.text.tokens import estimate_tokens
 
 NEVER_FOUND_TOKENS = 32_000
 BUDGETS = (500, 1000, 2000, 4000)

@@ -29,20 +29,20 @@ from pathlib import Path
 
 from benchmarks.eval.corpora import CACHE, CORPUS_LIST, TASKS, DocTask, original_dir, stripped_dir
 from benchmarks.eval.index_cache import index_dir
-from contextd.config import config_from_dict
+from contextd.config.loading import config_from_dict
 from contextd.indexer import Indexer
-from contextd.module import ContextModule
-from contextd.project import Project
+from contextd import ContextModule
+from contextd.config.project import Project
 from contextd.providers.base import EmbedderHandle, ProviderContext, ProviderQuery
 from contextd.providers.fulltext import FullTextProvider
 from contextd.providers.semantic import SemanticProvider
 from contextd.providers.symbol import SymbolProvider
-from contextd.query_api import QueryRequest
-from contextd.query_understanding import aggregate_files
-from contextd.ranking import FusionStrategy, fuse
+from contextd.query.records import QueryRequest
+from contextd.query.understanding import aggregate_files
+from contextd.query.fusion import FusionStrategy, fuse
 from contextd.records import ContextScope, TokenBudget
-from contextd.store.duckdb_store import DuckDBStore
-from contextd.tokens import estimate_tokens
+from contextd.store.duckdb import DuckDBStore
+from contextd.text.tokens import estimate_tokens
 
 INDEXES = CACHE / "eval" / "index"
 STRATEGIES = ("none", "structural")

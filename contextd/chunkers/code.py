@@ -21,7 +21,7 @@ from tree_sitter import Node, Query, QueryCursor
 from tree_sitter_language_pack import get_language, get_parser
 
 from contextd.chunkers.core import Source, Unit, UnparsableFile, emit_unit, fill_gaps
-from contextd.config import LanguageChunking
+from contextd.config.sections import LanguageChunking
 from contextd.records import Chunk, ChunkKind, SymbolDef
 
 # Node types that carry a definition's name when it has no ``name`` field.

@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from contextd.records import Chunk, ChunkKind, SymbolDef
-from contextd.tokens import (DIGIT_WEIGHT, PUNCT_WEIGHT, WORD_CHAR_WEIGHT, WORD_WEIGHT,
+from contextd.text.tokens import (DIGIT_WEIGHT, PUNCT_WEIGHT, WORD_CHAR_WEIGHT, WORD_WEIGHT,
                              combine_counts)
 
 # Extra weight of a non-ASCII byte in the byte-level estimate: a CJK character (3 bytes) then

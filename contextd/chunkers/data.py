@@ -16,7 +16,7 @@ from tree_sitter_language_pack import get_parser
 
 from contextd.chunkers.core import Source, Unit, emit_unit, fill_gaps, trim_span
 from contextd.chunkers.markdown import paragraph_starts
-from contextd.config import LanguageChunking
+from contextd.config.sections import LanguageChunking
 from contextd.records import Chunk, ChunkKind
 
 _YAML_KEY_RE = re.compile(r"( *)(?:- )?(\"[^\"]*\"|'[^']*'|[^\s#'\"\-{\[][^:#]*?)[ \t]*:(?:[ \t]|$)")

@@ -11,7 +11,7 @@ import re
 from pathlib import PurePosixPath
 
 from contextd.chunkers.core import Source, Unit, emit_unit, trim_span
-from contextd.config import LanguageChunking
+from contextd.config.sections import LanguageChunking
 from contextd.records import Chunk, ChunkKind
 
 _HEADING_RE = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from contextd.chunkers.core import Source, Unit, emit_unit, fill_gaps, trim_span
-from contextd.config import LanguageChunking
+from contextd.config.sections import LanguageChunking
 from contextd.records import Chunk, ChunkKind, SymbolDef
 
 _TOKEN_RE = re.compile(r"--[^\n]*|/\*.*?(?:\*/|\Z)|'(?:[^']|'')*(?:'|\Z)|\"[^\"]*(?:\"|\Z)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from contextd.chunkers.core import Source, split_span
 from contextd.chunkers.markdown import paragraph_starts
-from contextd.config import LanguageChunking
+from contextd.config.sections import LanguageChunking
 from contextd.records import Chunk, ChunkKind
 
 LABEL_CHARS = 60

@@ -15,7 +15,6 @@ import sys
 
 import click
 
-from contextd import __version__
 from contextd.cli.common import CliState
 from contextd.errors import ContextdError
 
@@ -70,7 +69,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="contextd")
+@click.version_option(package_name="contextd", prog_name="contextd")
 @click.option("--root", type=click.Path(), envvar="CONTEXTD_ROOT",
               help="Project root (default: detected from the working directory).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
@@ -96,10 +95,9 @@ def cli(ctx: click.Context, root: str | None, config_path: str | None, as_json: 
 
 def main() -> None:
     """Entry point of the console script: one error boundary for the whole CLI. Ctrl-C,
-    whatever exception it surfaced as (:mod:`contextd.interrupts`), ends in
+    whatever exception it surfaced as (:mod:`contextd.indexer.interrupts`), ends in
     :func:`interrupted`."""
-    from contextd import interrupts
-
+    from contextd.indexer import interrupts
     interrupts.install()
     try:
         _main()

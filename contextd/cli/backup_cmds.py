@@ -31,7 +31,7 @@ def restore_cmd(state: CliState, path: str) -> None:
     """Replace the index by a backup, once it opens and answers a query. Refused while any
     process (server, watcher, MCP session) owns the index; the replaced database is kept as
     *.before-restore."""
-    from contextd.backup import restore
+    from contextd.runtime.backup import restore
 
     result = restore(state.project(), path)
     emit(state, result, lambda r: click.echo(

@@ -20,14 +20,14 @@ from typing import Any
 
 import click
 
-from contextd.boundary import Boundary, Decision, FileEntry, RejectReason, Rejection
+from contextd.boundary.walk import Boundary, Decision, FileEntry, RejectReason, Rejection
 from contextd.cli.common import CliState, emit, pass_state
-from contextd.config import (CONFIG_FILENAME, SECTIONS, ContextConfig, InvalidConfig,
-                             iter_documented_fields)
-from contextd.config_checks import WARNING, check_project, config_file_name
-from contextd.config_env import SettingOrigin, describe_embedding
+from contextd.config.loading import CONFIG_FILENAME, InvalidConfig, iter_documented_fields
+from contextd.config.sections import SECTIONS, ContextConfig
+from contextd.config.checks import WARNING, check_project, config_file_name
+from contextd.config.env import SettingOrigin, describe_embedding
 from contextd.errors import ConfigError, ConfigIssue, ContextdError
-from contextd.project import Project, detect_project_root
+from contextd.config.project import Project, detect_project_root
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _WIDTH = 96
@@ -172,7 +172,7 @@ def _validate(state: CliState) -> ValidationReport:
     except ConfigError as exc:
         source = state.config_path or exc.issues[0].file
         return ValidationReport(False, source, errors=exc.issues)
-    from contextd.embedding import configuration_issues
+    from contextd.embedders.registry import configuration_issues
 
     issues = issues + check_project(project) + configuration_issues(
         project.config.embedding, config_file_name(project))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from contextd.boundary import SNIFF_BYTES, looks_binary
-from contextd.chunking import ChunkedFile, chunk_file
+from contextd.boundary.walk import SNIFF_BYTES, looks_binary
+from contextd.chunkers.chunking import ChunkedFile, chunk_file
 from contextd.cli.common import CliState, emit, pass_state
 from contextd.errors import UsageError
 from contextd.records import Chunk

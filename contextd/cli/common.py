@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import click
 
-from contextd.project import Project
+from contextd.config.project import Project
 from contextd.records import to_dict
 
 
@@ -56,7 +56,7 @@ def open_engine(state: CliState):
     """The engine a command talks to: the running owner of the project's database when there
     is one (an MCP server, a watcher), so a query needs neither the model nor the database in
     this process; else this process becomes the owner for the duration of the command
-    (serving other processes meanwhile). Same methods either way (:mod:`contextd.owner`)."""
-    from contextd.owner import connect
+    (serving other processes meanwhile). Same methods either way (:mod:`contextd.runtime.owner`)."""
+    from contextd.runtime.owner import connect
 
     return connect(state.project())

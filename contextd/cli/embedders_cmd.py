@@ -62,7 +62,7 @@ def embedders_group() -> None:
 def list_command(state: CliState) -> None:
     """List registered backends with the identity, readiness and model file each would use
     under the project's [embedding] settings."""
-    from contextd.embedding import embedder_factories
+    from contextd.embedders.registry import embedder_factories
 
     config = state.project().config.embedding
     rows = [_describe(name, factory, plugin, config)
@@ -90,7 +90,7 @@ def prepare_command(state: CliState, backend: str | None, quantize: str | None,
                     force: bool) -> None:
     """Export (and quantise) the configured model into the user cache now, and say how long
     it took; later processes load it without torch."""
-    from contextd.embedding import get_embedder
+    from contextd.embedders.registry import get_embedder
 
     config = state.project().config.embedding
     overrides = {k: v for k, v in (("backend", backend), ("quantize", quantize)) if v}
@@ -125,7 +125,7 @@ def probe_command(state: CliState) -> None:
     """Embed one text with the configured backend (a remote server: one request) and print
     the identity, dimension, time taken and which backend embeds queries. Exit 1 with one
     line when the server refuses (key, model, dimension) or cannot be reached."""
-    from contextd.embedding import embedding_stats, get_embedder
+    from contextd.embedders.registry import embedding_stats, get_embedder
 
     config = state.project().config.embedding
     embedder = get_embedder(config)

@@ -17,7 +17,7 @@ import click
 
 from contextd.cli.common import CliState, emit, open_engine, pass_state
 from contextd.errors import ContextdError
-from contextd.progress import Progress, terminal_progress
+from contextd.indexer.progress import Progress, terminal_progress
 
 
 def _progress(state: CliState) -> Progress:
@@ -103,9 +103,9 @@ def watch(state: CliState) -> None:
     Each batch of changes is logged on stderr. When another contextd process already owns
     the index (an MCP server), that one watches; this one takes over when it exits.
     """
-    from contextd.owner import connect
+    from contextd.runtime.owner import connect
 
-    logging.getLogger("contextd.watcher").setLevel(logging.INFO)
+    logging.getLogger("contextd.runtime.watcher").setLevel(logging.INFO)
     stop = threading.Event()
     received: list[int] = []
 

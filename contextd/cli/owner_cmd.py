@@ -12,7 +12,7 @@ from contextd.cli.common import CliState, pass_state
 def owner_command(state: CliState) -> None:
     """Own this project's index in the background: finish embedding, watch the files, serve
     other contextd processes warm, exit when idle ([owner] idle_exit_seconds). Started by
-    commands (see contextd.background); there is no need to run it by hand."""
-    from contextd.background import run_background_owner
+    commands (see contextd.runtime.background); there is no need to run it by hand."""
+    from contextd.runtime.background import run_background_owner
 
     run_background_owner(state.project())

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from contextd.plugins import describe_plugins
+from contextd.plugins.manager import describe_plugins
 
 
 @click.command("plugins")

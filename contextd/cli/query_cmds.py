@@ -17,17 +17,17 @@ import click
 
 from contextd.cli.common import CliState, emit, open_engine, pass_state
 from contextd.errors import UsageError
-from contextd.query_api import QueryRequest, QueryResponse
+from contextd.query.records import QueryRequest, QueryResponse
 from contextd.records import ContextScope, to_dict
-from contextd.render import context_from_response, render_context, skipped_text
-from contextd.roles import ROLE_NAMES
+from contextd.query.render import context_from_response, render_context, skipped_text
+from contextd.query.roles import ROLE_NAMES
 
 # Lines of each snippet shown in the human-readable listing.
 PREVIEW_LINES = 3
 
 
 def _progress(state: CliState):
-    from contextd.progress import terminal_progress
+    from contextd.indexer.progress import terminal_progress
 
     bootstrap = state.project().config.bootstrap
     return terminal_progress(bootstrap.show_progress, bootstrap.progress_interval_seconds)
@@ -138,7 +138,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
                          "contextd query \"where are tokens refreshed\"")
     if by_file and as_block:
         raise UsageError("--files and --render exclude each other")
-    from contextd.background import index_for_command, start_background_owner
+    from contextd.runtime.background import index_for_command, start_background_owner
 
     project = state.project()
     request = QueryRequest(
@@ -166,7 +166,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
     for note in response.notes:
         click.echo(f"contextd: {note}", err=True)
     if as_block:  # imported here: rendering pulls in numpy, which most queries do not need
-        from contextd.render import context_from_response, render_context
+        from contextd.query.render import context_from_response, render_context
 
         block = render_context(context_from_response(response))
     if state.as_json:

@@ -87,7 +87,7 @@ def keys_rotate_db_key(state: CliState, new_key_env: str | None,
     Stop the processes that own the index first; afterwards point security.key_env or
     key_file at the new key."""
     from contextd.crypto import db_secret
-    from contextd.crypto.rotate import rotate_db_key
+    from contextd.runtime.key_rotation import rotate_db_key
     from contextd.errors import UsageError
 
     if bool(new_key_env) == bool(new_key_file):

@@ -1,6 +1,6 @@
 """``contextd stash``: agent memory from the command line (add, search, show, rm, protect, gc).
 
-Every subcommand goes through the project's owner process (:mod:`contextd.owner`), so it
+Every subcommand goes through the project's owner process (:mod:`contextd.runtime.owner`), so it
 sees and changes the same memory as the MCP servers running beside it. ``--json`` prints the
 records of :mod:`contextd.stash.model`, the same the MCP tools return.
 """

@@ -45,7 +45,7 @@ def copy_command(state: CliState, target: str, url: str | None, db_path: str | N
     """Copy the index between DuckDB and PostgreSQL, vectors included (nothing is
     re-embedded); the target's index of this project is replaced. Then set
     [storage] backend accordingly."""
-    from contextd.store.duckdb_store import DuckDBStore
+    from contextd.store.duckdb import DuckDBStore
     from contextd.store.transfer import copy_index
 
     project = state.project()

@@ -6,7 +6,7 @@ The endpoint is whatever ``[contextualizer] llm_endpoint`` names (an OpenAI-comp
 leaves the machine unless the user configured it. Requests go through ``urllib`` with a bounded
 thread pool. An answer that fails the quality checks (length, key terms of the chunk, generic
 openings such as "This section discusses") is retried; a chunk whose attempts all fail gets an
-empty prefix here, which the pipeline (:mod:`contextd.contextualize`) replaces by the
+empty prefix here, which the pipeline (:mod:`contextd.contextualizers.stage`) replaces by the
 structural one and does not cache, so a later run asks again.
 """
 
@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from contextd.records import Chunk
-from contextd.tokens import estimate_tokens
+from contextd.text.tokens import estimate_tokens
 
 # Seed 003 "Prompt Template", with the chunk's path as title and its language as type.
 CONTEXT_PROMPT = """You are helping improve search by adding context to text chunks.

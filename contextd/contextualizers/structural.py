@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from contextd.records import Chunk
-from contextd.tokens import estimate_tokens
+from contextd.text.tokens import estimate_tokens
 
 # Tokens the embedding model adds around every input ([CLS], [SEP]).
 MODEL_SPECIAL_TOKENS = 2

@@ -5,12 +5,12 @@
 This package is the built-in plugin for :func:`contextd.hookspecs.register_embedders`.
 Importing it is cheap: the backend modules, and torch/onnxruntime/sentence-transformers behind
 them, load only when a factory is called or an embedder is first used. Use
-:func:`contextd.embedding.get_embedder` rather than these factories directly.
+:func:`contextd.embedders.registry.get_embedder` rather than these factories directly.
 """
 
 from __future__ import annotations
 
-from contextd.config import EmbeddingConfig
+from contextd.config.sections import EmbeddingConfig
 from contextd.embedders.remote import ollama_factory, openai_factory
 from contextd.hookspecs import hookimpl
 

@@ -13,7 +13,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from contextd.config import EmbeddingConfig
+from contextd.config.sections import EmbeddingConfig
 from contextd.embedders.model_files import ModelFiles, locate_model
 from contextd.errors import ModelUnavailableError
 

@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from contextd.config import EmbeddingConfig
+from contextd.config.sections import EmbeddingConfig
 from contextd.embedders.common import ModelSettings, cache_root, embed_sorted, mean_pool
 from contextd.embedders.model_files import ModelFiles, forbid_downloads
 

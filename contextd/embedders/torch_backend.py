@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from contextd.config import EmbeddingConfig
+from contextd.config.sections import EmbeddingConfig
 from contextd.embedders.common import ModelSettings, embed_sorted
 from contextd.embedders.model_files import forbid_downloads
 

@@ -15,12 +15,12 @@ import threading
 import time
 from typing import Any, Sequence
 
-from contextd.boundary import SKIP_REASONS, Boundary, FileEntry, RejectReason
-from contextd.chunking import chunking_signature
-from contextd.contextualize import (contextualizer_signature, counters_since, needs_store,
+from contextd.boundary.walk import SKIP_REASONS, Boundary, FileEntry, RejectReason
+from contextd.chunkers.chunking import chunking_signature
+from contextd.contextualizers.stage import (contextualizer_signature, counters_since, needs_store,
                                    stage_stats)
 from contextd.embedders.common import cpu_count
-from contextd.embedding import embedding_stats, get_embedder, remote_run_counters
+from contextd.embedders.registry import embedding_stats, get_embedder, remote_run_counters
 from contextd.errors import UsageError
 from contextd.indexer.embed_stage import EmbeddingStage, embed_missing
 from contextd.indexer.pipeline import Writer, outcomes
@@ -29,12 +29,12 @@ from contextd.indexer.plan import (PUSHED_MTIME_NS, FileTask, in_scope, order_by
 from contextd.indexer.recency import recently_touched
 from contextd.indexer.worker import process_data
 from contextd.indexer.report import IndexReport
-from contextd.interrupts import is_interrupt
-from contextd.path_args import check_path, check_paths, refusal_text, shown
-from contextd.progress import (JobProgress, NullProgress, Progress, TeeProgress, WorkFigures,
+from contextd.indexer.interrupts import is_interrupt
+from contextd.boundary.path_args import check_path, check_paths, refusal_text, shown
+from contextd.indexer.progress import (JobProgress, NullProgress, Progress, TeeProgress, WorkFigures,
                                format_duration)
-from contextd.project import Project
-from contextd.scrub import scrubbing_signature
+from contextd.config.project import Project
+from contextd.scrub.scrubber import scrubbing_signature
 from contextd.store.base import IndexStore, SkippedFile
 
 # index_meta keys: the measured indexing rate (for rebuild estimates) and the signature of
@@ -197,7 +197,7 @@ class Indexer:
 
     def relative(self, path: str) -> str:
         """``path`` (absolute, or relative to the root) as a root-relative POSIX path, checked
-        as every path argument is (:mod:`contextd.path_args`); UsageError with the reason."""
+        as every path argument is (:mod:`contextd.boundary.path_args`); UsageError with the reason."""
         rel, reason = check_path(self.project.root, path)
         if rel is None or rel == ".":
             raise UsageError(f"{shown(path)} {reason or 'is the project root, not a file'}")
@@ -344,7 +344,7 @@ class Indexer:
 
     @contextlib.contextmanager
     def _interruptible(self, job_id: str | None):
-        """Ctrl-C (:mod:`contextd.interrupts`) during a tracked run marks its job ``interrupted``
+        """Ctrl-C (:mod:`contextd.indexer.interrupts`) during a tracked run marks its job ``interrupted``
         before it propagates; the bootstrap progress rows stay, so the next run resumes
         where this one stopped."""
         try:

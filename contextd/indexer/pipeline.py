@@ -18,13 +18,13 @@ import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Callable, Iterator, Sequence
 
-from contextd.config import ContextConfig
+from contextd.config.sections import ContextConfig
 from contextd.errors import ContextdError
 from contextd.indexer.plan import FileTask
 from contextd.indexer.report import IndexReport
 from contextd.indexer.worker import (FAILED, INDEXED, SAME, VANISHED, Outcome, init_worker,
                                      process_batch, process_file)
-from contextd.progress import Progress
+from contextd.indexer.progress import Progress
 from contextd.store.base import FileRecord, IndexStore
 
 POOL_MIN_FILES = 64          # below this, inline processing is faster than starting a pool

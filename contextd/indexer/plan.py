@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Iterable, Mapping, Sequence
 
-from contextd.boundary import FileEntry
+from contextd.boundary.walk import FileEntry
 from contextd.store.base import FileState
 
 # The mtime recorded for content pushed through the service (``add_context``): no file on

@@ -16,11 +16,11 @@ from typing import Sequence
 
 import blake3
 
-from contextd.chunking import chunk_file
-from contextd.config import ContextConfig
-from contextd.contextualize import index_texts
+from contextd.chunkers.chunking import chunk_file
+from contextd.config.sections import ContextConfig
+from contextd.contextualizers.stage import index_texts
 from contextd.indexer.plan import FileTask
-from contextd.scrub import Scrubber, get_scrubber
+from contextd.scrub.scrubber import Scrubber, get_scrubber
 from contextd.store.base import FileRecord, IndexedChunk
 
 INDEXED, SAME, FAILED, VANISHED = "indexed", "same", "failed", "vanished"

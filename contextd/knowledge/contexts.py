@@ -15,7 +15,7 @@ from contextd.errors import KnowledgeError
 from contextd.knowledge.records import (
     ContextDeleted, ContextDetail, ContextInfo, DocumentInfo,
 )
-from contextd.query_api import ALL_CONTEXTS
+from contextd.query.records import ALL_CONTEXTS
 from contextd.store.base import IndexStore
 
 DEFAULT_CONTEXT = "default"

@@ -21,11 +21,12 @@ from typing import Sequence
 
 import blake3
 
-from contextd.config import ContextConfig
+from contextd.config.sections import ContextConfig
 from contextd.indexer.plan import FileTask
 from contextd.indexer.worker import INDEXED, index_text
 from contextd.errors import KnowledgeError
-from contextd.knowledge.readers import ReadFailure, format_of, read_document
+from contextd.knowledge.readers import read_document
+from contextd.knowledge.readers.base import ReadFailure, format_of
 from contextd.knowledge.records import DocumentOutcome
 from contextd.store.base import KNOWLEDGE_PREFIX, DocumentRecord, IndexStore
 

@@ -2,7 +2,7 @@
 tools (structured content, whose schemas come from these classes) and the Python API alike.
 
 Plain frozen dataclasses that serialise with :func:`contextd.records.to_dict` and cross the
-owner socket with :func:`contextd.rpc.from_dict`. This module imports nothing heavy (no DuckDB,
+owner socket with :func:`contextd.runtime.rpc.from_dict`. This module imports nothing heavy (no DuckDB,
 no chunkers), so the MCP server can describe its tools without loading them.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contextd.query_api import Hit
+from contextd.query.records import Hit
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ class RemoveReport:
 @dataclass(frozen=True)
 class KnowledgeHit(Hit):
     """One hit of a knowledge search as knowledge_search and ``contextd kb search --json``
-    show it: a :class:`~contextd.query_api.Hit` (lines 1-based inclusive) plus ``source``
+    show it: a :class:`~contextd.query.records.Hit` (lines 1-based inclusive) plus ``source``
     (``knowledge`` or ``project``), ``document`` (the file it was read from; a project hit:
     its root-relative path), ``contexts`` (empty for a project hit) and ``page`` (PDFs)."""
 

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from contextd.config import KnowledgeConfig
+from contextd.config.sections import KnowledgeConfig
 from contextd.errors import KnowledgeError
 
 

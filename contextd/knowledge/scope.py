@@ -18,7 +18,7 @@ from typing import Sequence
 from contextd.errors import KnowledgeError
 from contextd.knowledge.contexts import split_names
 from contextd.knowledge.records import KnowledgeHit, KnowledgeSearchResult
-from contextd.query_api import ALL_CONTEXTS, Hit, QueryRequest, QueryResponse
+from contextd.query.records import ALL_CONTEXTS, Hit, QueryRequest, QueryResponse
 from contextd.records import ContextScope
 from contextd.store.base import KNOWLEDGE_PREFIX, IndexStore, KnowledgeDocument
 

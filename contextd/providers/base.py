@@ -18,10 +18,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from contextd.config import ContextConfig, ProviderConfig
+from contextd.config.sections import ContextConfig, ProviderConfig
 from contextd.providers.catalog import ChunkCatalog
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
-from contextd.roles import checked_roles, file_role
+from contextd.query.roles import checked_roles, file_role
 from contextd.store.base import KNOWLEDGE_PREFIX, ChunkRow, IndexStore
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ class EmbedderHandle:
                 self._thread.start()
 
     def _load(self) -> None:
-        from contextd.embedding import get_embedder
+        from contextd.embedders.registry import get_embedder
 
         try:
             embedder = get_embedder(self._config.embedding)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from contextd.scrub import scrub_secrets
+from contextd.scrub.scrubber import scrub_secrets
 
 GIT_TIMEOUT_S = 10.0
 CACHE_SIZE = 512

@@ -30,7 +30,7 @@ from contextd.providers.base import (
 )
 from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
-from contextd.stemming import light_stem
+from contextd.text.stemming import light_stem
 from contextd.store.base import ChunkRow
 
 # BM25 Okapi parameters: rank_bm25's defaults, the usual choice for short documents.

@@ -35,7 +35,7 @@ from contextd.providers.blame import Blamer, summarize
 from contextd.providers.fulltext import code_tokens
 from contextd.providers.symbol import extract_candidates
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
-from contextd.scrub import scrub_secrets
+from contextd.scrub.scrubber import scrub_secrets
 from contextd.store.base import ChunkRow
 
 # Signal strengths (scores in [0, 1]).

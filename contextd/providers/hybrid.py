@@ -13,7 +13,7 @@ from typing import Any
 
 from contextd.providers.base import ContextProvider, ProviderQuery
 from contextd.providers.runner import ProviderRun, run_providers
-from contextd.ranking import FusionStrategy, fuse
+from contextd.query.fusion import FusionStrategy, fuse
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 
 

@@ -2,7 +2,7 @@
 
 A store that searches vectors itself (PostgreSQL + pgvector: :meth:`IndexStore.nearest`) is
 asked for the nearest chunks instead (:class:`StoreVectorSearch`). Otherwise vectors live in
-memory as one float32 matrix beside its int8 codes (:mod:`contextd.quantized`: a first pass
+memory as one float32 matrix beside its int8 codes (:mod:`contextd.vectors.quantized`: a first pass
 over the codes, 1.5-3.5 ms at 100k chunks instead of 6-16 ms for the float32 product, then
 the best candidates scored exactly, so the top-k is the exact one) and follow the store file by file through
 :class:`~contextd.providers.catalog.IncrementalIndex`. Chunks written before their vectors exist
@@ -23,9 +23,9 @@ from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
-from contextd.quantized import approximate_scores, exact_top, quantize
+from contextd.vectors.quantized import approximate_scores, exact_top, quantize
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
-from contextd.similarity import similarities
+from contextd.vectors.similarity import similarities
 
 # When a scope is set, look this many times deeper into the ranking before sorting it all.
 SCOPE_OVERFETCH = 8

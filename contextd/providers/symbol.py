@@ -22,7 +22,7 @@ from contextd.providers.base import (
 )
 from contextd.providers.fulltext import STOPWORDS
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
-from contextd.stemming import light_stem
+from contextd.text.stemming import light_stem
 
 # Match strengths, best first (scores in [0, 1]).
 EXACT_CASE_SCORE = 1.0

@@ -7,7 +7,7 @@ stdio, or streamable HTTP on 127.0.0.1.
 * :mod:`contextd.server.lifecycle` — start-up in the background, shutdown on stdin close or
   a signal.
 
-Every server process shares the project's index through :mod:`contextd.owner`: one of them
+Every server process shares the project's index through :mod:`contextd.runtime.owner`: one of them
 (or a CLI, or a watcher) owns the database, the others are its clients.
 """
 

@@ -9,6 +9,7 @@ Importing this module must stay cheap: nothing here touches DuckDB or the model.
 
 from __future__ import annotations
 
+import importlib.metadata
 import functools
 import logging
 import queue
@@ -21,12 +22,11 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextd import __version__
 from contextd.errors import ContextdError, JobConflictError
-from contextd.path_args import check_paths, refusal_text
+from contextd.boundary.path_args import check_paths, refusal_text
 from contextd.server import render
 from contextd.server.knowledge_tools import TOOLS as KNOWLEDGE_TOOLS, KnowledgeTools
-from contextd.server.lifecycle import EngineHandle, start_after_handshake
+from contextd.server.engine_handle import EngineHandle, start_after_handshake
 from contextd.server.manager_tools import ManagerTools
 from contextd.server.schemas import (
     HARD_MAX_TOKENS, MAX_K, Filters, JobStatusResult, QueryResult, RebuildOptions,
@@ -115,7 +115,7 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
                                              annotations=annotations))
                   for name, function, annotations in tools]
     resources = session_tools.template_resources(handle)
-    app = session_tools.ListingServer("contextd", version=__version__,
+    app = session_tools.ListingServer("contextd", version=importlib.metadata.version("contextd"),
                                       instructions=INSTRUCTIONS, log_level=log_level,
                                       middleware=[start_after_handshake(handle)],
                                       tools=registered, listers=(resources.listing,))

@@ -17,12 +17,12 @@ import logging
 import os
 import signal
 import sys
-import threading
-from typing import Any
 
 import anyio
 
 from contextd.errors import ContextdError
+from contextd.server.app import build_app
+from contextd.server.engine_handle import EngineHandle
 from contextd.server.guard import MAX_REQUEST_BYTES, run_stdio
 
 log = logging.getLogger("contextd.server")
@@ -30,92 +30,9 @@ log = logging.getLogger("contextd.server")
 # The background start happens at the latest this long after the transport is up, so an
 # HTTP server nobody has called yet still indexes and watches.
 BACKGROUND_START_S = 2.0
-# How long a tool call waits for the election and the Engine to open.
-ENGINE_WAIT_S = 60.0
-
-
-class EngineHandle:
-    """The server's :class:`contextd.owner.SharedEngine`, connected in the background.
-
-    Tool calls wait for it; a failure to open the project (bad configuration, unreadable
-    database) is kept and shown to every call, while the server stays up to say so.
-    """
-
-    def __init__(self, root: str | None, config_path: str | None):
-        self.root = root
-        self.config_path = config_path
-        self._engine = None
-        self._error: BaseException | None = None
-        self._ready = threading.Event()
-        self._started = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._closing = False
-
-    def start(self) -> None:
-        """Begin the election in the background (idempotent)."""
-        with self._started:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._connect, name="contextd-connect",
-                                                daemon=True)
-                self._thread.start()
-
-    def _connect(self) -> None:
-        from contextd.owner import connect
-        from contextd.project import Project
-
-        try:
-            engine = connect(Project.open(self.root, self.config_path), duties=True)
-        except BaseException as exc:  # shown to each tool call instead
-            log.error("contextd serve: %s", exc)
-            self._error = exc
-        else:
-            if self._closing:
-                engine.close()
-            else:
-                self._engine = engine
-        finally:
-            self._ready.set()
-
-    def state(self) -> dict[str, Any]:
-        """Readiness: ``ready`` once the engine is open; ``error`` when it failed to."""
-        error = str(self._error) if self._error is not None else None
-        engine = self._engine
-        return {"ready": engine is not None and error is None, "error": error,
-                "owner": bool(engine is not None and engine.is_owner)}
-
-    def opened(self):
-        """The engine if it is open already, else None (never waits: lets a request skip the
-        hand-off to a worker thread that :meth:`get` would need)."""
-        return self._engine if self._ready.is_set() and self._error is None else None
-
-    def get(self, timeout: float = ENGINE_WAIT_S):
-        """The engine, waiting for the background start if needed."""
-        self.start()
-        if not self._ready.wait(timeout):
-            raise ContextdError("the index is still opening; retry in a few seconds")
-        if self._error is not None:
-            if isinstance(self._error, ContextdError):
-                raise self._error
-            raise ContextdError(f"contextd could not open this project: {self._error}")
-        return self._engine
-
-    def close(self) -> None:
-        """Close the engine (releasing the lock and the socket if this process owns them)."""
-        self._closing = True
-        with self._started:
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout=ENGINE_WAIT_S)
-        if self._engine is not None:
-            self._engine.close()
-            self._engine = None
-
-
 def serve(root: str | None, config_path: str | None, http_port: int | None = None,
           verbose: int = 0) -> None:
     """Run the MCP server until the client goes away or a signal arrives."""
-    from contextd.server.app import build_app
-
     if http_port is not None:
         check_port_free(http_port)
     handle = EngineHandle(root, config_path)
@@ -218,18 +135,3 @@ async def run_uvicorn(config, handle: EngineHandle) -> None:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def start_after_handshake(handle: EngineHandle) -> Any:
-    """Server middleware that starts the background work once the first request after the
-    handshake (usually tools/list) has been answered: importing DuckDB and the model holds
-    the GIL for a while, and the client is timing the handshake."""
-
-    async def middleware(ctx: Any, call_next: Any) -> Any:
-        try:
-            return await call_next(ctx)
-        finally:
-            if ctx.request_id is not None and ctx.method != "initialize":
-                handle.start()
-
-    return middleware

@@ -9,7 +9,7 @@ from typing import Annotated
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextd.project import Project
+from contextd.config.project import Project
 from contextd.web import registry
 
 

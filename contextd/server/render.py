@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from contextd.errors import UsageError
-from contextd.indexing_notes import STILL_INDEXING
+from contextd.runtime.indexing_notes import STILL_INDEXING
 from contextd.records import ContextScope, to_dict
-from contextd.render import skipped_text
+from contextd.query.render import skipped_text
 from contextd.server.schemas import (
     Hit, JobStatusResult, Offsets, QueryResult, RebuildResult, RefreshResult, Scope,
     StatsResult,
@@ -27,7 +27,7 @@ def query_request(query: str, k: int, scope: Scope, max_tokens: int, min_score: 
                   contexts: Sequence[str] | None = None):
     """The Engine's QueryRequest for a query_context call (``contexts``: knowledge contexts
     searched beside the project)."""
-    from contextd.query_api import QueryRequest
+    from contextd.query.records import QueryRequest
 
     return QueryRequest(query=query, k=k, max_tokens=max_tokens,
                         min_score=min_score or None, task_id="mcp",

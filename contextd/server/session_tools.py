@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contextd.errors import ContextdError
 from contextd.records import to_dict
-from contextd.server.lifecycle import EngineHandle
+from contextd.server.engine_handle import EngineHandle
 from contextd.sessions.records import (
     ReportResult, SearchRequest, SearchResults, SearchSession, SessionHit, SessionList,
 )
@@ -60,7 +60,7 @@ class SessionTools:
 
     def project(self):
         """The project with its configuration as it is now on disk."""
-        from contextd.project import Project
+        from contextd.config.project import Project
 
         return Project.open(self.handle.root, self.handle.config_path)
 

@@ -5,7 +5,7 @@
 * :mod:`contextd.service.guard` — API keys, scopes, rate and size limits, JSON errors;
 * :mod:`contextd.service.keys` — the hashed API keys (``contextd keys``);
 * :mod:`contextd.service.runner` — listening policy, TLS and the uvicorn run;
-* :mod:`contextd.service.modes` — ``ContextModule.open(mode=...)``: standalone and hybrid.
+* :mod:`contextd.api.remote` — ``ContextModule.open(mode=...)``: standalone and hybrid.
 
-The Python client is :mod:`contextd.client`.
+The Python client is :mod:`contextd.runtime.service_client`.
 """

@@ -8,11 +8,11 @@ cannot drift from what the service accepts.
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from contextd import __version__
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 100
@@ -123,7 +123,7 @@ def openapi_document() -> dict[str, Any]:
                 "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}
         paths[path] = {method.lower(): operation}
     return {"openapi": "3.1.0",
-            "info": {"title": "contextd service", "version": __version__,
+            "info": {"title": "contextd service", "version": importlib.metadata.version("contextd"),
                      "description": "Spec 004 §8.2 JSON API; MCP streamable HTTP at /mcp."},
             "paths": paths,
             "components": {"schemas": schemas, "securitySchemes": {"apiKey": {

@@ -3,7 +3,7 @@ readiness, the OpenAPI document, and the MCP streamable-HTTP endpoint at ``/mcp`
 Starlette app behind :class:`contextd.service.guard.Guard`.
 
 The index is reached only through the :class:`contextd.server.lifecycle.EngineHandle`
-(:func:`contextd.owner.connect` with duties): the service is one more process of the owner
+(:func:`contextd.runtime.owner.connect` with duties): the service is one more process of the owner
 protocol, owning the database or calling the process that does.
 """
 
@@ -84,7 +84,7 @@ class ServiceRoutes:
             lambda: engine.delete_context(body.file_path)))
 
     async def query_context(self, request: Request) -> JSONResponse:
-        from contextd.query_api import QueryRequest
+        from contextd.query.records import QueryRequest
 
         body = await self._parse(request, api.QueryContextRequest)
         engine = await self._engine()

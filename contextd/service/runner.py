@@ -16,7 +16,7 @@ import socket
 import anyio
 
 from contextd.errors import ContextdError
-from contextd.project import Project
+from contextd.config.project import Project
 
 log = logging.getLogger("contextd.service")
 
@@ -42,7 +42,8 @@ def serve_service(root: str | None, config_path: str | None, host: str | None,
     from mcp.server.transport_security import TransportSecuritySettings
 
     from contextd.server.app import build_app
-    from contextd.server.lifecycle import EngineHandle, run_uvicorn
+    from contextd.server.engine_handle import EngineHandle
+    from contextd.server.lifecycle import run_uvicorn
     from contextd.service.app import build_service
     from contextd.service.keys import KeyRing
 

@@ -2,7 +2,7 @@
 
 An agent's tool answers are capped (Claude Code warns at 10k tokens), yet a research question
 needs more than one answer's worth of evidence. search_knowledge therefore runs the ordinary
-query path (:meth:`contextd.engine.Engine.query`), keeps its top results in a *session* in the
+query path (:meth:`contextd.runtime.engine.Engine.query`), keeps its top results in a *session* in the
 index database and answers with the session id and a short preview; get_search_results hands
 out the full chunks of one or several sessions later. Sessions live in the store, not in the
 memory of the process that ran the search, so every process of the project (another MCP
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from contextd.errors import UsageError
-from contextd.query_api import Hit, QueryRequest, QueryResponse
+from contextd.query.records import Hit, QueryRequest, QueryResponse
 from contextd.records import to_dict
 from contextd.sessions.records import (
     SearchRequest, SearchResults, SearchSession, SessionHit, SessionInfo, SessionList,

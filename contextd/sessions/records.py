@@ -1,7 +1,7 @@
 """The records of search sessions: what search_knowledge, get_search_results and
 list_search_results take and answer, in every surface (MCP tools, CLI ``--json``, the owner
 socket). Plain frozen dataclasses, so :func:`contextd.records.to_dict` and
-:func:`contextd.rpc.from_dict` carry them across processes unchanged."""
+:func:`contextd.runtime.rpc.from_dict` carry them across processes unchanged."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from contextd.similarity import similarities
+from contextd.vectors.similarity import similarities
 from contextd.stash.model import ALL_SESSIONS, SegmentType
 from contextd.store.base import SegmentRow
 
@@ -175,7 +175,7 @@ class StashIndex:
     def similarities(self, vector: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Cosine similarity of ``vector`` to the given rows (vectors are L2-normalised).
         All rows at once when most are wanted: one contiguous product beats a gather. Small
-        products stay on this thread (see contextd.similarity.SINGLE_THREAD_ROWS)."""
+        products stay on this thread (see contextd.vectors.similarity.SINGLE_THREAD_ROWS)."""
         if len(rows) > self.size // 2:
             return similarities(self.matrix[:self.size], vector)[rows]
         return similarities(self.matrix[rows], vector)

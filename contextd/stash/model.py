@@ -1,7 +1,7 @@
 """The records of agent memory: what an agent hands over, what it gets back.
 
 They are plain dataclasses that serialise one-to-one to JSON (:func:`contextd.records.to_dict`)
-and rebuild from it (:func:`contextd.rpc.from_dict`), so the MCP tools, the CLI's ``--json``,
+and rebuild from it (:func:`contextd.runtime.rpc.from_dict`), so the MCP tools, the CLI's ``--json``,
 the Python API and the owner socket all carry the same fields. Times cross every boundary as
 ISO 8601 strings in UTC.
 """
@@ -226,7 +226,7 @@ def new_segment_id() -> str:
 
 def with_ids(request: StashRequest) -> StashRequest:
     """The request with a fresh id on every segment that has none, given in the calling
-    process before the call leaves it (see :meth:`contextd.owner.SharedEngine.stash`). This
+    process before the call leaves it (see :meth:`contextd.runtime.owner.SharedEngine.stash`). This
     module is light on purpose: a tool thread imports it while the engine's thread may be
     importing the providers."""
     return replace(request, segments=tuple(

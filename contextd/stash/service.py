@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from contextd.errors import ModelUnavailableError, StashFullError, UsageError
-from contextd.scrub import get_scrubber
+from contextd.scrub.scrubber import get_scrubber
 from contextd.stash.index import Filter, StashIndex, epoch
 from contextd.stash.model import (
     ALL_SESSIONS, MAX_HOPS_LIMIT, MAX_TOP_K, ChangeResult, GcResult, MergeResult,
@@ -34,8 +34,8 @@ from contextd.stash.model import (
 )
 from contextd.stash.ranking import Weights, collapse_duplicates, follow_references, score_parts
 from contextd.store.base import IndexStore, SegmentRow
-from contextd.store.duckdb_store import text_hash
-from contextd.tokens import estimate_tokens
+from contextd.store.rows import text_hash
+from contextd.text.tokens import estimate_tokens
 
 CLOCK_ENV = "CONTEXTD_NOW"
 # How long a stash or retrieval waits for the embedding model to load.

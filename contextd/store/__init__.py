@@ -1,5 +1,5 @@
 """The index store: an interface (:mod:`contextd.store.base`) and its implementations,
-DuckDB (:mod:`contextd.store.duckdb_store`) and PostgreSQL (:mod:`contextd.store.postgres`)."""
+DuckDB (:mod:`contextd.store.duckdb`) and PostgreSQL (:mod:`contextd.store.postgres`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ __all__ = ["Changes", "ChunkRow", "FileRecord", "FileState", "IndexedChunk", "In
 
 
 def open_store(project) -> IndexStore:
-    """Open (creating or migrating) the index of a :class:`contextd.project.Project`: its
+    """Open (creating or migrating) the index of a :class:`contextd.config.project.Project`: its
     DuckDB file (sealed at rest when ``security.encrypt_db`` is on), or its workspace of a
     shared PostgreSQL database (``storage.backend``)."""
     storage = project.config.storage
@@ -22,15 +22,15 @@ def open_store(project) -> IndexStore:
 
         identity = project_identity(project.root, storage.workspace)
         return open_postgres(storage.url, workspace_id(identity), identity, str(project.root))
-    from contextd.git_exclude import exclude_index_dir
+    from contextd.store.git_exclude import exclude_index_dir
 
     if project.config.security.encrypt_db:  # sealed at rest (contextd.crypto)
         from contextd.crypto import db_secret
-        from contextd.crypto.store import EncryptedDuckDBStore
+        from contextd.store.encrypted import EncryptedDuckDBStore
 
         store = EncryptedDuckDBStore(project.db_path, db_secret(project.config))
     else:
-        from contextd.store.duckdb_store import DuckDBStore
+        from contextd.store.duckdb import DuckDBStore
 
         store = DuckDBStore(project.db_path)
     exclude_index_dir(project.root, project.db_path)

@@ -1,6 +1,6 @@
 """The store interface: everything the rest of contextd may ask of the index database.
 
-Only store modules speak SQL. DuckDB (:mod:`contextd.store.duckdb_store`) is the embedded
+Only store modules speak SQL. DuckDB (:mod:`contextd.store.duckdb`) is the embedded
 default; a PostgreSQL + pgvector backend for teams would be another implementation of
 :class:`IndexStore`, not a rewrite of its callers.
 """
@@ -526,7 +526,7 @@ class IndexStore(abc.ABC):
     @abc.abstractmethod
     def snapshot(self, destination: str) -> None:
         """Write a consistent copy of the whole index to the new file ``destination`` while
-        the store stays open and writable (backups; see :mod:`contextd.backup`)."""
+        the store stays open and writable (backups; see :mod:`contextd.runtime.backup`)."""
 
     @abc.abstractmethod
     def vacuum(self) -> None:

@@ -10,5 +10,5 @@ index live in a browser: overview, progress, jobs, errors, search and what conte
 * :mod:`contextd.web.pages` — one small module per page.
 
 The manager never opens the database itself: it talks to the project's engine through
-:mod:`contextd.owner`, so it is the owner or one of its clients, never a second writer.
+:mod:`contextd.runtime.owner`, so it is the owner or one of its clients, never a second writer.
 """

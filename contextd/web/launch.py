@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from contextd.errors import ContextdError
-from contextd.project import Project
+from contextd.config.project import Project
 from contextd.web import registry
 
 # How long a new manager may take to bind its port and register.

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from contextd.errors import ContextdError
-from contextd.owner import runtime_dir
+from contextd.runtime.election import runtime_dir
 
 
 def workspace_id(root: Path) -> str:

@@ -2,7 +2,7 @@
 
 The process binds 127.0.0.1 (a free port unless one is configured), prints its full URL
 (token included) as the first line of stdout, records itself in the registry, and opens the
-project's engine in the background through :mod:`contextd.owner` (becoming the owner, with
+project's engine in the background through :mod:`contextd.runtime.owner` (becoming the owner, with
 the catch-up and the watcher, or a client of the running one). One manager per project: a
 second ``contextd ui`` prints the running one's URL instead of starting another.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from contextd.errors import ContextdError
-from contextd.project import Project
+from contextd.config.project import Project
 from contextd.web import registry
 
 log = logging.getLogger("contextd.web")
@@ -61,7 +61,7 @@ def run_manager(project: Project, config_path: str | None, port: int | None = No
     actual = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)
     url = f"http://127.0.0.1:{actual}/?token={token}"
-    from contextd.server.lifecycle import EngineHandle
+    from contextd.server.engine_handle import EngineHandle
     from contextd.web.app import build_app
     from contextd.web.feed import ProgressFeed
 

@@ -5,13 +5,13 @@ For teams that run an embedding server on a GPU box: bulk indexing goes to the s
 batching, a concurrency limit, retries and a per-minute rate limit), while vectors are stored
 under an identity naming the server's model, dimension and host, so they never mix with a
 local model's. Settings come from ``[embedding]`` in context.toml, else the environment and
-the project's ``.env`` (:mod:`contextd.config_env`). Importing this package does no network
+the project's ``.env`` (:mod:`contextd.config.env`). Importing this package does no network
 I/O; nothing is sent until texts are embedded.
 """
 
 from __future__ import annotations
 
-from contextd.config import EmbeddingConfig
+from contextd.config.sections import EmbeddingConfig
 
 
 def _build(config: EmbeddingConfig, protocol):

@@ -19,13 +19,13 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from contextd.config import EmbeddingConfig
-from contextd.config_env import api_key, default_api_key_variable
+from contextd.config.sections import EmbeddingConfig
+from contextd.config.env import api_key, default_api_key_variable
 from contextd.embedders.remote.client import RemoteClient
 from contextd.embedders.remote.protocols import Protocol
 from contextd.embedders.remote.ratelimit import RateLimiter
 from contextd.errors import RemoteEmbeddingError
-from contextd.tokens import estimate_tokens
+from contextd.text.tokens import estimate_tokens
 
 # [CLS] and [SEP] (or the model's equivalents) come on top of the text's own tokens.
 SPECIAL_TOKENS = 2

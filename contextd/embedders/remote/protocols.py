@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from contextd.config_env import OLLAMA_BASE_URL, OPENAI_BASE_URL
+from contextd.config.env import OLLAMA_BASE_URL, OPENAI_BASE_URL
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from contextd.config import EmbeddingConfig
+from contextd.config.sections import EmbeddingConfig
 from contextd.errors import ContextdError
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ class LocalQueries:
     def _probe(self) -> Any:
         """The local embedder when it agrees with the server on the probe text, else None
         (with ``route`` saying why)."""
-        from contextd.embedding import get_embedder
+        from contextd.embedders.registry import get_embedder
 
         remote_vector = self.remote.embed_query(PROBE_TEXT)  # a server error is the user's
         try:

@@ -7,7 +7,7 @@ import io
 import zipfile
 from pathlib import PurePosixPath
 
-from contextd.knowledge.readers import DocumentText, ReadFailure
+from contextd.knowledge.readers.base import DocumentText, ReadFailure
 
 
 def _heading_level(style_name: str) -> int:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from contextd.chunking import decode_text
-from contextd.knowledge.readers import DocumentText, ReadFailure
+from contextd.chunkers.chunking import decode_text
+from contextd.knowledge.readers.base import DocumentText, ReadFailure
 
 _SKIPPED = ("script", "style", "noscript", "template", "svg", "nav", "head", "iframe")
 _BLOCKS = {"p", "div", "section", "article", "li", "tr", "blockquote", "dd", "dt",

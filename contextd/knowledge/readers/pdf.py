@@ -13,7 +13,7 @@ import io
 import logging
 from pathlib import PurePosixPath
 
-from contextd.knowledge.readers import DocumentText, ReadFailure
+from contextd.knowledge.readers.base import DocumentText, ReadFailure
 
 # pypdf logs every malformed object it recovers from; one line per document is enough.
 logging.getLogger("pypdf").setLevel(logging.ERROR)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from contextd.chunking import decode_text
-from contextd.knowledge.readers import DocumentText, ReadFailure, format_of
+from contextd.chunkers.chunking import decode_text
+from contextd.knowledge.readers.base import DocumentText, ReadFailure, format_of
 
 
 def read_plain(data: bytes, name: str) -> DocumentText:

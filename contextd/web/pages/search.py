@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from contextd.query_api import QueryRequest
+from contextd.query.records import QueryRequest
 from contextd.records import ContextScope
-from contextd.render import context_from_response, render_context
+from contextd.query.render import context_from_response, render_context
 from contextd.web.layout import esc, int_param
 
 PATH = "/search"

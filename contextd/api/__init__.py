@@ -1,0 +1,2 @@
+"""The Python API a caller imports: ContextModule.open in a deployment mode, and Memory.
+"""

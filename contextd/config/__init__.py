@@ -1,0 +1,3 @@
+"""Configuration: context.toml's typed sections, their loading and checks, the environment
+overlay, and the Project they belong to.
+"""

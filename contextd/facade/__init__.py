@@ -1,0 +1,2 @@
+"""The project facade: one object over the query pipeline, the knowledge base and memory.
+"""

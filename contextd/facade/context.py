@@ -1,0 +1,226 @@
+"""ProjectContext: one project's context behind one object (spec 004 §5.1).
+
+A thin facade over three capabilities that share one index and one embedding model:
+
+* the query pipeline (:mod:`contextd.query.pipeline`): ``get_task_context``, ``query``,
+  ``retrieve``, ``render``;
+* the knowledge base (:mod:`contextd.knowledge`): ``knowledge_*``;
+* agent memory (:mod:`contextd.stash`): ``stash``.
+
+The Engine (:mod:`contextd.runtime.engine`) builds one per project for the CLI, the MCP tools
+and the owner's socket; an orchestrator gets one from ``ContextModule.open``
+(:mod:`contextd.api.module`), which adds the choice of deployment mode on top.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Iterable
+
+from contextd.contextualizers.stage import stage_stats
+from contextd.knowledge.scope import knowledge_request
+from contextd.providers.base import EmbedderHandle
+from contextd.query.pipeline import MODEL_WAIT_S, QueryPipeline
+from contextd.query.records import QueryRequest, QueryResponse
+from contextd.query.render import render_context
+from contextd.query.task import build_query, task_field, task_scope
+from contextd.records import ContextScope, TaskContext, TokenBudget
+
+log = logging.getLogger(__name__)
+
+
+class ProjectContext:
+    """Retrieves, fuses, de-duplicates and budgets context for a project's index; holds its
+    knowledge base and agent memory."""
+
+    def __init__(self, project: Any, store: Any):
+        self.project = project
+        self.store = store
+        self.config = project.config
+        self.embedder = EmbedderHandle(self.config)
+        self.pipeline = QueryPipeline(project, store, self.embedder, lambda: self.stash)
+        self._lock = threading.RLock()
+        self._stash: Any = None
+        self._knowledge: Any = None
+        self._embed_lock = threading.Lock()
+        # The Engine this context was opened with (ContextModule.open): closed by shutdown().
+        self._engine: Any = None
+
+    # ----- what the pipeline holds ------------------------------------------------------------
+    @property
+    def budgets(self):
+        """The :class:`contextd.query.budget.BudgetManager` of this project."""
+        return self.pipeline.budgets
+
+    @property
+    def catalog(self):
+        """The in-memory chunk catalog every provider shares."""
+        return self.pipeline.catalog
+
+    @property
+    def knowledge_scope(self):
+        """Knowledge contexts → the documents a query's scope holds."""
+        return self.pipeline.knowledge_scope
+
+    def provider(self, provider_id: str) -> Any:
+        """The initialised provider with this id (created on first use), or None if unknown."""
+        return self.pipeline.provider(provider_id)
+
+    def provider_factories(self) -> dict[str, Any]:
+        """Registered provider factories by id."""
+        return self.pipeline.provider_factories()
+
+    def enabled_ids(self) -> list[str]:
+        """Ids of registered providers enabled in the configuration."""
+        return self.pipeline.enabled_ids()
+
+    def warm_up(self, wait: bool = False, timeout: float | None = None) -> None:
+        """Load the embedding model and build the in-memory indexes, in the background
+        (``wait``: before returning)."""
+        self.pipeline.warm_up(wait=wait, timeout=timeout)
+
+    # ----- the query path -----------------------------------------------------------------------
+    def get_task_context(self, task: Any) -> TaskContext:
+        """Context for a task (dict or object with title, description, keywords, paths,
+        languages, kinds, exclude_patterns, files, folders, contexts (knowledge contexts
+        searched beside the project), complexity 1-10, task_type, task_id, k, and memory: a
+        session id (or "*") to add that agent memory to the context).
+
+        With ``core.fallback_enabled`` any failure gives an empty TaskContext and a logged
+        warning instead of an exception.
+        """
+        task_id = str(task_field(task, "task_id", ""))
+        query = build_query(task)
+        try:
+            scope = task_scope(task)
+            contexts = tuple(task_field(task, "contexts", ()))
+            if contexts:
+                scope = self.knowledge_scope.scope_for(
+                    QueryRequest(query, scope=scope, contexts=contexts),
+                    self.store.generation())
+            budget = self.budgets.calculate(task_field(task, "complexity"),
+                                            task_field(task, "task_type"))
+            k = int(task_field(task, "k", self.config.query.default_k))
+            return self.retrieve(query, scope=scope, budget=budget, k=k, task_id=task_id)
+        except Exception as exc:
+            if not self.config.core.fallback_enabled:
+                raise
+            log.warning("context retrieval failed, continuing without context: %s", exc)
+            return TaskContext.empty(task_id, query, f"context unavailable: {exc}")
+
+    @staticmethod
+    def build_query(task: Any) -> str:
+        """Title, description and keywords of a task as one query text."""
+        return build_query(task)
+
+    def query(self, request: QueryRequest) -> QueryResponse:
+        """Answer a QueryRequest (CLI, MCP tool, socket)."""
+        return self.pipeline.query(request)
+
+    def retrieve(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
+                 providers: Iterable[str] | None = None, min_score: float | None = None,
+                 task_id: str = "") -> TaskContext:
+        """The whole pipeline for one query text (:meth:`QueryPipeline.retrieve`)."""
+        return self.pipeline.retrieve(query, scope=scope, budget=budget, k=k,
+                                      providers=providers, min_score=min_score,
+                                      task_id=task_id)
+
+    def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
+        """The ``<project_context>`` block of a TaskContext (spec 004 §7.1)."""
+        return render_context(task_context, max_tokens)
+
+    # ----- agent memory (see contextd.stash) ------------------------------------------------------
+    @property
+    def stash(self) -> Any:
+        """Agent memory of this project (:class:`contextd.stash.service.StashService`), one
+        per project so its in-memory index is shared by the stash tools and the provider."""
+        with self._lock:
+            if self._stash is None:
+                from contextd.stash.service import StashService
+
+                self._stash = StashService(self.store, self.config, self.embedder)
+            return self._stash
+
+    # ----- knowledge base (see contextd.knowledge) ------------------------------------------------
+    @property
+    def knowledge(self):
+        """The :class:`contextd.knowledge.service.KnowledgeBase` of this index."""
+        with self._lock:
+            if self._knowledge is None:
+                from contextd.knowledge.service import KnowledgeBase
+
+                self._knowledge = KnowledgeBase(self.project, self.store, self._embed_missing,
+                                                self.config.embedding.model)
+            return self._knowledge
+
+    def _embed_missing(self) -> int:
+        """Vectors for stored chunks lacking one (a knowledge add's new chunks), with the
+        model the queries use; 0 when it cannot load (the add stays searchable by text)."""
+        from contextd.indexer.embed_stage import embed_missing
+
+        embedder = self.embedder.wait(MODEL_WAIT_S)
+        if embedder is None:
+            return 0
+        return embed_missing(self.store, embedder, self.config.embedding.batch_size,
+                             lock=self._embed_lock)
+
+    def knowledge_create_context(self, name: str, description: str = ""):
+        """Create a knowledge context; returns its ContextInfo."""
+        return self.knowledge.create_context(name, description)
+
+    def knowledge_list_contexts(self):
+        """Every knowledge context (ContextList), sorted by name."""
+        return self.knowledge.list_contexts()
+
+    def knowledge_show_context(self, name: str):
+        """A context and its documents (ContextDetail)."""
+        return self.knowledge.show_context(name)
+
+    def knowledge_delete_context(self, name: str, confirm: bool = False):
+        """Delete a context (never ``default``; ``confirm=True`` required)."""
+        return self.knowledge.delete_context(name, confirm)
+
+    def knowledge_add(self, paths: Iterable[str], contexts: Iterable[str] | None = None,
+                      include: Iterable[str] = (), exclude: Iterable[str] = ()):
+        """Add files or folders to contexts (``default`` when none); an AddReport."""
+        return self.knowledge.add(list(paths), list(contexts or ()), list(include),
+                                  list(exclude))
+
+    def knowledge_remove(self, paths: Iterable[str], contexts: Iterable[str] | None = None):
+        """Take documents out of contexts (all when none); a RemoveReport."""
+        return self.knowledge.remove(list(paths), list(contexts or ()) or None)
+
+    def knowledge_search(self, query: str, contexts: Iterable[str] | None = None,
+                         k: int | None = None, include_project: bool = False,
+                         max_tokens: int | None = None) -> QueryResponse:
+        """Search knowledge contexts (all when none is named), with the project's chunks
+        too when ``include_project``; hits carry contexts, document and page in metadata."""
+        return self.query(knowledge_request(query, list(contexts or ()), k, include_project,
+                                            max_tokens, wait_for_model=True))
+
+    # ----- reporting and lifecycle ----------------------------------------------------------------
+    def flush_usage(self) -> None:
+        """Wait until every queued usage_metrics row is written (for readers of them)."""
+        self.pipeline.flush_usage()
+
+    def stats(self) -> dict[str, Any]:
+        """Providers (id, name, type, enabled, available, stats), storage, average latencies
+        and languages, for ``contextd stats`` and get_context_stats."""
+        self.flush_usage()
+        providers = self.pipeline.provider_stats()
+        storage = self.store.stats()
+        return {"providers": providers, "storage": storage,
+                "performance": self.pipeline.performance(),
+                "languages": storage.get("languages", {}),
+                "contextualizer": {**stage_stats(self.config, self.store),
+                                   "contextualized_chunks": storage.get("contextualized_chunks")}}
+
+    def shutdown(self) -> None:
+        """Shut the pipeline's providers down (and close the index when opened with
+        ``ContextModule.open``)."""
+        with self._lock:
+            engine, self._engine = self._engine, None
+        self.pipeline.shutdown()
+        if engine is not None:
+            engine.close()

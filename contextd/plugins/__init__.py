@@ -1,0 +1,2 @@
+"""The plugin manager (pluggy): third-party entry points, then the built-ins.
+"""

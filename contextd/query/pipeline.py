@@ -1,0 +1,379 @@
+"""The query pipeline (spec 004 §5): one query text in, a TaskContext out, the stages in order.
+
+    request → understand the text (a dense, a lexical and a symbol query; intent; evidence)
+            → providers in parallel, each sent the query meant for its kind (isolated,
+              time-limited; a hybrid provider fuses its own sub-providers)
+            → fuse (reciprocal rank fusion) → boost (intent x file role, exact evidence)
+            → de-duplicate → calibrate (absolute scores, "no strong match", ``min_score``)
+            → MMR on embeddings within the token budget
+            → mark the lines that matched → record usage
+            → TaskContext (snippets, tokens, attribution, timings), or a QueryResponse with
+              files ranked by their chunks when asked ``by_file``
+
+:meth:`QueryPipeline.run` is that route, top to bottom; each stage is a module of this
+package (understanding, fusion, calibration, budget, render...) or a provider plugin
+(:mod:`contextd.providers`). The pipeline owns what the stages share: the provider
+instances, the in-memory chunk catalog, the embedding model's handle and the usage thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import threading
+import time
+from typing import Any, Callable, Iterable
+
+from contextd.errors import StoreError, UsageError
+from contextd.knowledge.scope import KnowledgeScope
+from contextd.providers.base import DEFAULT_CANDIDATES, ProviderContext, ProviderQuery
+from contextd.providers.catalog import ChunkCatalog
+from contextd.providers.runner import ProviderRun, run_providers
+from contextd.query.budget import BudgetManager
+from contextd.query.calibration import NO_MATCH_NOTE, calibrate
+from contextd.query.evidence import ExactQuery, matched_lines, words
+from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
+from contextd.query.records import FileResult, Hit, QueryRequest, QueryResponse
+from contextd.query.roles import checked_roles
+from contextd.query.scope_check import check_scope
+from contextd.query.understanding import (
+    UnderstoodQuery, aggregate_files, apply_boosts, understand,
+)
+from contextd.query.usage import UsageRecorder
+from contextd.records import ContextScope, ContextSnippet, TaskContext, TokenBudget
+from contextd.scrub.scrubber import scrub_secrets
+
+log = logging.getLogger(__name__)
+
+HYBRID_ID = "hybrid"
+SEMANTIC_ID = "semantic"
+STASH_ID = "stash"
+# Candidates fetched per provider: a multiple of k, so MMR and the budget have a choice.
+CANDIDATES_PER_RESULT = 4
+# Latencies kept for the averages of ``stats()``.
+PERFORMANCE_WINDOW = 1000
+# How long a request with wait_for_model waits (the very first run exports the model).
+MODEL_WAIT_S = 120.0
+# Lines of a snippet named as the ones that matched the query (a listing's preview).
+MATCHED_LINES = 3
+
+
+class QueryPipeline:
+    """Runs one query through the stages over a project's index.
+
+    ``embedder`` is the model handle shared with memory and the knowledge base; ``memory``
+    returns agent memory for the stash provider (created on first use by the caller).
+    """
+
+    def __init__(self, project: Any, store: Any, embedder: Any, memory: Callable[[], Any]):
+        self.project = project
+        self.store = store
+        self.config = project.config
+        self.budgets = BudgetManager(self.config.budget)
+        self.embedder = embedder
+        # Chunk rows, paths, symbols and links in memory, shared by every provider.
+        self.catalog = ChunkCatalog(store)
+        # Knowledge contexts → the documents a query's scope holds (cached per generation).
+        self.knowledge_scope = KnowledgeScope(store)
+        self._memory = memory
+        self._lock = threading.RLock()
+        self._factories: dict[str, Any] | None = None
+        self._providers: dict[str, Any] = {}
+        # Set by shutdown(): a warm-up still running in the background stops instead of
+        # building providers again over a closing store.
+        self._shut_down = False
+        self._latency: dict[str, collections.deque] = collections.defaultdict(
+            lambda: collections.deque(maxlen=PERFORMANCE_WINDOW))
+        self._usage = UsageRecorder(store)
+
+    # ----- providers ----------------------------------------------------------------------
+    def provider_factories(self) -> dict[str, Any]:
+        """Registered provider factories by id (from the plugin hook, first registration
+        wins)."""
+        with self._lock:
+            if self._factories is None:
+                from contextd.plugins.manager import collect
+
+                found = collect("register_providers", key=lambda args: args[0].id)
+                self._factories = {pid: reg.value for pid, reg in found.items()}
+            return self._factories
+
+    def provider(self, provider_id: str) -> Any:
+        """The initialised provider with this id (created on first use), or None if unknown."""
+        with self._lock:
+            instance = self._providers.get(provider_id)
+            if instance is None:
+                factory = self.provider_factories().get(provider_id)
+                if factory is None:
+                    return None
+                instance = factory()
+                instance.initialize(ProviderContext(project=self.project, config=self.config,
+                                                    store=self.store, embedder=self.embedder,
+                                                    provider=self.provider,
+                                                    catalog=self.catalog,
+                                                    extras={"stash": self._memory}))
+                self._providers[provider_id] = instance
+            return instance
+
+    def enabled_ids(self) -> list[str]:
+        """Ids of registered providers enabled in the configuration."""
+        return [pid for pid in self.provider_factories() if self.config.provider(pid).enabled]
+
+    def warm_up(self, wait: bool = False, timeout: float | None = None) -> None:
+        """Load the embedding model and build the in-memory indexes, in the background
+        (``wait``: before returning)."""
+        self.embedder.start()
+
+        def build() -> None:
+            try:
+                self.catalog.sync()
+                self.embedder.wait(timeout)
+                for pid in self.enabled_ids():
+                    if self._shut_down:
+                        return
+                    self.provider(pid).warm_up()
+            except StoreError:
+                if not self._shut_down:
+                    raise
+
+        if wait:
+            build()
+        else:
+            threading.Thread(target=build, name="contextd-warm-up", daemon=True).start()
+
+    # ----- the route ------------------------------------------------------------------------
+    def query(self, request: QueryRequest) -> QueryResponse:
+        """Answer a QueryRequest (CLI, MCP tool, socket)."""
+        if request.wait_for_model:
+            self.embedder.wait(MODEL_WAIT_S)
+        budget = (self.budgets.for_snippets(request.max_tokens) if request.max_tokens
+                  else self.budgets.calculate())
+        k = request.k or self.config.query.default_k
+        scope = self.knowledge_scope.scope_for(request, self.store.generation())
+        context, pool = self.run(request.query, scope=scope, budget=budget, k=k,
+                                 providers=request.providers, min_score=request.min_score,
+                                 task_id=request.task_id, mmr_lambda=request.mmr_lambda)
+        hits = self.knowledge_scope.annotate([Hit.from_snippet(s) for s in context.snippets],
+                                             self.store.generation())
+        files = self._files(pool, k) if request.by_file else ()
+        return QueryResponse(query=request.query, total=len(hits), hits=hits,
+                             total_tokens=context.total_tokens, providers=context.providers,
+                             timings_ms=context.timings_ms, notes=context.notes, files=files)
+
+    def retrieve(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
+                 providers: Iterable[str] | None = None, min_score: float | None = None,
+                 task_id: str = "") -> TaskContext:
+        """The whole route for one query text. A scope whose knowledge part is not set
+        (``documents`` None) searches the project only."""
+        if scope.documents is None:
+            scope = self.knowledge_scope.scope_for(QueryRequest(query, scope=scope),
+                                                   self.store.generation())
+        return self.run(query, scope=scope, budget=budget, k=k, providers=providers,
+                        min_score=min_score, task_id=task_id)[0]
+
+    def run(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
+            providers: Iterable[str] | None, min_score: float | None, task_id: str,
+            mmr_lambda: float | None = None) -> tuple[TaskContext, list[ContextSnippet]]:
+        """The stages in order. Returns the TaskContext plus the pool MMR chose from (fused,
+        boosted and de-duplicated candidates, best first), which ``by_file`` ranks files
+        from."""
+        started = time.perf_counter()
+        if not self.config.core.enabled:
+            return TaskContext.empty(task_id, query,
+                                     "context disabled (core.enabled = false)"), []
+        if not query.strip():
+            return TaskContext.empty(task_id, query, "empty query"), []
+        # Agent memory joins only when the scope asks for it.
+        selected = [p for p in self._select(providers) if p.id != STASH_ID or scope.memory]
+        checked_roles(scope.roles)  # a misspelt role is the caller's error, not a provider's
+        generation = self.store.generation()
+        self._check_scope(scope, generation)
+        understood = self._understand(query)
+        # min_score applies to the calibrated scores below, not to each provider's own scale.
+        provider_query = ProviderQuery(query, max(DEFAULT_CANDIDATES, k * CANDIDATES_PER_RESULT),
+                                       0.0, generation,
+                                       understood.texts_by_kind() if understood else {})
+        runs, candidates, notes = self._gather(selected, provider_query, scope, budget)
+        if understood:
+            candidates = apply_boosts(candidates, understood, self.config.ranking)
+        unique, confidence = calibrate(deduplicate(candidates),
+                                       understood.exact if understood else None)
+        if unique and confidence < self.config.ranking.strong_match_confidence:
+            notes.append(NO_MATCH_NOTE.format(confidence))
+        if min_score:
+            unique = [s for s in unique if s.score >= min_score]
+        vectors = self._vectors([s.chunk_id for s in unique], generation)
+        selection = mmr_select(unique, vectors,
+                               self.config.query.mmr_lambda if mmr_lambda is None else mmr_lambda,
+                               self.budgets.available(budget), k,
+                               rerank=self.config.query.rerank_enabled)
+        if selection.used_word_overlap and self.embedder.started:  # else no vector was asked for
+            notes.append("MMR used word overlap for snippets without an embedding yet")
+        if unique and not selection.snippets:
+            smallest = min(s.tokens for s in unique)
+            notes.append(f"{len(unique)} snippet(s) matched but none fits the token budget of "
+                         f"{self.budgets.available(budget)} tokens (the smallest needs "
+                         f"{smallest}); raise the budget")
+        self.budgets.log_usage(budget, selection.total_tokens)
+        # MMR decides which snippets make the cut; they are shown most relevant first.
+        chosen = self._mark_matches(sorted(selection.snippets, key=lambda s: -s.score),
+                                    query, understood)
+        attribution = collections.Counter(p for s in chosen for p in s.providers)
+        timings = {pid: round(run.elapsed_ms, 2) for pid, run in runs.items()}
+        timings["total"] = round((time.perf_counter() - started) * 1000, 2)
+        self._record(task_id, query, chosen, selection.total_tokens, timings)
+        return TaskContext(task_id=task_id, query=query, snippets=tuple(chosen),
+                           total_tokens=selection.total_tokens, providers=dict(attribution),
+                           timings_ms=timings, notes=tuple(dict.fromkeys(notes))), unique
+
+    # ----- the stages -------------------------------------------------------------------------
+    def _select(self, providers: Iterable[str] | None) -> list[Any]:
+        """Requested providers, or the enabled set (hybrid plus what it does not combine)."""
+        if providers is not None:
+            ids = list(dict.fromkeys(providers))
+            unknown = [pid for pid in ids if pid not in self.provider_factories()]
+            if unknown:
+                raise UsageError(f"unknown provider(s) {', '.join(unknown)}; choose from: "
+                                 f"{', '.join(sorted(self.provider_factories()))}")
+        else:
+            ids = self.enabled_ids()
+            if HYBRID_ID in ids:
+                combined = set(self.config.provider(HYBRID_ID).combines)
+                ids = [HYBRID_ID] + [pid for pid in ids if pid != HYBRID_ID and pid not in combined]
+        return [self.provider(pid) for pid in ids]
+
+    def _check_scope(self, scope: ContextScope, generation: int) -> None:
+        """Refuse filters no indexed chunk can match (:mod:`contextd.query.scope_check`)."""
+        if not (scope.languages or scope.kinds or scope.paths):
+            return
+        languages = self.store.stats().get("languages", {}) if scope.languages else ()
+        paths = self.catalog.file_paths(generation) if scope.paths else ()
+        check_scope(scope, languages, paths)
+
+    def _understand(self, query: str) -> UnderstoodQuery | None:
+        """The per-provider texts and boost inputs of a query, or None when
+        ``query.understanding_enabled`` is off (every provider then gets the raw text and no
+        boost applies)."""
+        if not self.config.query.understanding_enabled:
+            return None
+        return understand(query, self.config.ranking)
+
+    def _gather(self, selected: list[Any], query: ProviderQuery, scope: ContextScope,
+                budget: TokenBudget) -> tuple[dict[str, ProviderRun], list[ContextSnippet],
+                                              list[str]]:
+        """Run the selected providers; a hybrid provider alone reports its sub-providers."""
+        notes: list[str] = []
+        if len(selected) == 1 and hasattr(selected[0], "query_detailed"):
+            result = selected[0].query_detailed(query, scope, budget)
+            return result.runs, result.snippets, list(result.notes)
+        ready = []
+        for provider in selected:
+            if provider.is_available():
+                ready.append(provider)
+            elif provider.pending_note():
+                notes.append(provider.pending_note())
+        runs = run_providers(ready, query, scope, budget,
+                             lambda pid: self.config.provider(pid).timeout_ms)
+        notes += [f"provider {pid} left out: {run.error}" for pid, run in runs.items()
+                  if run.error]
+        ranked = {pid: run.snippets for pid, run in runs.items() if not run.error}
+        if len(ranked) == 1:
+            return runs, next(iter(ranked.values())), notes
+        hybrid = self.config.provider(HYBRID_ID)
+        weights = {pid: self.config.provider(pid).weight for pid in ranked}
+        fused = fuse(ranked, weights, FusionStrategy(hybrid.fusion_strategy), hybrid.rrf_k,
+                     order=list(ranked))
+        return runs, fused, notes
+
+    def _vectors(self, chunk_ids: list[str], generation: int) -> dict[str, Any]:
+        """Embeddings of candidate chunks for MMR, from the semantic and stash providers'
+        memory (none when no provider has asked for the model: MMR then uses word overlap)."""
+        if not self.embedder.started:
+            return {}
+        vectors: dict[str, Any] = {}
+        for pid in (SEMANTIC_ID, STASH_ID):
+            source = self.provider(pid) if pid in self.provider_factories() else None
+            if source is not None and hasattr(source, "vectors") and source.is_available():
+                vectors.update(source.vectors(chunk_ids, generation))
+        return vectors
+
+    @staticmethod
+    def _mark_matches(snippets: list[ContextSnippet], query: str,
+                      understood: UnderstoodQuery | None) -> list[ContextSnippet]:
+        """Each snippet with ``metadata["matched_lines"]``: the lines holding most of the
+        query, so a listing can show why it was found instead of its first lines."""
+        terms = frozenset(understood.lexical.split() if understood else words(query))
+        exact = understood.exact if understood else ExactQuery.of(query, ())
+        return [dataclasses.replace(s, metadata={**s.metadata, "matched_lines": lines})
+                if (lines := matched_lines(terms, exact, s.text, s.start_line, MATCHED_LINES))
+                else s for s in snippets]
+
+    def _record(self, task_id: str, query: str, snippets: list[ContextSnippet], tokens: int,
+                timings: dict[str, float]) -> None:
+        """Keep latencies for stats() and queue a usage_metrics row: the write (a database
+        transaction) happens on a background thread, off the query's latency."""
+        for key, value in timings.items():
+            self._latency[key].append(value)
+        metrics = self.config.metrics
+        if metrics.enabled:
+            by_provider: dict[str, list[float]] = collections.defaultdict(list)
+            for snippet in snippets:
+                for provider in snippet.providers:
+                    by_provider[provider].append(snippet.score)
+            self._usage.submit(  # a query may quote a credential: it is stored redacted
+                task_id, scrub_secrets(query, security=self.config.security).text,
+                sorted(by_provider), len(snippets),
+                tokens if metrics.track_token_usage else 0,
+                timings["total"] if metrics.track_latency else 0.0, None,
+                sorted({s.file_path for s in snippets}),
+                {p: round(sum(v) / len(v), 4) for p, v in by_provider.items()})
+
+    def _files(self, pool: list[ContextSnippet], k: int) -> tuple[FileResult, ...]:
+        """The best ``k`` files of the whole candidate pool. Not of the snippets MMR chose:
+        those are cut to the token budget, which bounds what an agent reads, not how many
+        files it is told about."""
+        return tuple(FileResult.from_file_hit(hit)
+                     for hit in aggregate_files(pool, self.config.ranking)[:k])
+
+    # ----- figures and lifecycle ----------------------------------------------------------------
+    def flush_usage(self) -> None:
+        """Wait until every queued usage_metrics row is written (for readers of them)."""
+        self._usage.flush()
+
+    def provider_stats(self) -> list[dict[str, Any]]:
+        """Each registered provider: id, name, type, enabled, available, pending note, stats."""
+        providers = []
+        for pid, factory in self.provider_factories().items():
+            enabled = self.config.provider(pid).enabled
+            instance = self.provider(pid) if enabled else None
+            providers.append({
+                "id": pid, "name": getattr(factory, "name", pid),
+                "type": getattr(getattr(factory, "type", None), "value", None),
+                "enabled": enabled,
+                "available": bool(instance and instance.is_available()) if enabled else False,
+                "pending": instance.pending_note() if instance else None,
+                "stats": instance.stats() if instance and hasattr(instance, "stats") else {}})
+        return providers
+
+    def performance(self) -> dict[str, Any]:
+        """Queries answered and their average latencies per provider and in total."""
+        averages = {key: round(sum(v) / len(v), 2) for key, v in self._latency.items() if v}
+        return {"queries": len(self._latency.get("total", ())), "avg_ms": averages}
+
+    def shutdown(self) -> None:
+        """Stop the usage thread (writing what it holds) and shut every provider down."""
+        with self._lock:
+            self._shut_down = True
+            providers, self._providers = self._providers, {}
+        self._usage.stop()
+        if self.embedder.loading:
+            # ONNX Runtime aborts the whole process (exit 134) when the interpreter exits
+            # while a daemon thread is still creating its session; a short command that only
+            # started the load (``contextd stats`` asking is_available) must wait for it.
+            self.embedder.wait(MODEL_WAIT_S)
+        for provider in providers.values():
+            try:
+                provider.shutdown()
+            except Exception as exc:
+                log.warning("provider %s failed to shut down: %s", provider.id, exc)

@@ -1,0 +1,115 @@
+"""Answer at once, improve in the background: the CLI side of a long first embedding.
+
+A first ``contextd query`` on a large repository used to sit for minutes embedding before it
+answered. Chunking (the lexical and symbol indexes) runs at ~100k lines/s; embedding at
+~150 chunks/s. So a command run by a person indexes the chunks, answers from them at once
+with a note that semantic results are still being computed, and hands the vectors to a
+background owner process: ``contextd owner`` (hidden), started detached, which takes the
+owner lock as soon as the command exits (:mod:`contextd.runtime.owner`), computes the vectors in the
+order that pays first, watches the files, serves later CLI and MCP calls warm, and exits
+after ``[owner] idle_exit_seconds`` without calls once its work is done.
+
+Below ``[owner] background_min_chunks`` pending chunks the command embeds them itself before
+answering (seconds), and no process is left behind; ``[owner] background = false`` turns the
+hand-off off.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from contextd.config.project import Project
+
+log = logging.getLogger(__name__)
+
+# Log file of the background owner, next to the database.
+OWNER_LOG = "owner.log"
+# How long a freshly started background owner waits to take the lock over.
+TAKEOVER_WAIT_S = 60.0
+# How often the background owner checks whether it has been idle long enough.
+IDLE_CHECK_S = 1.0
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """What :func:`index_for_command` did: vectors left for the background (``pending``
+    chunk texts), or none."""
+
+    pending: int = 0
+
+    @property
+    def handed_off(self) -> bool:
+        return self.pending > 0
+
+    def note(self) -> str:
+        return (f"semantic results are still being computed in the background "
+                f"({self.pending:,} chunks to embed); this answer comes from the lexical and "
+                "symbol indexes. 'contextd stats' shows how far the embedding is")
+
+
+def index_for_command(engine: Any, project: Project, progress: Any) -> Handoff:
+    """Bring the index up to date for a command run by a person, handing a long embedding
+    to the background when this process owns the index and the configuration allows it."""
+    owner = project.config.owner
+    if not (owner.background and getattr(engine, "is_owner", False)):
+        engine.ensure_indexed(progress=progress)
+        return Handoff()
+    engine.ensure_indexed(progress=progress, embed=False)
+    pending = engine.embeddings_pending()
+    if pending and pending < max(1, owner.background_min_chunks):
+        engine.ensure_indexed(progress=progress)  # nothing to chunk: only the vectors
+        return Handoff()
+    return Handoff(pending)
+
+
+def start_background_owner(project: Project) -> int:
+    """Start ``contextd owner`` for ``project``, detached (own session: a Ctrl-C in the
+    terminal does not reach it), logging to ``<db dir>/owner.log``; returns its pid."""
+    command = [sys.executable, "-m", "contextd", "--root", str(project.root)]
+    if project.config.source:
+        command += ["--config", str(project.config.source)]
+    command.append("owner")
+    log_path = project.db_path.parent / OWNER_LOG
+    with open(log_path, "ab") as log_file:
+        child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                 stderr=log_file, start_new_session=True, close_fds=True,
+                                 cwd=str(project.root))
+    log.info("background owner started (pid %d), logging to %s", child.pid, log_path)
+    return child.pid
+
+
+def run_background_owner(project: Project) -> None:
+    """The body of ``contextd owner``: take the index over (the command that started this
+    process still holds it for a moment), let the owner duties finish the embedding and
+    watch, and leave after ``idle_exit_seconds`` without calls once nothing is running.
+    Leaves at once when another long-running process (an MCP server) owns the index: that
+    one does the work."""
+    from contextd.runtime.owner import connect
+
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, lambda *_: stop.set())
+    engine = connect(project, duties=True, wait_s=TAKEOVER_WAIT_S)
+    try:
+        waited = 0.0
+        while not engine.is_owner and waited < TAKEOVER_WAIT_S and not stop.is_set():
+            stop.wait(0.1)
+            waited += 0.1
+        if not engine.is_owner:
+            return
+        idle_limit = project.config.owner.idle_exit_seconds
+        while not stop.wait(IDLE_CHECK_S):
+            idle = engine.idle_seconds()
+            if idle is not None and idle >= idle_limit:
+                log.info("background owner: idle for %.0f s, exiting", idle)
+                break
+    finally:
+        engine.close()
+    os._exit(0)  # the same reason as serve: native threads must not see finalisation

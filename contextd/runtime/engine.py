@@ -1,0 +1,326 @@
+"""The Engine: one project's index and query services, behind one set of methods.
+
+The CLI, the MCP tools and the owner's local socket all call these methods, so they behave the
+same everywhere. Every argument and return value is a plain record that serialises to JSON
+(:func:`contextd.records.to_dict`), which is what lets a thin client in another process call a
+running owner with the same signatures (see :mod:`contextd.runtime.owner`).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Sequence
+
+from contextd.runtime.jobs import recover_interrupted_jobs
+from contextd.errors import UsageError
+from contextd.facade.context import ProjectContext
+from contextd.config.project import Project
+from contextd.records import to_dict
+from contextd.store import IndexStore, open_store
+
+
+SKIPPED_EXAMPLES = 20  # skipped files named by stats (the counts cover them all)
+# Files with an indexing problem listed by stats (the store keeps them all).
+PROBLEM_FILES_SHOWN = 20
+
+
+class Engine:
+    """Index + query services of one project, living in the process that owns its database.
+
+    Parts load lazily: opening an Engine opens the store only (and marks jobs a dead owner
+    left running as interrupted); the embedder loads on the first query or indexing run
+    that needs it.
+    """
+
+    def __init__(self, project: Project, store: IndexStore | None = None, *,
+                 context_type: type[ProjectContext] = ProjectContext):
+        self.project = project
+        # What ``module`` builds: ContextModule.open asks for its own class (contextd.api).
+        self._context_type = context_type
+        self.store = store if store is not None else open_store(project)
+        if project.config.storage.backend == "duckdb":
+            # The owner election makes this the only writer: a job still marked running was
+            # left by a dead one. A shared (PostgreSQL) index has live writers elsewhere;
+            # there a rebuild's claim decides (contextd.runtime.jobs).
+            recover_interrupted_jobs(self.store)
+        self._lock = threading.RLock()
+        self._indexer = None
+        self._module = None
+        self._jobs = None
+        self._sessions = None
+
+    @classmethod
+    def open(cls, root: str | None = None, config_path: str | None = None) -> "Engine":
+        """Open the engine of a project directory (detected from the cwd when None)."""
+        return cls(Project.open(root, config_path))
+
+    # ----- parts, created on first use -------------------------------------------------
+    @property
+    def indexer(self):
+        """The :class:`contextd.indexer.Indexer` of this project."""
+        with self._lock:
+            if self._indexer is None:
+                from contextd.indexer import Indexer
+
+                self._indexer = Indexer(self.project, self.store)
+            return self._indexer
+
+    @property
+    def module(self):
+        """The :class:`contextd.facade.context.ProjectContext` answering queries, holding the
+        knowledge base and agent memory."""
+        with self._lock:
+            if self._module is None:
+                self._module = self._context_type(self.project, self.store)
+            return self._module
+
+    @property
+    def jobs(self):
+        """The :class:`contextd.runtime.jobs.JobRunner` running rebuilds one at a time."""
+        with self._lock:
+            if self._jobs is None:
+                from contextd.runtime.jobs import JobRunner
+
+                self._jobs = JobRunner(self.indexer, self.store)
+            return self._jobs
+
+    @property
+    def sessions(self):
+        """The :class:`contextd.sessions.manager.SessionManager` of search sessions."""
+        with self._lock:
+            if self._sessions is None:
+                from contextd.sessions.manager import SessionManager
+
+                self._sessions = SessionManager(self.project, self.store, self.query)
+            return self._sessions
+
+    # ----- indexing --------------------------------------------------------------------
+    def ensure_indexed(self, progress=None, embed: bool = True):
+        """Bootstrap or catch up (resuming an interrupted bootstrap) when the index is not
+        current; returns an :class:`contextd.indexer.IndexReport`. ``embed=False`` leaves
+        the vectors for later (see :mod:`contextd.runtime.background`)."""
+        return self.indexer.ensure_indexed(progress=progress, embed=embed)
+
+    def embeddings_pending(self) -> int:
+        """Distinct chunk texts still without a vector for the configured model."""
+        return self.store.count_missing_embeddings(self.indexer.embedder.identity)
+
+    def refresh(self, paths: Sequence[str] | None = None, force: bool = False, progress=None):
+        """Re-index changed files (all, or under ``paths``); returns an IndexReport."""
+        return self.indexer.refresh(paths=paths, force=force, progress=progress)
+
+    def rebuild(self, paths: Sequence[str] | None = None, *, dry_run: bool = False,
+                vacuum: bool = True, keep_errors: bool = False, wait: bool = True,
+                created_by: str = "cli", progress=None):
+        """Rebuild all or part of the index as a tracked job (one at a time); with
+        ``dry_run`` only estimate. Returns a :class:`contextd.runtime.jobs.RebuildResult`."""
+        return self.jobs.rebuild(paths=paths, dry_run=dry_run, vacuum=vacuum,
+                                 keep_errors=keep_errors, wait=wait, created_by=created_by,
+                                 progress=progress)
+
+    def job_status(self, job_id: str, include_logs: bool = False):
+        """A job's status and progress (get_rebuild_status)."""
+        return self.jobs.status(job_id, include_logs=include_logs)
+
+    def cancel_job(self, job_id: str):
+        """Ask a running job to stop after its current batch."""
+        return self.jobs.cancel(job_id)
+
+    # ----- the service's document API (spec 004 §8.2) ---------------------------------
+    def add_context(self, file_path: str, content: str | None = None, lang: str | None = None,
+                    mime: str | None = None) -> dict[str, Any]:
+        """Index one project file: ``content`` as that file's text (see
+        :meth:`contextd.indexer.Indexer.push` for how it relates to the file on disk), or
+        the file read from disk when ``content`` is None. ``lang`` and ``mime`` are hints:
+        the language is detected from the file name, as for every file, and a hint that
+        disagrees is reported in ``notes``."""
+        if content is None:
+            report = self.indexer.refresh([file_path])
+        else:
+            report = self.indexer.push(file_path, content.encode("utf-8"))
+        rel = self.indexer.relative(file_path)
+        state = self.store.file_states(rel).get(rel)
+        if report.errors:
+            raise UsageError(f"{rel} was not indexed: {report.errors[0]}")
+        from contextd.chunkers.chunking import language_for
+
+        language = language_for(rel) or "text"
+        notes = []
+        if lang and lang.lower() != language:
+            notes.append(f"lang {lang!r} ignored: {rel} is indexed as {language} "
+                         "(detected from its name)")
+        if mime and not (mime.startswith("text/") or mime.endswith(("json", "xml", "yaml",
+                                                                    "toml", "javascript"))):
+            notes.append(f"mime {mime!r} is not a text type; indexed as text anyway")
+        return {"file_path": rel, "file_id": state.file_id if state else None,
+                "indexed": state is not None, "language": language,
+                "chunks": report.chunks_written, "embeddings": report.chunks_embedded,
+                "unchanged": report.files_unchanged > 0, "notes": notes}
+
+    def delete_context(self, file_path: str) -> dict[str, Any]:
+        """Drop one file from the index. A file that still exists on disk comes back at its
+        next change or catch-up (delete it, or list it in .contextignore, to keep it out)."""
+        return {"file_path": self.indexer.relative(file_path),
+                "deleted": self.indexer.remove(file_path)}
+
+    def backup(self, destination: str | None = None) -> dict[str, Any]:
+        """A consistent snapshot of the index, taken while it stays in use (see
+        :mod:`contextd.runtime.backup`); returns where it went and what it holds."""
+        from contextd.runtime.backup import take_backup
+
+        return take_backup(self.project, self.store, destination)
+
+    # ----- querying --------------------------------------------------------------------
+    def query(self, request):
+        """Answer a :class:`contextd.facade.context.QueryRequest` with a
+        :class:`contextd.facade.context.QueryResponse`, saying what the answer cannot include yet:
+        while files are still being indexed an empty answer waits briefly for them, then
+        says how far indexing is (never a bare "nothing matched"); while vectors are still
+        being computed, how far that is."""
+        from contextd.runtime.indexing_notes import answer_while_indexing
+
+        return answer_while_indexing(self.indexer, lambda: self.module.query(request))
+
+    # ----- search sessions (contextd.sessions) -------------------------------------------
+    def search_knowledge(self, request):
+        """Run a :class:`contextd.sessions.SearchRequest`, keep its best results as a new
+        session; returns a :class:`contextd.sessions.SearchSession` (id and preview)."""
+        return self.sessions.search(request)
+
+    def get_search_results(self, session_ids: Sequence[str], limit: int | None = None):
+        """Full results of stored sessions (:class:`contextd.sessions.SearchResults`)."""
+        return self.sessions.results(session_ids, limit)
+
+    def list_search_results(self):
+        """Live sessions, newest first (:class:`contextd.sessions.SessionList`)."""
+        return self.sessions.list()
+
+    # ----- agent memory (contextd.stash) ---------------------------------------------------
+    def stash(self, request):
+        """Stash segments (a :class:`contextd.stash.model.StashRequest`)."""
+        return self.module.stash.stash(request)
+
+    def retrieve_stashed(self, request):
+        """Rank stashed segments for a :class:`contextd.stash.model.RetrieveRequest`."""
+        return self.module.stash.retrieve(request)
+
+    def merge_stashed(self, segment_ids: Sequence[str], remove: bool = False):
+        """Full segments to merge back (and optionally forget)."""
+        return self.module.stash.merge(segment_ids, remove=remove)
+
+    def get_stashed(self, segment_ids: Sequence[str]):
+        """Segments by id."""
+        return self.module.stash.get(segment_ids)
+
+    def list_stashed(self, session_id: str = "", all_sessions: bool = False,
+                     types: Sequence[str] = (), topic: str | None = None, limit: int = 50,
+                     offset: int = 0):
+        """A page of stored segments, newest first."""
+        return self.module.stash.list(session_id=session_id, all_sessions=all_sessions,
+                                      types=types, topic=topic, limit=limit, offset=offset)
+
+    def delete_stashed(self, segment_ids: Sequence[str]):
+        """Forget segments."""
+        return self.module.stash.delete(segment_ids)
+
+    def protect_stashed(self, segment_ids: Sequence[str], protected: bool = True):
+        """Protect segments from expiry and gc (or lift it)."""
+        return self.module.stash.protect(segment_ids, protected=protected)
+
+    def gc_stash(self):
+        """Collect expired and aged-out unprotected segments."""
+        return self.module.stash.gc()
+
+    # ----- knowledge base (contextd.knowledge; searched through query) -----------------
+    def knowledge_create_context(self, name: str, description: str = ""):
+        """Create a knowledge context; a ContextInfo."""
+        return self.module.knowledge.create_context(name, description)
+
+    def knowledge_list_contexts(self):
+        """Every knowledge context; a ContextList."""
+        return self.module.knowledge.list_contexts()
+
+    def knowledge_show_context(self, name: str):
+        """A context and its documents; a ContextDetail."""
+        return self.module.knowledge.show_context(name)
+
+    def knowledge_delete_context(self, name: str, confirm: bool = False):
+        """Delete a context (never ``default``); a ContextDeleted."""
+        return self.module.knowledge.delete_context(name, confirm)
+
+    def knowledge_add(self, paths: Sequence[str], contexts: Sequence[str] | None = None,
+                      include: Sequence[str] = (), exclude: Sequence[str] = (),
+                      via_mcp: bool = False):
+        """Add files or folders to contexts; ``via_mcp`` limits them to the allowed roots.
+        An AddReport."""
+        return self.module.knowledge.add(paths, contexts, include, exclude, via_mcp)
+
+    def knowledge_remove(self, paths: Sequence[str], contexts: Sequence[str] | None = None):
+        """Take documents out of contexts (all when None); a RemoveReport."""
+        return self.module.knowledge.remove(paths, contexts)
+
+    def stats(self) -> dict[str, Any]:
+        """get_context_stats: providers, storage (with files skipped, by reason, and a few
+        of them), performance, languages, the embedding backend (which one embeds queries; a
+        remote one's requests, tokens, retries and rate-limit waits), indexing progress
+        ("N / M files") and recent jobs."""
+        from contextd.embedders.registry import embedding_stats
+
+        data = self.module.stats()
+        data["embedding"] = embedding_stats(self.project.config.embedding)
+        data["indexing"] = self.indexer.status()
+        # Files that failed (or were indexed only as line windows), with the reason: a
+        # count alone ("1 failed") leaves the user to guess which.
+        data["indexing"]["problem_files"] = [
+            {"path": e["file_path"], "reason": f"{e['error_type']}: {e['error_message']}"}
+            for e in self.store.list_errors(limit=PROBLEM_FILES_SHOWN)]
+        data["recent_jobs"] = [to_dict(job) for job in self.store.list_jobs(limit=5)]
+        data["indexing"]["current_job"] = next(
+            (job for job in data["recent_jobs"] if job["status"] in ("queued", "in_progress")),
+            None)
+        data.setdefault("storage", {})["skipped_examples"] = [
+            to_dict(skip) for skip in self.store.list_skips(limit=SKIPPED_EXAMPLES)]
+        return data
+
+    # ----- activity (the Index Manager's pages) ----------------------------------------
+    def progress(self, with_pending: bool = False) -> dict[str, Any]:
+        """What runs now, cheap enough to poll twice a second: the indexer's state, the
+        store's generation (it moves with every write) and the queued/running jobs with their
+        figures; with ``with_pending`` also the chunks still waiting for a vector."""
+        jobs = self.store.list_jobs(("queued", "in_progress"), limit=5)
+        data = {"state": self.indexer.state, "generation": self.store.generation(),
+                "jobs": [to_dict(job) for job in jobs]}
+        if with_pending:
+            data["embeddings_pending"] = self.indexer.status()["embeddings_pending"]
+        return data
+
+    def job_history(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The job history, newest first, each with its final report (``metrics``)."""
+        return [to_dict(job) for job in self.store.list_jobs(limit=limit)]
+
+    def errors(self, limit: int = 500) -> list[dict[str, Any]]:
+        """Files that failed or were skipped while indexing, newest first, with reasons."""
+        return self.store.list_errors(limit=limit)
+
+    def savings(self, days: int = 30) -> dict[str, Any]:
+        """What answers of the last ``days`` days saved, per day, task and provider, with
+        latency percentiles and the embedding cache's hit rate over recent indexing runs."""
+        self.module.flush_usage()
+        data = self.store.usage_summary(days)
+        reused = embedded = 0
+        for job in self.store.list_jobs(limit=200):
+            reused += int(job.metrics.get("embeddings_reused") or 0)
+            embedded += int(job.metrics.get("chunks_embedded") or 0)
+        data["embedding_cache"] = {
+            "reused": reused, "embedded": embedded,
+            "hit_rate": reused / (reused + embedded) if reused + embedded else None}
+        return data
+
+    def close(self) -> None:
+        """Stop background work and close the store."""
+        with self._lock:
+            if self._jobs is not None:
+                self._jobs.shutdown()
+            if self._module is not None:
+                self._module.shutdown()
+            self.store.close()

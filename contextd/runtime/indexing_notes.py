@@ -1,0 +1,66 @@
+"""What an answer cannot include yet, said in the answer.
+
+A query on a project still being indexed used to answer "0 results ... Nothing matched" while
+the files were simply not read yet: an agent then concludes the code is not there. Here an
+empty answer during indexing waits briefly for the files to come in, and otherwise says
+exactly what is missing and when to retry; an answer given while vectors are still being
+computed says how far semantic search has got.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Callable
+
+from contextd.indexer.progress import format_duration
+
+# Every note meaning "the index is incomplete, retry" starts so (the MCP text then leaves out
+# its "Nothing matched" advice).
+STILL_INDEXING = "still indexing: "
+# How long an empty answer waits for the indexing under way, and how often it asks again.
+INDEXING_WAIT_S = 5.0
+POLL_S = 0.5
+
+
+def _empty(response: Any) -> bool:
+    return not response.hits and not response.files
+
+
+def answer_while_indexing(indexer: Any, run: Callable[[], Any],
+                          wait_s: float = INDEXING_WAIT_S) -> Any:
+    """``run()``'s response, re-run while it is empty and files are being indexed (at most
+    ``wait_s``), with a note about what is still missing."""
+    response = run()
+    deadline = time.monotonic() + wait_s
+    while _empty(response) and indexer.indexing and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+        response = run()
+    note = None
+    if _empty(response) and indexer.indexing:
+        note = indexing_note(indexer)
+    elif _empty(response) and not indexer.store.file_states():
+        note = (f"{STILL_INDEXING}the index is empty and its first indexing is starting; "
+                "retry in a few seconds")
+    elif indexer.embedding_under_way:
+        note = embedding_note(indexer)
+    if note is None:
+        return response
+    return dataclasses.replace(response, notes=tuple(response.notes) + (note,))
+
+
+def indexing_note(indexer: Any) -> str:
+    """``still indexing: 12 / 60 files indexed; retry in ~5 s``."""
+    figures = indexer.file_figures
+    total = figures.done + (figures.pending or 0)
+    eta = figures.eta_seconds
+    retry = f"retry in ~{format_duration(eta)}" if eta is not None else \
+        "retry in a few seconds"
+    return (f"{STILL_INDEXING}{figures.done:,} / {total:,} files indexed, so this answer may "
+            f"miss files not read yet; {retry}")
+
+
+def embedding_note(indexer: Any) -> str:
+    """``semantic results cover 1,234 / 5,000 chunks so far (...)``."""
+    return (f"semantic results are still being computed ({indexer.embedding_figures.text()}); "
+            "lexical and symbol results are complete")

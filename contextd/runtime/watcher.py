@@ -1,0 +1,166 @@
+"""The watcher: keeps the index fresh about a second after every save (``contextd watch``,
+and the server).
+
+A watchdog observer reports file-system events under the watch roots. Each path is judged by
+the boundary *before* any work: names the rules exclude (ignored patterns, .gitignore,
+extensions, the index's own directory) are dropped in the observer thread. The rest gather in
+a pending set; after ``watcher.debounce_ms`` without a new event (or ``MAX_DELAY_SECONDS`` of
+continuous events) the set becomes one batch for :meth:`Indexer.refresh`, so a ``git
+checkout`` of another branch is one batch, and an editor's "write a temp file, rename it over
+the original" is simply a change of the original. A deleted or moved directory is refreshed
+as a prefix: its stored files are removed, and at its destination the boundary walks it.
+A change to .gitignore, .contextignore or context.toml reloads the configuration and the
+boundary and re-evaluates every file: newly included files are indexed, newly excluded ones
+removed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Callable
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from contextd.boundary.walk import INDEX_DIRNAME, RejectReason
+from contextd.indexer import Indexer, IndexReport
+from contextd.config.project import Project
+
+log = logging.getLogger(__name__)
+
+MAX_DELAY_SECONDS = 5.0  # a never-ending burst still gets indexed this often
+# Rejections decided by the name alone: such a path can never be in the index.
+_NAME_REJECTIONS = frozenset({
+    RejectReason.OUTSIDE_BOUNDARY, RejectReason.PATH_TRAVERSAL, RejectReason.INDEX_DIRECTORY,
+    RejectReason.IGNORED_PATTERN, RejectReason.GITIGNORE, RejectReason.CONTEXTIGNORE,
+    RejectReason.EXTENSION_NOT_ALLOWED, RejectReason.EXTENSION_BLOCKED})
+_SKIPPED_DIRS = (".git", INDEX_DIRNAME)
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: "Watcher"):
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed", "closed_no_write"):
+            return
+        if event.is_directory and event.event_type == "modified":
+            return  # a file event inside says what changed
+        for path in (event.src_path, getattr(event, "dest_path", "")):
+            if path:
+                self.watcher.note(os.fsdecode(path), event.is_directory)
+
+
+class Watcher:
+    """Watches a project and refreshes its index in debounced batches.
+
+    ``on_batch(paths, report)`` is called after each batch (the CLI logs it).
+    """
+
+    def __init__(self, project: Project, indexer: Indexer,
+                 on_batch: Callable[[list[str], IndexReport], None] | None = None,
+                 debounce_ms: int | None = None):
+        self.root = project.root
+        self.indexer = indexer
+        self.on_batch = on_batch
+        ms = project.config.watcher.debounce_ms if debounce_ms is None else debounce_ms
+        self.debounce = ms / 1000
+        self._pending: set[str] = set()
+        self._reload = False
+        self._first_event = 0.0
+        self._last_event = 0.0
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._observer = None
+        self._thread: threading.Thread | None = None
+        self.batches = 0
+
+    def start(self) -> "Watcher":
+        """Start observing the watch roots and the batching thread."""
+        self._observer = Observer()
+        handler = _Handler(self)
+        roots = {str(r) for r in self.indexer.boundary.watch_roots}
+        roots.add(str(self.root))  # context.toml and ignore files at the root
+        for root in sorted(roots):
+            if not any(root.startswith(other + os.sep) for other in roots):
+                self._observer.schedule(handler, root, recursive=True)
+        self._observer.start()
+        self._thread = threading.Thread(target=self._loop, name="contextd-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop observing; a batch being indexed finishes first."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join()
+        if self._thread is not None:
+            self._thread.join()
+
+    def note(self, abs_path: str, is_directory: bool) -> None:
+        """Judge one changed path and queue it when it may matter to the index."""
+        try:
+            rel = os.path.relpath(abs_path, self.root).replace(os.sep, "/")
+        except ValueError:
+            return
+        if rel.startswith("..") or rel.split("/", 1)[0] in _SKIPPED_DIRS:
+            return
+        boundary = self.indexer.boundary
+        reload = boundary.is_ignore_file(rel)
+        if not reload and not is_directory:
+            decision = boundary.check(rel)
+            if not decision.indexable and decision.reason in _NAME_REJECTIONS:
+                return
+        with self._cond:
+            now = time.monotonic()
+            if not self._pending and not self._reload:
+                self._first_event = now
+            self._last_event = now
+            self._reload |= reload
+            self._pending.add(rel)
+            self._cond.notify_all()
+
+    def _take_batch(self) -> tuple[list[str], bool] | None:
+        """Wait for a quiet period after events; None when stopping."""
+        with self._cond:
+            while True:
+                if self._stopping:
+                    return None
+                if self._pending or self._reload:
+                    now = time.monotonic()
+                    due = min(self._last_event + self.debounce,
+                              self._first_event + MAX_DELAY_SECONDS)
+                    if now >= due:
+                        batch, reload = sorted(self._pending), self._reload
+                        self._pending, self._reload = set(), False
+                        return batch, reload
+                    self._cond.wait(due - now)
+                else:
+                    self._cond.wait()
+
+    def _loop(self) -> None:
+        while True:
+            taken = self._take_batch()
+            if taken is None:
+                return
+            paths, reload = taken
+            try:
+                if reload:  # new rules or settings: judge every file, re-chunk if needed
+                    self.indexer.reload()
+                    report = self.indexer.ensure_indexed()
+                else:
+                    report = self.indexer.refresh(paths)
+            except Exception:  # one bad batch must not stop the watcher
+                log.exception("indexing %d changed paths failed", len(paths))
+                continue
+            self.batches += 1
+            log.info("%d changed path(s)%s: %s", len(paths), " and ignore rules" if reload
+                     else "", report.summary)
+            if self.on_batch is not None:
+                self.on_batch(paths, report)

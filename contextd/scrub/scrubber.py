@@ -1,0 +1,292 @@
+"""Secret scrubbing (spec 004 §11.1): redact credentials before any text reaches the index.
+
+The indexer scrubs a file's decoded text *before* chunking, so every derived row (chunk text,
+index text, labels, symbols, links, contextual prefixes) is built from redacted text; the
+file's content hash stays that of the original bytes, so change detection is unaffected.
+
+Values are replaced by ``[REDACTED]`` with the surrounding structure kept
+(``password = "[REDACTED]"``, ``postgres://user:[REDACTED]@host``), and a multi-line private
+key keeps its line count so line numbers of later chunks stay true.
+
+Speed matters (every indexed byte passes through here): the detectors are compiled once per
+configuration, and they run only on the lines where a C-level substring search finds a
+keyword or a token marker, which is a small fraction of any code base.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import PurePosixPath
+from typing import Callable, Sequence
+
+from contextd.config.sections import SecurityConfig
+from contextd.scrub.rules import (DIGEST_PREFIX, KEYWORDS, RANDOM_TOKEN, STRONG_NAME,
+                                   TOKEN_FORMATS, TOKEN_MARKERS, WEAK_NAME, has_context_word,
+                                   is_placeholder, is_strong_name, looks_random)
+
+REDACTED = "[REDACTED]"
+# Bumped by a change to what is redacted (rules here or in contextd.scrub.rules), so that
+# existing indexes are re-scrubbed: a credential an older version let through must not stay
+# in the index until its file happens to change (see scrubbing_signature).
+SCRUB_VERSION = 1
+
+# ``name = "value"``, ``name: 'value'``, ``"name": "value"``, ``name => "value"``,
+# ``name: str = "value"`` (a type annotation between name and value), ``f(name="value")``.
+# The name ends the identifier (``DB_PASSWORD``, ``githubToken``, ``client_secret``), so
+# ``max_tokens`` or ``password_hash`` stay untouched.
+_KEY_NAME = rf"[\w.-]*?(?:{STRONG_NAME}|{WEAK_NAME})"
+_QUOTED_ASSIGNMENT = re.compile(
+    rf"""(?ix)\b(?P<key>{_KEY_NAME})\b["']?(?:\s*:\s*[a-z_][\w.\[\]<>|]*)?\s*(?::=|=>|[:=])\s*
+         (?:[bru]{{1,2}}(?=["']))?(?P<q>["'`])(?P<value>(?:(?!(?P=q))[^\\\n]|\\.){{1,}})(?P=q)""")
+
+# ``f("name", "value")``: a setting passed as a call's first two arguments (``props.put``,
+# ``os.Setenv``); a tuple or list of names is no such pair.
+_QUOTED_PAIR = re.compile(
+    rf"""(?ix)\(\s*(?P<q1>["'])(?P<key>{_KEY_NAME})(?P=q1)\s*,\s*
+         (?P<q>["'`])(?P<value>(?:(?!(?P=q))[^\\\n]|\\.){{1,}})(?P=q)""")
+
+# ``NAME=value`` / ``name: value`` / ``export NAME=value`` / ``ENV NAME=value`` unquoted.
+_BARE_ASSIGNMENT = re.compile(
+    rf"""(?imx)^(?P<lead>[ \t]*(?:[-*>|][ \t]*)*(?:(?:export|ENV|ARG|set)[ \t]+)?)
+         (?P<key>{_KEY_NAME})[ \t]*[:=][ \t]*
+         (?P<value>[^\s"'`#;,{{}}\[\]|&>][^\s"'`#;,]*)[ \t]*(?:[#;|].*)?$""")
+
+# Connection strings with a password: scheme://user:password@host.
+_URL_PASSWORD = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"]+:(?P<value>[^\s@'\"/]+)@")
+
+# HTTP authorization values: ``Authorization: Bearer …``, ``-H "Authorization: token …"``.
+_AUTH_HEADER = re.compile(r"(?i)\b(?:bearer|basic|token)[ \t]+(?P<value>[A-Za-z0-9._~+/-]{8,}=*)")
+
+# Private key blocks (PEM, OpenSSH, PGP).
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(?P<value>.*?)"
+    r"-----END (?P=kind)-----", re.DOTALL)
+
+# Provider token formats that need no name around them.
+_TOKEN_FORMATS = re.compile(
+    r"(?<![A-Za-z0-9])(?P<value>" + "|".join(f"(?:{regex})" for _, _, regex in TOKEN_FORMATS)
+    + r")(?![A-Za-z0-9])")
+
+# Files whose unquoted ``key = value`` lines are literals, not code.
+CONFIG_SUFFIXES = frozenset({".env", ".ini", ".cfg", ".conf", ".properties", ".yaml", ".yml",
+                             ".toml", ".sh", ".bash", ".zsh", ".envrc", ".tfvars", ".txt",
+                             ".example", ".sample", ".template", ".npmrc", ".pypirc"})
+# Prose files, where ``password: hunter2`` in a code block or a list is a literal too but
+# ``Password: required`` is a sentence.
+DOC_SUFFIXES = frozenset({".md", ".markdown", ".mdx", ".rst", ".adoc"})
+
+
+@dataclass(frozen=True)
+class ScrubResult:
+    """Redacted text and how many values were redacted."""
+
+    text: str
+    redactions: int
+
+
+def is_config_like(path: str) -> bool:
+    """Whether unquoted ``key = value`` lines of ``path`` hold literal values."""
+    name = PurePosixPath(path).name.lower()
+    return name.startswith(".env") or PurePosixPath(name).suffix in CONFIG_SUFFIXES
+
+
+def _file_kind(path: str) -> str:
+    """How unquoted values of ``path`` are read: "config", "doc" (prose) or "code"."""
+    if is_config_like(path):
+        return "config"
+    return "doc" if PurePosixPath(path).suffix.lower() in DOC_SUFFIXES else "code"
+
+
+def _credential_like(value: str) -> bool:
+    """An authorization header value: random, or letters and digits mixed (not a word)."""
+    if is_placeholder(value):
+        return False
+    return looks_random(value) or (any(c.isdigit() for c in value)
+                                   and any(c.isalpha() for c in value))
+
+
+def _named_value_is_secret(key: str, value: str, kind: str, quoted: bool) -> bool:
+    """Whether ``value``, assigned to ``key`` in a file of ``kind``, is a secret."""
+    value = value.strip()
+    if is_placeholder(value):
+        return False
+    if not is_strong_name(key) or (not quoted and kind == "code"):
+        return looks_random(value)
+    if not quoted and kind == "doc":  # "Password: required" is a sentence
+        return not re.fullmatch(r"[A-Za-z][a-z]*", value)
+    return True
+
+
+class _Redactor:
+    """Replaces values in one text, counting what it replaced."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def sub(self, pattern: re.Pattern, text: str, is_secret: Callable[[re.Match], bool],
+            group: str = "value", keep_lines: bool = False) -> str:
+        """Replace ``group`` of every match of ``pattern`` for which ``is_secret`` holds;
+        with ``keep_lines`` the replacement keeps the value's newlines."""
+
+        def replace(match: re.Match) -> str:
+            if not is_secret(match):
+                return match.group(0)
+            self.count += 1
+            value = match.group(group)
+            start, end = match.span(group)
+            base = match.start()
+            filler = REDACTED
+            if keep_lines:
+                filler = "\n" + REDACTED + "\n" * max(value.count("\n") - 1, 1)
+            return match.group(0)[:start - base] + filler + match.group(0)[end - base:]
+
+        return pattern.sub(replace, text)
+
+    def line(self, line: str, kind: str, has_marker: bool) -> str:
+        """Every line rule, in order: the most specific formats first, so the later, looser
+        rules see ``[REDACTED]`` instead of a value they might only half cover. Each rule
+        runs only where a substring test says it can match (most candidate lines hold just
+        the word "key" or "token")."""
+        lower = line.lower()
+        if "://" in line:
+            line = self.sub(_URL_PASSWORD, line, lambda m: not is_placeholder(m.group("value")))
+        if has_marker:
+            line = self.sub(_TOKEN_FORMATS, line, lambda m: True)
+        if "bearer" in lower or "basic" in lower or "token" in lower:
+            line = self.sub(_AUTH_HEADER, line, lambda m: _credential_like(m.group("value")))
+        if "=" in line or ":" in line:
+            if "'" in line or '"' in line or "`" in line:
+                line = self.sub(_QUOTED_ASSIGNMENT, line, lambda m: _named_value_is_secret(
+                    m.group("key"), m.group("value"), kind, quoted=True))
+            line = self.sub(_BARE_ASSIGNMENT, line, lambda m: _named_value_is_secret(
+                m.group("key"), m.group("value"), kind, quoted=False))
+        if "," in line:
+            line = self.sub(_QUOTED_PAIR, line, lambda m: _named_value_is_secret(
+                m.group("key"), m.group("value"), kind, quoted=True))
+        if has_context_word(line):
+            line = self.sub(RANDOM_TOKEN, line, _random_unnamed, group=0)
+        return line
+
+
+def _random_unnamed(match: re.Match) -> bool:
+    """A random-looking value on a line that talks about keys or tokens, unless it is a
+    digest named by its algorithm (``sha512-…``, ``sha256:…``) or inline data."""
+    before = match.string[max(0, match.start() - 24):match.start()]
+    return DIGEST_PREFIX.search(before) is None and looks_random(match.group(0))
+
+
+def _compile_custom(pattern: str) -> Callable[[str], tuple[str, int]]:
+    """A configured pattern: its capture groups are the secret when it has any; otherwise
+    the quoted values after the first ``=`` or ``:`` of the match (structure kept), else the
+    whole match."""
+    compiled = re.compile(pattern)
+    quoted = re.compile(r"""(["'])(?:(?!\1).)+\1""")
+
+    def redact_match(match: re.Match) -> str:
+        whole = match.group(0)
+        if compiled.groups:
+            pieces, last = [], 0
+            for index in range(1, compiled.groups + 1):
+                start, end = match.span(index)
+                if start < 0 or start < last or is_placeholder(match.group(index)):
+                    continue
+                pieces += [whole[last:start - match.start()], REDACTED]
+                last = end - match.start()
+            return "".join(pieces) + whole[last:]
+        sep = re.search(r"[:=]", whole)
+        if sep is None:
+            return REDACTED
+        head, tail = whole[:sep.end()], whole[sep.end():]
+        if REDACTED in tail:
+            return whole
+        if quoted.search(tail) is None:
+            rest = tail.strip().strip("'\"")
+            return whole if not rest or is_placeholder(rest) else head + " " + REDACTED
+        return head + quoted.sub(lambda q: q.group(0) if is_placeholder(q.group(0)[1:-1])
+                                 else q.group(1) + REDACTED + q.group(1), tail)
+
+    def apply(text: str) -> tuple[str, int]:
+        count = 0
+
+        def replace(match: re.Match) -> str:
+            nonlocal count
+            new = redact_match(match)
+            count += new != match.group(0)
+            return new
+
+        return compiled.sub(replace, text), count
+
+    return apply
+
+
+class Scrubber:
+    """Redacts secrets from text; build one per configuration with :func:`get_scrubber`."""
+
+    def __init__(self, enabled: bool = True, patterns: Sequence[str] = ()):
+        self.enabled = enabled
+        self._custom = [_compile_custom(p) for p in patterns]
+
+    def scrub(self, text: str, path: str = "") -> ScrubResult:
+        """Redact ``text`` (the content of ``path``, whose type decides how unquoted
+        ``key = value`` lines are read); returns the new text and the number of redactions."""
+        if not self.enabled:
+            return ScrubResult(text, 0)
+        redactor = _Redactor()
+        if "PRIVATE KEY" in text:
+            text = redactor.sub(_PRIVATE_KEY, text, lambda m: True, keep_lines=True)
+        spans = _candidate_lines(text)
+        if spans:
+            kind = _file_kind(path)
+            pieces, last = [], 0
+            for (start, end), has_marker in spans:
+                pieces += [text[last:start], redactor.line(text[start:end], kind, has_marker)]
+                last = end
+            text = "".join(pieces) + text[last:]
+        total = redactor.count
+        for apply in self._custom:
+            text, count = apply(text)
+            total += count
+        return ScrubResult(text, total)
+
+
+def _candidate_lines(text: str) -> list[tuple[tuple[int, int], bool]]:
+    """Sorted (start, end) of the lines holding a keyword or a token marker, each with
+    whether it holds a marker (only those can match a provider format)."""
+    spans: dict[tuple[int, int], bool] = {}
+    lower = text.lower()
+    for haystack, words, is_marker in ((lower, KEYWORDS, False), (text, TOKEN_MARKERS, True)):
+        for word in words:
+            found = haystack.find(word)
+            while found >= 0:
+                start = text.rfind("\n", 0, found) + 1
+                end = text.find("\n", found)
+                end = len(text) if end < 0 else end
+                spans[(start, end)] = spans.get((start, end), False) or is_marker
+                found = haystack.find(word, end)
+    return sorted(spans.items())
+
+
+def scrubbing_signature(security: SecurityConfig) -> str:
+    """A string that changes exactly when the redaction of an unchanged file would: the
+    rules' version and the ``[security]`` settings that choose them."""
+    return f"s{SCRUB_VERSION}:{security.scrub_secrets}:{sorted(security.secret_patterns)!r}"
+
+
+@lru_cache(maxsize=8)
+def get_scrubber(enabled: bool, patterns: tuple[str, ...]) -> Scrubber:
+    """The scrubber of a configuration (``security.scrub_secrets``,
+    ``security.secret_patterns``), compiled once per process."""
+    return Scrubber(enabled, patterns)
+
+
+def scrub_secrets(text: str, path: str = "", security: SecurityConfig | None = None
+                  ) -> ScrubResult:
+    """The one call for every text that reaches the index or an agent (project files,
+    knowledge documents, stashed segments, error messages): redact ``text`` under the
+    ``[security]`` settings ``security`` (a :class:`contextd.config.sections.SecurityConfig`; None
+    for the defaults). ``path`` names the text's file type ("notes.md", ".env.example"):
+    unquoted ``key = value`` lines count as values in configuration and prose files only."""
+    security = security or SecurityConfig()
+    return get_scrubber(security.scrub_secrets, tuple(security.secret_patterns)).scrub(text, path)

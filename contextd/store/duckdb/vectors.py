@@ -1,0 +1,82 @@
+"""Embeddings: the vectors of chunk texts per model, written in bulk and read as one matrix."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from contextd.store.duckdb.sql import first_row, list_array
+
+
+class VectorsMixin:
+    """Embeddings of :class:`contextd.store.duckdb.store.DuckDBStore`."""
+
+    def missing_embeddings(self, model: str, limit: int) -> list[tuple[str, str]]:
+        return self._cursor().execute(
+            """SELECT c.embed_hash, any_value(coalesce(c.index_text, c.text))
+               FROM chunks c ANTI JOIN (SELECT text_hash FROM embeddings WHERE model = ?) e
+               ON c.embed_hash = e.text_hash
+               GROUP BY c.embed_hash ORDER BY min(c.file_id), c.embed_hash LIMIT ?""",
+            [model, limit]).fetchall()
+
+    def count_missing_embeddings(self, model: str) -> int:
+        return first_row(self._cursor().execute(
+            """SELECT count(DISTINCT c.embed_hash) FROM chunks c
+               ANTI JOIN (SELECT text_hash FROM embeddings WHERE model = ?) e
+               ON c.embed_hash = e.text_hash""", [model]))[0]
+
+    def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> int:
+        if len(hashes) == 0:
+            return self.generation()
+        arrow = pa.table({"text_hash": pa.array(list(hashes)), "vector": list_array(vectors)})
+        with self._transaction() as cur:
+            gen = self._bump_generation(cur)
+            cur.register("_incoming_vectors", arrow)
+            try:
+                cur.execute(
+                    """INSERT INTO embeddings (model, text_hash, vector)
+                       SELECT DISTINCT ON (i.text_hash) ?, i.text_hash, i.vector
+                       FROM _incoming_vectors i
+                       ANTI JOIN (SELECT text_hash FROM embeddings WHERE model = ?) e
+                       ON i.text_hash = e.text_hash""", [model, model])
+            finally:
+                cur.unregister("_incoming_vectors")
+        return gen
+
+    def prune_embeddings(self, keep_model: str) -> int:
+        with self._transaction() as cur:
+            before = first_row(cur.execute("SELECT count(*) FROM embeddings"))[0]
+            cur.execute("""DELETE FROM embeddings WHERE model <> ? OR (
+                           text_hash NOT IN (SELECT embed_hash FROM chunks)
+                           AND text_hash NOT IN (SELECT text_hash FROM stash_segments))""",
+                        [keep_model])
+            after = first_row(cur.execute("SELECT count(*) FROM embeddings"))[0]
+        return before - after
+
+    def chunk_vectors(self, model: str, file_ids: Sequence[int] | None = None
+                      ) -> tuple[list[str], np.ndarray]:
+        """(chunk ids, matrix) of every stored chunk (or those of ``file_ids``) that has a
+        vector for ``model``; the semantic provider keeps this in memory."""
+        sql = ("SELECT c.chunk_id, e.vector FROM chunks c JOIN embeddings e "
+               "ON e.text_hash = c.embed_hash AND e.model = ?")
+        params: list[Any] = [model]
+        if file_ids is not None:
+            sql += " WHERE c.file_id IN (SELECT unnest(?))"
+            params.append(list(file_ids))
+        # A relation on a cursor of its own: Arrow straight from the query (a DB-API result
+        # would copy every vector once more), free of the thread cursor's pending results.
+        with self._own_cursor() as cur:
+            table = cur.sql(sql, params=params).to_arrow_table()
+        ids = table.column("chunk_id").to_pylist()
+        if not ids:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        flat = table.column("vector").combine_chunks().flatten().to_numpy()
+        return ids, flat.reshape(len(ids), -1).astype(np.float32, copy=False)
+
+    def vectors_for(self, model: str, embed_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        rows = self._cursor().execute(
+            "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN "
+            "(SELECT unnest(?))", [model, list(embed_hashes)]).fetchall()
+        return {h: np.asarray(v, dtype=np.float32) for h, v in rows}

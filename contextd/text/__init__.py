@@ -1,0 +1,2 @@
+"""Text measures shared by chunkers, the full-text index and the ranking.
+"""

@@ -1,0 +1,2 @@
+"""Vector arithmetic shared by the semantic provider and agent memory.
+"""
