@@ -44,6 +44,7 @@ COMMANDS = {
     "workspaces": "contextd.cli.workspaces_cmd:workspaces_group",
     "store": "contextd.cli.store_cmd:store_group",
     "owner": "contextd.cli.owner_cmd:owner_command",
+    "stop": "contextd.cli.owner_cmd:stop_command",
     "server": "contextd.cli.service_cmds:server_cmd",
     "keys": "contextd.cli.service_cmds:keys_group",
     "backup": "contextd.cli.backup_cmds:backup_cmd",

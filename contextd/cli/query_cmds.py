@@ -207,6 +207,9 @@ def _print_stats(data: dict[str, Any]) -> None:
             click.echo(f"  {skip['path']}: {skip['reason']} ({skip['detail']})")
     indexing = data.get("indexing", {})
     click.echo(f"indexing: {indexing.get('state')} ({indexing.get('text', '')})")
+    owner = data.get("owner") or {}
+    if owner.get("pid") and not owner.get("this_process"):
+        click.echo(f"owner: pid {owner['pid']} (stop it with 'contextd stop')")
     for problem in indexing.get("problem_files") or []:
         click.echo(f"  not indexed as written: {problem['path']}: {problem['reason']}")
 

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,8 @@ OWNER_LOG = "owner.log"
 TAKEOVER_WAIT_S = 60.0
 # How often the background owner checks whether it has been idle long enough.
 IDLE_CHECK_S = 1.0
+# How long ``contextd stop`` waits for the owner to let go of the index before SIGKILL.
+STOP_WAIT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,8 @@ def start_background_owner(project: Project) -> int:
         command += ["--config", str(project.config.source)]
     command.append("owner")
     log_path = project.db_path.parent / OWNER_LOG
+    # A PostgreSQL project has no database file, so nothing has made the folder yet.
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log_file:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=log_file, start_new_session=True, close_fds=True,
@@ -96,7 +101,7 @@ def run_background_owner(project: Project) -> None:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: stop.set())
-    engine = connect(project, duties=True, wait_s=TAKEOVER_WAIT_S)
+    engine = connect(project, duties=True, wait_s=TAKEOVER_WAIT_S, serve=True)
     try:
         waited = 0.0
         while not engine.is_owner and waited < TAKEOVER_WAIT_S and not stop.is_set():
@@ -113,3 +118,41 @@ def run_background_owner(project: Project) -> None:
     finally:
         engine.close()
     os._exit(0)  # the same reason as serve: native threads must not see finalisation
+
+
+def owner_command_line(pid: int) -> str:
+    """The command line of process ``pid`` ('' when it cannot be read), to say what stops."""
+    try:
+        raw = open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        return ""
+    return " ".join(part.decode(errors="replace") for part in raw.split(b"\0") if part)
+
+
+def stop_owner(project: Project, wait_s: float = STOP_WAIT_S) -> dict[str, Any]:
+    """Stop the process that owns the project's index on this machine (the background owner,
+    a watcher or an MCP server), so that ``restore`` may replace the database: SIGTERM, then
+    wait until the owner lock is free (SIGKILL after ``wait_s``; the kernel frees the lock
+    of a killed process). Returns ``pid`` (None: nothing owned it), ``command`` and
+    ``forced``."""
+    from contextd.runtime.election import OwnerLock, lock_path
+
+    lock = OwnerLock(lock_path(project.db_path))
+    if not lock.path.exists() or lock.try_acquire():
+        lock.release()
+        return {"pid": None, "command": "", "forced": False, "seconds": 0.0}
+    pid = lock.holder_pid()
+    command = owner_command_line(pid) if pid else ""
+    if not pid:
+        return {"pid": pid, "command": command, "forced": False, "seconds": 0.0}
+    started = time.monotonic()
+    forced = False
+    os.kill(pid, signal.SIGTERM)
+    while not lock.try_acquire():
+        if time.monotonic() - started > wait_s and not forced:
+            os.kill(pid, signal.SIGKILL)
+            forced = True
+        time.sleep(0.05)
+    lock.release()
+    return {"pid": pid, "command": command, "forced": forced,
+            "seconds": round(time.monotonic() - started, 2)}
