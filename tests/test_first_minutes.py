@@ -307,3 +307,45 @@ def test_a_query_during_the_first_index_says_what_is_missing(repo):
             render.query_result(request.query, done, 1000, 0.0))
     finally:
         engine.close()
+
+
+def _words(seed: int, count: int = 150) -> str:
+    """``count`` words of text unique to ``seed``: a chunk near the model's 256 tokens."""
+    vocabulary = ("order invoice account token retry budget cache queue shard replica "
+                  "tenant ledger refund parcel cursor window").split()
+    return " ".join(f"{vocabulary[(seed * 7 + k * 3) % len(vocabulary)]}{(seed + k) % 97}"
+                    for k in range(count))
+
+
+def test_contextd_stop_ends_a_background_owner_mid_embedding_promptly(repo, runtime):
+    """SIGTERM used to wait for the embedding window under way (8-23 s on a loaded machine);
+    the owner now gives that window up and exits within CLOSE_WAIT_S, and ``contextd stop``
+    frees the index for ``restore`` without a SIGKILL."""
+    from contextd.runtime.background import CLOSE_WAIT_S
+
+    for n in range(40):  # distinct texts: minutes of embedding, not one cached vector
+        path = repo / "pkg" / f"module_{n:03d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(
+            f"def handler_{n}_{i}(request):\n    \"\"\"{_words(n * 40 + i)}\"\"\"\n"
+            f"    return request.value * {n * 1000 + i}\n\n\n" for i in range(40)))
+    (repo / "context.toml").write_text("[owner]\nbackground_min_chunks = 1\n"
+                                       "[contextualizer]\nstrategy = \"none\"\n")
+    assert run(repo, runtime, "query", "handler").returncode == 0
+    deadline = time.monotonic() + 120
+    while (stats := _stats(repo, runtime))["indexing"]["state"] != "embedding":
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    pid = stats["owner"]["pid"]
+    try:
+        stopped = run(repo, runtime, "--json", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+        result = json.loads(stopped.stdout)
+        assert result["pid"] == pid and "owner" in result["command"]
+        assert not result["forced"] and result["seconds"] < CLOSE_WAIT_S + 3, result
+        assert not _alive(pid)
+        again = json.loads(run(repo, runtime, "--json", "stop").stdout)
+        assert again["pid"] is None
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)

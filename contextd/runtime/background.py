@@ -38,6 +38,10 @@ TAKEOVER_WAIT_S = 60.0
 IDLE_CHECK_S = 1.0
 # How long ``contextd stop`` waits for the owner to let go of the index before SIGKILL.
 STOP_WAIT_S = 10.0
+# How long a background owner told to stop lets its Engine close before it exits anyway: an
+# embedding window under way (up to ~20 s on a busy machine) is given up, not finished; its
+# texts have no vector yet and are embedded by the next owner.
+CLOSE_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -116,7 +120,9 @@ def run_background_owner(project: Project) -> None:
                 log.info("background owner: idle for %.0f s, exiting", idle)
                 break
     finally:
-        engine.close()
+        closing = threading.Thread(target=engine.close, name="contextd-close", daemon=True)
+        closing.start()
+        closing.join(CLOSE_WAIT_S if stop.is_set() else None)
     os._exit(0)  # the same reason as serve: native threads must not see finalisation
 
 
