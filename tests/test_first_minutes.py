@@ -349,3 +349,37 @@ def test_contextd_stop_ends_a_background_owner_mid_embedding_promptly(repo, runt
     finally:
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def _two_files(root: Path) -> Path:
+    root.mkdir(parents=True)
+    (root / "shipping.py").write_text(
+        'def quote(parcel):\n    """Compute the courier tariff for a parcel by its weight and '
+        'destination zone."""\n    return parcel.weight * 3\n')
+    (root / "greeting.py").write_text('def hello():\n    return "hi"\n')
+    return root
+
+
+def test_the_first_mcp_answers_on_a_new_project_are_not_empty(tmp_path):
+    """Issue 27: on a new project the first query_context answered 0 hits and "still
+    indexing" after 1 s (the wait covered only a bootstrap already under way, not one about to
+    start), and search_knowledge found nothing for words of a docstring (in a two-file
+    project every word is in half the files: BM25's IDF was 0)."""
+    root = _two_files(tmp_path / "proj")
+    with mcp_session(root, server_env(tmp_path / "run"), tmp_path / "server.log") as session:
+        answer = structured(session.call("query_context", {"query": "courier tariff weight"}))
+        assert [h["filePath"] for h in answer["hits"]][:1] == ["shipping.py"], answer
+        assert not any(n.startswith(STILL_INDEXING) for n in answer["notes"])
+        found = structured(session.call("search_knowledge", {"query": "parcel destination zone"}))
+        assert [h["file_path"] for h in found["preview"]][:1] == ["shipping.py"], found
+        assert not any("nothing matched" in n for n in found["notes"])
+
+
+def test_a_query_in_an_empty_folder_says_there_is_nothing_to_index(tmp_path, runtime):
+    root = tmp_path / "empty"
+    root.mkdir()
+    result = run(root, runtime, "--json", "query", "anything")
+    assert result.returncode == 0, result.stderr
+    notes = json.loads(result.stdout)["notes"]
+    assert not any(n.startswith(STILL_INDEXING) for n in notes), notes
+    assert any("holds no file contextd indexes" in n for n in notes), notes

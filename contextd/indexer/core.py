@@ -270,6 +270,13 @@ class Indexer:
         return self._state == "indexing"
 
     @property
+    def never_indexed(self) -> bool:
+        """Whether no catch-up or bootstrap has ever finished and no file is indexed: a new
+        project whose first indexing has not started or not got far (an empty folder, once
+        indexed, is not)."""
+        return not self.store.file_states() and self.store.get_meta(SIGNATURE_META_KEY) is None
+
+    @property
     def embedding_under_way(self) -> bool:
         """Whether vectors are being computed now, with some still pending."""
         if not self.embedding_figures.pending:
