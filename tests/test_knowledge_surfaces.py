@@ -199,6 +199,22 @@ def test_bad_inputs_on_the_cli_are_one_line_and_exit_1(project, args, message):
     assert done.stdout == ""
 
 
+def test_cli_errors_use_the_command_line_words_not_the_mcp_ones(project, mcp):
+    """Issue 27: the CLI said "repeat with confirm=true" and "run search_knowledge again".
+    The owner here is the MCP server: the CLI wording crosses its socket too."""
+    root, _, env, _ = project
+    cli(root, env, "kb", "create", "scratch")
+    delete = cli(root, env, "kb", "delete", "scratch", check=False)
+    assert delete.returncode == 1
+    assert "--yes" in delete.stderr and "confirm=true" not in delete.stderr, delete.stderr
+    assert "confirm=true" in error_text(mcp.call("knowledge_context_delete",
+                                                 {"name": "scratch", "confirm": False}))
+    show = cli(root, env, "search", "--show", "search_00000000", check=False)
+    assert show.returncode == 2
+    assert "contextd search" in show.stderr and "search_knowledge" not in show.stderr, \
+        show.stderr
+
+
 def test_cli_add_reports_unreadable_files_and_exits_1(project, tmp_path):
     root, _, env, _ = project
     folder = root / "bad-docs"

@@ -126,7 +126,7 @@ def _main() -> None:
     except ContextdError as exc:
         if os.environ.get("CONTEXTD_RAISE_ERRORS"):
             raise
-        click.echo(f"contextd: error: {exc}", err=True)
+        click.echo(f"contextd: error: {exc.for_cli()}", err=True)
         sys.exit(exc.exit_code)
 
 

@@ -213,18 +213,21 @@ class JobRunner:
         interrupted: holding the claim means no other process is rebuilding."""
         with self._lock:
             if self._active is not None:
+                running = f"rebuild {self._active} is already running"
                 raise JobConflictError(
-                    f"rebuild {self._active} is already running; follow it with "
-                    f"get_rebuild_status or cancel it before starting another")
+                    f"{running}; follow it with get_rebuild_status or cancel it before "
+                    "starting another", cli=f"{running}; wait for it to finish "
+                                            "('contextd stats' shows it)")
             # Other processes write a shared (PostgreSQL) index too: the claim is the store's.
             release = self.store.try_exclusive("rebuild")
             if release is None:
                 running = [j.job_id for j in self.store.list_jobs(("queued", "in_progress"))
                            if j.job_type in REBUILD_TYPES]
                 which = f"rebuild {running[0]}" if running else "a rebuild"
+                running = f"{which} is already running in another process on this index"
                 raise JobConflictError(
-                    f"{which} is already running in another process on this index; follow "
-                    "it with get_rebuild_status or wait for it to finish")
+                    f"{running}; follow it with get_rebuild_status or wait for it to finish",
+                    cli=f"{running}; wait for it to finish ('contextd stats' shows it)")
             self._release_claim = release
             for stale in self.store.list_jobs(("queued", "in_progress"), limit=100):
                 if stale.job_type in REBUILD_TYPES:
