@@ -110,8 +110,10 @@ def main() -> None:
 
 def _main() -> None:
     try:
-        result = cli.main(standalone_mode=False)
-        # ctx.exit(n) comes back as a return value when standalone_mode is off.
+        # Not cli.main(): on Ctrl-C it prints an empty line to stderr before raising Abort,
+        # and "contextd: interrupted" must be the only line.
+        with cli.make_context("contextd", sys.argv[1:]) as ctx:
+            result = cli.invoke(ctx)
         sys.exit(result if isinstance(result, int) else 0)
     except click.exceptions.Abort as exc:
         if isinstance(exc.__context__, KeyboardInterrupt):  # click wraps Ctrl-C in Abort
