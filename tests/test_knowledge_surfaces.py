@@ -268,3 +268,22 @@ def test_an_add_killed_mid_way_leaves_whole_documents_and_resumes(tmp_path):
     assert resumed["added"] == DOCUMENTS - stored_before and resumed["failed"] == 0
     listed = cli_json(root, env, "kb", "show", "default")
     assert len(listed["documents"]) == DOCUMENTS
+
+
+def test_kb_cli_previews_the_matched_line_and_names_skipped_files(project, mcp):
+    """Issue 27: the preview under a hit showed its heading, not the line that matched; a
+    file a folder add skipped was never named, even with -v."""
+    root, _, env, _ = project
+    folder = root / "office"
+    make_markdown(folder / "notes.md", {"Guest network": "Some words first.\n\nThe guest "
+                                        "network password rotates every Monday."})
+    (folder / "floorplan.xyz").write_text("not a document format")
+    cli(root, env, "kb", "create", "office")
+    quiet = cli(root, env, "kb", "add", str(folder), "-c", "office")
+    assert "1 skipped (-v names them)" in quiet.stdout and "floorplan" not in quiet.stderr
+    again = cli(root, env, "-v", "kb", "add", str(folder), "-c", "office")
+    assert "skipped" in again.stderr and "floorplan.xyz" in again.stderr
+    assert "unchanged" in again.stdout and " 0 chunks" not in again.stdout
+    found = cli(root, env, "kb", "search", "guest network password Monday", "-c", "office")
+    preview = found.stdout.splitlines()[1]
+    assert "password rotates every Monday" in preview, found.stdout
