@@ -76,13 +76,19 @@ def index_for_command(engine: Any, project: Project, progress: Any) -> Handoff:
     return Handoff(pending)
 
 
+def contextd_command(root: Any, config_path: Any = None) -> list[str]:
+    """The command line of a contextd child process for the project at ``root``: this
+    interpreter with ``-P``, so a folder named ``contextd`` in the working directory (a
+    project's own, or the folder the parent was started in) is not imported instead of
+    the package (the child's working directory is the project root)."""
+    command = [sys.executable, "-P", "-m", "contextd", "--root", str(root)]
+    return command + (["--config", str(config_path)] if config_path else [])
+
+
 def start_background_owner(project: Project) -> int:
     """Start ``contextd owner`` for ``project``, detached (own session: a Ctrl-C in the
     terminal does not reach it), logging to ``<db dir>/owner.log``; returns its pid."""
-    command = [sys.executable, "-m", "contextd", "--root", str(project.root)]
-    if project.config.source:
-        command += ["--config", str(project.config.source)]
-    command.append("owner")
+    command = contextd_command(project.root, project.config.source) + ["owner"]
     log_path = project.db_path.parent / OWNER_LOG
     # A PostgreSQL project has no database file, so nothing has made the folder yet.
     log_path.parent.mkdir(parents=True, exist_ok=True)
