@@ -12,9 +12,21 @@ from dataclasses import dataclass
 
 
 class ContextdError(Exception):
-    """Base of all expected failures; the message is shown to the user as is."""
+    """Base of all expected failures; the message is shown to the user as is.
+
+    A message that tells what to do next names the MCP tool or parameter (an agent reads it);
+    ``cli`` is the same message in the command line's words (``--yes``, ``contextd search``),
+    shown by the CLI instead."""
 
     exit_code = 1
+
+    def __init__(self, message: str = "", *, cli: str | None = None):
+        super().__init__(message)
+        self.cli = cli
+
+    def for_cli(self) -> str:
+        """The message as the command line shows it."""
+        return self.cli or str(self)
 
 
 class UsageError(ContextdError):

@@ -8,6 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from contextd.cli import cli
+from contextd.errors import UsageError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "chunkers"
 
@@ -51,12 +52,54 @@ def test_global_json_flag_and_warnings(tmp_path: Path) -> None:
 def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["--root", str(tmp_path), "chunks",
                                       str(tmp_path / "nope.py")])
-    assert result.exit_code == 2
+    assert isinstance(result.exception, UsageError) and "no such file" in str(result.exception)
 
 
 def test_binary_file_is_refused_with_the_reason(tmp_path: Path) -> None:
-    blob = tmp_path / "image.dat"
+    blob = tmp_path / "image.txt"  # an allowed extension: the content is what refuses it
     blob.write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(range(256)) * 8)
     result = CliRunner().invoke(cli, ["--root", str(tmp_path), "chunks", str(blob)])
     assert result.exit_code != 0 and result.output == ""
     assert "binary" in str(result.exception) and "NUL byte" in str(result.exception)
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "tasks.py").write_text("def run_in_background(job):\n    return job()\n")
+    (root / "pkg" / "logo.svg").write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg">' + '<path d="M0 0 L10 10 Z"/>' * 400
+        + "</svg>\n")
+    return root
+
+
+def test_paths_are_relative_to_the_root_when_run_from_another_folder(tmp_path, monkeypatch):
+    """Issue 27: ``contextd --root ~/starlette check-file starlette/background.py`` from
+    another folder said outside_boundary; chunks and refresh failed the same way."""
+    root = _project(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    check = CliRunner().invoke(cli, ["--root", str(root), "check-file", "pkg/tasks.py"])
+    assert check.exit_code == 0 and "pkg/tasks.py: indexable" in check.output, check.output
+    chunks = CliRunner().invoke(cli, ["--root", str(root), "--json", "chunks", "pkg/tasks.py"])
+    assert chunks.exit_code == 0, chunks.output
+    assert json.loads(chunks.stdout)["chunks"][0]["label"] == "run_in_background"
+    refresh = CliRunner().invoke(cli, ["--root", str(root), "--json", "refresh",
+                                       "pkg/tasks.py"])
+    assert refresh.exit_code == 0, refresh.output
+    assert json.loads(refresh.stdout)["files_indexed"] == 1
+    monkeypatch.chdir(root / "pkg")  # inside the project: relative to where one stands
+    inside = CliRunner().invoke(cli, ["--root", str(root), "check-file", "tasks.py"])
+    assert inside.exit_code == 0 and "pkg/tasks.py: indexable" in inside.output
+
+
+def test_a_file_the_index_leaves_out_is_not_chunked(tmp_path):
+    """Issue 27: chunks of an SVG that check-file calls not indexable printed 76 chunks."""
+    root = _project(tmp_path)
+    svg = str(root / "pkg" / "logo.svg")
+    check = CliRunner().invoke(cli, ["--root", str(root), "check-file", svg])
+    assert check.exit_code == 1 and "not indexable" in check.output, check.output
+    result = CliRunner().invoke(cli, ["--root", str(root), "chunks", svg])
+    assert isinstance(result.exception, UsageError) and result.output == ""
+    assert "is not indexed" in str(result.exception)

@@ -169,7 +169,14 @@ def test_cli_embedders_list_json_and_prepare():
     listed = runner.invoke(cli, ["embedders", "list", "--json"], catch_exceptions=False)
     rows = {row["backend"]: row for row in json.loads(listed.stdout)}
     assert set(rows) == {"ollama", "onnx", "openai", "torch"}
-    assert rows["openai"]["identity"].startswith("openai:") and not rows["openai"]["configured"]
+    # Issue 27: remote backends nobody configured were listed "[prepared]".
+    for remote in ("openai", "ollama"):
+        assert not rows[remote]["configured"] and rows[remote]["identity"] is None
+        assert rows[remote]["prepared"] is None and "not set up" in rows[remote]["status"]
+    human = runner.invoke(cli, ["embedders", "list"], catch_exceptions=False).stdout
+    for line in human.splitlines():
+        if line[2:].startswith(("openai", "ollama")):
+            assert "[remote, not set up" in line and "prepared" not in line, line
     assert rows["onnx"]["configured"] and rows["onnx"]["identity"].endswith("/onnx-int8/256")
     assert rows["torch"]["error"] is None and rows["torch"]["prepared"] is True
 
@@ -211,3 +218,14 @@ def test_cli_query_indexes_and_answers_without_torch(tmp_path):
     assert answer["hits"][0]["file_path"] == "src/rates.py"
     assert "semantic" in answer["hits"][0]["providers"], answer  # the model did embed
     assert json.loads(done.stderr.strip().splitlines()[-1]) == {"torch": []}
+
+
+def test_cli_embedders_list_says_what_a_configured_remote_backend_lacks(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (tmp_path / "context.toml").write_text(
+        '[embedding]\nbackend = "openai"\nmodel = "text-embedding-3-small"\ndimension = 1536\n')
+    listed = CliRunner().invoke(cli, ["--root", str(tmp_path), "--json", "embedders", "list"],
+                                catch_exceptions=False)
+    rows = {row["backend"]: row for row in json.loads(listed.stdout)}
+    assert rows["openai"]["configured"] and rows["openai"]["identity"].startswith("openai:")
+    assert rows["openai"]["status"] == "remote, API key missing: set OPENAI_API_KEY"

@@ -84,3 +84,24 @@ def test_second_rebuild_is_refused_and_cancel_leaves_a_consistent_index(big_repo
     assert indexer.status()["left_out"] == len(left_out)
     assert indexer.ensure_indexed().files_indexed == 1500 - len(states)
     runner.shutdown()
+
+
+def test_dry_run_counts_the_embedding_a_rebuild_would_do(tmp_path):
+    """Issue 27: ``rebuild --dry-run`` said "about 2 s" for an index whose chunks still
+    lacked their vectors: it counted reading and chunking only."""
+    from contextd.runtime.jobs import DEFAULT_TEXTS_PER_SECOND
+
+    indexer = open_indexer(small_repo(tmp_path), embed=True)
+    indexer.ensure_indexed(embed=False)
+    pending = indexer.store.count_missing_embeddings(indexer.embedder.identity)
+    assert pending > 0
+    result = JobRunner(indexer, indexer.store).rebuild(dry_run=True)
+    embedding = result.details["embedding"]
+    assert embedding["texts"] == pending
+    assert embedding["seconds"] == round(pending / DEFAULT_TEXTS_PER_SECOND, 1)
+    assert result.estimated_seconds >= embedding["seconds"]
+    assert f"{pending:,} chunks to embed" in result.message
+    indexer.embed_pending()
+    after = JobRunner(indexer, indexer.store).rebuild(dry_run=True)
+    assert after.details["embedding"]["texts"] == 0 and "to embed" not in after.message
+    assert "vectors already computed are reused" in after.message

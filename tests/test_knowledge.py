@@ -188,7 +188,9 @@ def test_unchanged_readd_costs_nothing_and_a_change_reembeds_only_changed_chunks
     first = engine.knowledge_add([str(doc)], ["readd"])
     assert first.added == 1 and first.chunks_embedded >= 4
     again = engine.knowledge_add([str(doc)], ["readd"])
-    assert (again.unchanged, again.chunks_embedded, again.documents[0].chunks) == (1, 0, 0)
+    # Issue 27: re-adding said "unchanged … 0 chunks"; it holds what the first add made.
+    assert (again.unchanged, again.chunks_embedded) == (1, 0)
+    assert again.documents[0].chunks == first.documents[0].chunks >= 4
     sections["Topic 2"] = "A rewritten paragraph about deployment freezes in December."
     make_markdown(doc, sections)
     changed = engine.knowledge_add([str(doc)], ["readd"])
@@ -425,3 +427,64 @@ def test_knowledge_settings_are_validated(tmp_path):
     assert any(m.startswith("knowledge.formats: 'epub' is not one of") for m in messages)
     assert any(m.startswith("knowledge.max_pages") for m in messages)
 
+
+
+def test_knowledge_search_scores_each_hit_by_its_evidence_and_cuts_the_unrelated(env):
+    """Issue 27: ``kb search`` returned every chunk of the context, scored by rank alone
+    (0.656, 0.646, 0.635 … the same for every query)."""
+    from contextd.knowledge.scope import search_result
+
+    engine, root, _ = env
+    engine.knowledge_create_context("office")
+    notes = {"Office wifi": "The guest network password rotates every Monday.",
+             "Coffee machine": "It is descaled on Fridays with filtered water.",
+             "Parking": "Permits are renewed every January at the front desk.",
+             "Holidays": "Vacation requests go through the HR portal two weeks ahead."}
+    engine.knowledge_add([str(make_markdown(root / "office" / "notes.md", notes))], ["office"])
+    results = {}
+    for query in ("when does the guest wifi password change", "descaling the coffee machine"):
+        request = knowledge_request(query, ["office"], k=20, wait_for_model=True)
+        results[query] = search_result(request, engine.query(request))
+    wifi, coffee = results.values()
+    assert "guest network password" in wifi.hits[0].snippet
+    assert "descaled" in coffee.hits[0].snippet
+    for result in (wifi, coffee):
+        assert len(result.hits) < 5  # the notes' heading chunk and four sections
+        assert any("left out" in note for note in result.notes)
+        scores = [h.score for h in result.hits]
+        assert scores == sorted(scores, reverse=True)
+    assert [h.score for h in wifi.hits] != [h.score for h in coffee.hits][:len(wifi.hits)]
+
+
+def test_html_hits_name_the_lines_of_the_html_file(env):
+    """Issue 27: an HTML hit gave lines of the extracted text ("lines 9-11" of a 6-line
+    file)."""
+    from contextd.knowledge.scope import search_result
+
+    engine, root, _ = env
+    page = root / "web" / "guide.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text("<html>\n<head><title>Release guide</title></head>\n<body>\n"
+                    "<h1>Release guide</h1>\n<p>Intro.</p>\n"
+                    "<p>Canary releases send a small share of traffic to the new version.</p>"
+                    "\n</body>\n</html>\n")
+    engine.knowledge_create_context("web")
+    engine.knowledge_add([str(page)], ["web"])
+    request = knowledge_request("canary release traffic share", ["web"], wait_for_model=True)
+    hit = search_result(request, engine.query(request)).hits[0]
+    lines = page.read_text().splitlines()
+    assert 1 <= hit.start_line <= hit.end_line <= len(lines)
+    assert "Canary releases" in "\n".join(lines[hit.start_line - 1:hit.end_line])
+
+
+def test_a_project_query_with_a_context_and_a_folder_keeps_the_knowledge_hits(env):
+    """Issue 27: ``query --context X --folder /pkg/middleware`` (a README example) dropped
+    every knowledge hit: the folder was applied to the documents too."""
+    engine, _, _ = env
+    both = engine.query(QueryRequest(
+        "security pillar identity access session token", k=20, wait_for_model=True,
+        contexts=("aws-architecture",), scope=ContextScope(folders=("/src/hooks",))))
+    paths = {h.file_path for h in both.hits}
+    assert any(p.startswith(KNOWLEDGE_PREFIX) for p in paths), paths
+    project = {p for p in paths if not p.startswith(KNOWLEDGE_PREFIX)}
+    assert project and all(p.startswith("src/hooks/") for p in project), paths

@@ -199,6 +199,22 @@ def test_bad_inputs_on_the_cli_are_one_line_and_exit_1(project, args, message):
     assert done.stdout == ""
 
 
+def test_cli_errors_use_the_command_line_words_not_the_mcp_ones(project, mcp):
+    """Issue 27: the CLI said "repeat with confirm=true" and "run search_knowledge again".
+    The owner here is the MCP server: the CLI wording crosses its socket too."""
+    root, _, env, _ = project
+    cli(root, env, "kb", "create", "scratch")
+    delete = cli(root, env, "kb", "delete", "scratch", check=False)
+    assert delete.returncode == 1
+    assert "--yes" in delete.stderr and "confirm=true" not in delete.stderr, delete.stderr
+    assert "confirm=true" in error_text(mcp.call("knowledge_context_delete",
+                                                 {"name": "scratch", "confirm": False}))
+    show = cli(root, env, "search", "--show", "search_00000000", check=False)
+    assert show.returncode == 2
+    assert "contextd search" in show.stderr and "search_knowledge" not in show.stderr, \
+        show.stderr
+
+
 def test_cli_add_reports_unreadable_files_and_exits_1(project, tmp_path):
     root, _, env, _ = project
     folder = root / "bad-docs"
@@ -252,3 +268,22 @@ def test_an_add_killed_mid_way_leaves_whole_documents_and_resumes(tmp_path):
     assert resumed["added"] == DOCUMENTS - stored_before and resumed["failed"] == 0
     listed = cli_json(root, env, "kb", "show", "default")
     assert len(listed["documents"]) == DOCUMENTS
+
+
+def test_kb_cli_previews_the_matched_line_and_names_skipped_files(project, mcp):
+    """Issue 27: the preview under a hit showed its heading, not the line that matched; a
+    file a folder add skipped was never named, even with -v."""
+    root, _, env, _ = project
+    folder = root / "office"
+    make_markdown(folder / "notes.md", {"Guest network": "Some words first.\n\nThe guest "
+                                        "network password rotates every Monday."})
+    (folder / "floorplan.xyz").write_text("not a document format")
+    cli(root, env, "kb", "create", "office")
+    quiet = cli(root, env, "kb", "add", str(folder), "-c", "office")
+    assert "1 skipped (-v names them)" in quiet.stdout and "floorplan" not in quiet.stderr
+    again = cli(root, env, "-v", "kb", "add", str(folder), "-c", "office")
+    assert "skipped" in again.stderr and "floorplan.xyz" in again.stderr
+    assert "unchanged" in again.stdout and " 0 chunks" not in again.stdout
+    found = cli(root, env, "kb", "search", "guest network password Monday", "-c", "office")
+    preview = found.stdout.splitlines()[1]
+    assert "password rotates every Monday" in preview, found.stdout

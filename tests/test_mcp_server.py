@@ -211,6 +211,20 @@ def test_query_context_rejects_bad_arguments(served, arguments, hint):
     assert hint in error_text(served.call("query_context", arguments))
 
 
+def test_invalid_arguments_are_a_sentence_without_pydantic_links(served):
+    """Issue 27: a validation error carried pydantic's report, the argument model's class
+    name and a link to pydantic's web site."""
+    missing = error_text(served.call("knowledge_context_delete", {"name": "x"}))
+    assert missing == ("invalid arguments for knowledge_context_delete: confirm: missing "
+                       "(a required parameter)"), missing
+    too_many = error_text(served.call("query_context", {"query": "x", "k": 500}))
+    assert "k: Input should be less than or equal to" in too_many and "(got 500)" in too_many
+    unknown = error_text(served.call("query_context", {"query": "x", "maxTokens": 400}))
+    assert "maxTokens: unknown parameter (the parameters are: " in unknown
+    for text in (missing, too_many, unknown):
+        assert "pydantic" not in text and "http" not in text and "Arguments" not in text
+
+
 def test_refresh_context(served):
     answer = structured(served.call("refresh_context", {"paths": ["src/billing/tax.py"]}))
     assert answer["status"] == "queued" and answer["filesQueued"] == 1

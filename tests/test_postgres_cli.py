@@ -119,3 +119,39 @@ def test_knowledge_and_memory_on_a_postgres_project(postgres_url, tmp_path):
     deleted = ok("--json", "kb", "delete", "security", "--yes")
     assert len(deleted["documents_deleted"]) == 1, deleted
     assert ok("--json", "kb", "search", "signing keys rotated")["hits"] == []
+
+
+BACKGROUND_CONFIG = TEAM_CONFIG + "[owner]\nbackground_min_chunks = 1\nidle_exit_seconds = 600\n"
+
+
+def test_first_query_hands_the_embedding_to_one_background_owner(tmp_path, postgres_url):
+    """Issue 27's blocker: the first query of a PostgreSQL project crashed writing owner.log
+    into a .contextd/ nothing had made. Now it answers, one background owner embeds, and
+    stats (asked while it runs) report its pid and its model, not the command's own."""
+    from conftest_providers import make_golden_copy
+
+    root = make_golden_copy(tmp_path / "repo")
+    (root / "context.toml").write_text(BACKGROUND_CONFIG)
+    try:
+        first = run(root, postgres_url, "query", "where are JWT tokens validated", "--json")
+        assert first.returncode == 0, first.stderr
+        assert "in the background" in first.stderr
+        assert (root / ".contextd" / "owner.log").exists()
+        stats = {}
+        for _ in range(300):  # the owner takes the lock, then loads its model
+            stats = json.loads(run(root, postgres_url, "--json", "stats").stdout)
+            ready = {p["id"]: p["available"] for p in stats["providers"]}
+            if stats["owner"]["pid"] and ready["semantic"]:
+                break
+        owner_pid = stats["owner"]["pid"]
+        assert owner_pid and not stats["owner"]["this_process"]
+        assert ready["semantic"] and ready["stash"], stats["providers"]
+        indexing = stats["indexing"]
+        assert indexing["state"] == "embedding" or not indexing["embeddings_pending"], indexing
+        second = run(root, postgres_url, "--json", "query", "cancel order")
+        assert second.returncode == 0, second.stderr
+        assert "in the background (" not in second.stderr  # no second owner started
+    finally:
+        stopped = run(root, postgres_url, "--json", "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert json.loads(stopped.stdout)["pid"] == owner_pid

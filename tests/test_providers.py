@@ -143,3 +143,34 @@ def test_git_history_unavailable_outside_a_repository(tmp_path):
         assert _query(module, "git_history", "f") == []
     finally:
         module.shutdown()
+
+
+def test_a_file_rewritten_while_missing_vectors_never_breaks_semantic_search(tmp_path):
+    """Issue 27's "provider semantic left out: KeyError: '<chunk id>'" (seen after kb and
+    stash operations): a file re-written while some of its chunks still lacked vectors was
+    loaded twice by the vector index (changed, and an extra file), so each chunk went in
+    twice and the file's next change deleted one chunk id twice."""
+    from contextd.runtime.engine import Engine
+
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "context.toml").write_text('[contextualizer]\nstrategy = "none"\n')
+    alpha = 'def alpha():\n    """Compute the alpha coefficient of the ledger."""\n    return 1\n'
+    beta = 'def beta():\n    """Reconcile the beta account balances."""\n    return 2\n'
+    gamma = 'def gamma():\n    """Gamma rays."""\n    return 3\n'
+    (root / "b.py").write_text(alpha)
+    engine = Engine.open(str(root))
+    try:
+        engine.ensure_indexed()  # alpha's text has a vector; beta's and gamma's will not
+        notes = []
+        for text in (alpha + "\n\n" + beta, alpha + "\n\n" + beta + "\n\n" + gamma,
+                     alpha + "\n\n" + gamma):
+            (root / "a.py").write_text(text)
+            engine.indexer.ensure_indexed(embed=False)
+            answer = engine.query(QueryRequest("alpha coefficient of the ledger",
+                                               providers=("semantic",), wait_for_model=True))
+            notes += answer.notes
+            assert {h.file_path for h in answer.hits} >= {"a.py", "b.py"}, answer
+        assert not any("left out" in note or "failed" in note for note in notes), notes
+    finally:
+        engine.close()

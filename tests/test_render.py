@@ -50,3 +50,19 @@ def test_json_form():
     data = render_json(ctx)
     assert [s["chunk_id"] for s in data["snippets"]] == ["b", "a"]
     assert data["task_id"] == "t" and data["total_tokens"] == 4
+
+
+def test_a_trimmed_markdown_snippet_closes_the_code_block_it_cut():
+    """Issue 27: ``--render --budget 300`` cut a README's code block without its closing
+    fence, turning the rest of the prompt into code."""
+    commands = "\n".join(f"pip install package-number-{i} --upgrade --quiet" for i in range(60))
+    text = f"## Install\n\nRun these:\n\n```bash\n{commands}\n```\n\nThen start it."
+    ctx = TaskContext("t", "q", (snip("a", 0.9, "README.md", text=text, label="Install",
+                                      language="markdown"),))
+    block = render_context(ctx, max_tokens=300)
+    assert estimate_tokens(block) <= 300
+    body = block.split("<snippet", 1)[1].split("</snippet>")[0]
+    fences = [line for line in body.splitlines() if line.startswith("```")]
+    assert fences == ["```bash", "```"], body
+    assert body.rstrip().endswith("```")
+    assert 'lines="1-' in block and f'lines="1-{text.count(chr(10)) + 1}"' not in block

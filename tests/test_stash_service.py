@@ -362,3 +362,28 @@ def test_disabled_memory_says_so(tmp_path):
             stash(engine, seg("anything"))
     finally:
         engine.close()
+
+
+def test_credentials_in_a_stashed_message_are_redacted_like_a_config_file(tmp_path):
+    """Issue 27: ``stash add "password = hunter2supersecret and api_key=sk-abcdef…"`` was
+    stored verbatim (a segment was read as code, where an unquoted value may be a variable),
+    while the same settings in config.yml were redacted."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    engine = Engine(Project.open(root))
+    try:
+        line = "password = hunter2supersecret and api_key=sk-abcdef1234567890"
+        stored = engine.stash(StashRequest((
+            SegmentInput(text=line, type="message"),
+            SegmentInput(text="DB_PASSWORD=hunter2supersecret\nHOME=/root", type="error_log"),
+            SegmentInput(text="Password: required before the login form", type="message"),
+            SegmentInput(text="password = read_password(path)", type="code_block"))))
+        assert stored.secrets_redacted == 3
+        texts = [s.text for s in engine.get_stashed(stored.segment_ids).segments]
+        assert texts[0] == "password = [REDACTED] and api_key=[REDACTED]"
+        assert texts[1] == "DB_PASSWORD=[REDACTED]\nHOME=/root"
+        assert texts[2] == "Password: required before the login form"  # a sentence
+        assert texts[3] == "password = read_password(path)"  # code: a call, not a secret
+        assert all("hunter2" not in t for t in texts)
+    finally:
+        engine.close()

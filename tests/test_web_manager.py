@@ -194,3 +194,70 @@ def test_stop_by_signal_exits_cleanly_and_unregisters(tmp_path):
     assert json.loads(listed.stdout) == []
     proc.stdout.close()
     proc.stderr.close()
+
+
+def test_open_index_manager_from_a_folder_holding_a_contextd_folder(tmp_path):
+    """Issue 27: open_index_manager failed with an ImportError when the server's working
+    folder held a folder named ``contextd``: the launcher ran ``python -m contextd`` there,
+    which imported that folder. The server runs as the console script would (``-P``: no
+    working folder on sys.path), in such a folder."""
+    from mcp import StdioServerParameters
+    from anyio.from_thread import start_blocking_portal
+    from test_mcp_server import SyncSession, _session
+
+    root = make_repo(tmp_path / "repo", {"a.py": "def alpha():\n    return 1\n"})
+    workdir = tmp_path / "elsewhere"
+    (workdir / "contextd").mkdir(parents=True)
+    (workdir / "contextd" / "__init__.py").write_text("raise ImportError('the wrong contextd')\n")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-P", "-m", "contextd", "serve", "--root", str(root)],
+        env=server_env(tmp_path / "run"), cwd=str(workdir))
+    with start_blocking_portal() as portal, open(tmp_path / "server.log", "a") as err:
+        with portal.wrap_async_context_manager(_session(params, err)) as raw:
+            client = SyncSession(portal, raw)
+            opened = structured(client.call("open_index_manager", {}))
+            assert opened["started"] is True, opened
+            wid = opened["manager"]["workspaceId"]
+            stopped = structured(client.call("stop_index_manager", {"workspace_id": wid}))
+            assert _gone(stopped["manager"]["pid"])
+
+
+def test_the_live_line_and_progress_log_show_the_background_embedding(tmp_path):
+    """Issue 27: during a long background embedding the live line said "idle · N chunks
+    waiting for vectors · no job running" and the Progress page was empty; only Overview
+    showed the embedding."""
+    from manager_support import Manager
+    from test_first_minutes import _words
+
+    files = {f"pkg/module_{n:03d}.py": "".join(
+        f'def handler_{n}_{i}(request):\n    """{_words(n * 40 + i)}"""\n    return {i}\n\n\n'
+        for i in range(40)) for n in range(30)}
+    files["context.toml"] = ('[owner]\nbackground_min_chunks = 1\n'
+                             '[contextualizer]\nstrategy = "none"\n')
+    root = make_repo(tmp_path / "repo", files)
+    env = server_env(tmp_path / "run")
+    query = subprocess.run([sys.executable, "-m", "contextd", "--root", str(root), "query",
+                            "handler"], capture_output=True, text=True, env=env, timeout=300)
+    assert "in the background" in query.stderr, query.stderr
+    proc = subprocess.Popen(ui_command(root), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=open(tmp_path / "manager.log", "w"), env=env, cwd=str(root))
+    try:
+        manager = Manager(proc, read_first_line(proc), root, env)
+        deadline = time.monotonic() + 120
+        live = {}
+        while time.monotonic() < deadline:
+            live = manager.json("/api/progress")
+            if live.get("embedding") and live["embedding"]["done"] > 0:
+                break
+            time.sleep(0.25)
+        assert live["state"] == "embedding" and live["embedding"]["pending"] > 0, live
+        events = [e for e in manager.json("/progress") if e.get("job_type") == "embedding"]
+        assert events and events[0]["event"] == "start", events
+        status, _, page = manager.request("GET", "/live")
+        assert status == 200 and b"embedding" in page
+    finally:
+        proc.terminate()
+        proc.wait(20)
+        proc.stdout.close()
+        subprocess.run([sys.executable, "-m", "contextd", "--root", str(root), "stop"],
+                       env=env, capture_output=True, timeout=60)

@@ -44,6 +44,7 @@ COMMANDS = {
     "workspaces": "contextd.cli.workspaces_cmd:workspaces_group",
     "store": "contextd.cli.store_cmd:store_group",
     "owner": "contextd.cli.owner_cmd:owner_command",
+    "stop": "contextd.cli.owner_cmd:stop_command",
     "server": "contextd.cli.service_cmds:server_cmd",
     "keys": "contextd.cli.service_cmds:keys_group",
     "backup": "contextd.cli.backup_cmds:backup_cmd",
@@ -109,8 +110,10 @@ def main() -> None:
 
 def _main() -> None:
     try:
-        result = cli.main(standalone_mode=False)
-        # ctx.exit(n) comes back as a return value when standalone_mode is off.
+        # Not cli.main(): on Ctrl-C it prints an empty line to stderr before raising Abort,
+        # and "contextd: interrupted" must be the only line.
+        with cli.make_context("contextd", sys.argv[1:]) as ctx:
+            result = cli.invoke(ctx)
         sys.exit(result if isinstance(result, int) else 0)
     except click.exceptions.Abort as exc:
         if isinstance(exc.__context__, KeyboardInterrupt):  # click wraps Ctrl-C in Abort
@@ -125,7 +128,7 @@ def _main() -> None:
     except ContextdError as exc:
         if os.environ.get("CONTEXTD_RAISE_ERRORS"):
             raise
-        click.echo(f"contextd: error: {exc}", err=True)
+        click.echo(f"contextd: error: {exc.for_cli()}", err=True)
         sys.exit(exc.exit_code)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from contextd.boundary.walk import Boundary, Decision, FileEntry, RejectReason, Rejection
-from contextd.cli.common import CliState, emit, pass_state
+from contextd.cli.common import CliState, emit, pass_state, user_path
 from contextd.config.loading import CONFIG_FILENAME, InvalidConfig, iter_documented_fields
 from contextd.config.sections import SECTIONS, ContextConfig
 from contextd.config.checks import WARNING, check_project, config_file_name
@@ -270,8 +270,10 @@ def _print_decision(decision: Decision) -> None:
 def check_file_cmd(state: CliState, path: str) -> None:
     """Say whether PATH would be indexed, and if not why (exit 0 if indexable, else 1).
 
-    A relative PATH is relative to the current directory."""
-    decision = Boundary(state.project()).check(os.path.abspath(path))
+    A relative PATH is relative to the current directory inside the project, else to the
+    project root."""
+    project = state.project()
+    decision = Boundary(project).check(user_path(path, project.root))
     emit(state, decision, _print_decision)
     if not decision.indexable:
         _exit_failed()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import click
@@ -30,6 +32,20 @@ class CliState:
 
 
 pass_state = click.make_pass_decorator(CliState)
+
+
+def user_path(path: str, root: Path | str) -> str:
+    """A path typed on the command line, made absolute: an absolute one as given; a relative
+    one relative to the working directory when that is inside the project (``cd src &&
+    contextd chunks app.py``), else relative to the project root (``contextd --root
+    ~/starlette check-file starlette/background.py`` from any folder)."""
+    path = os.path.expanduser(path)
+    if os.path.isabs(path):
+        return os.path.normpath(path)
+    root = os.path.realpath(root)
+    cwd = os.path.realpath(os.getcwd())
+    base = cwd if cwd == root or cwd.startswith(root + os.sep) else root
+    return os.path.normpath(os.path.join(base, path))
 
 
 def emit(state: CliState, result: Any, human: Callable[[Any], None]) -> None:

@@ -30,6 +30,9 @@ class EmbedderInfo:
     prepared: bool | None
     path: str | None
     error: str | None
+    # What a person reads: prepared / not prepared (a local model); for a remote server,
+    # whether the project is set up to use it.
+    status: str = ""
 
 
 @dataclass(frozen=True)
@@ -43,13 +46,40 @@ class PrepareResult:
 
 
 def _describe(name: str, factory, plugin: str, config) -> EmbedderInfo:
+    from contextd.embedders.remote.embedder import RemoteEmbedder
+
+    configured = name == config.backend
     try:
         embedder = factory(dataclasses.replace(config, backend=name))
     except ContextdError as exc:
-        return EmbedderInfo(name, plugin, name == config.backend, None, None, None, str(exc))
+        return EmbedderInfo(name, plugin, configured, None, None, None, str(exc),
+                            "unavailable")
     path = getattr(embedder, "model_path", None)
-    return EmbedderInfo(name, plugin, name == config.backend, embedder.identity,
-                        getattr(embedder, "prepared", None), str(path) if path else None, None)
+    prepared = getattr(embedder, "prepared", None)
+    if isinstance(embedder, RemoteEmbedder):
+        # Nothing to prepare: the server holds the model. The [embedding] settings name a
+        # server and model only for the configured backend.
+        prepared = None
+        status = (_remote_status(embedder, config) if configured else
+                  f"remote, not set up (set [embedding] backend = \"{name}\", model and "
+                  "base_url)")
+        if not configured:
+            return EmbedderInfo(name, plugin, False, None, None, None, None, status)
+    else:
+        status = "prepared" if prepared else "not prepared"
+    return EmbedderInfo(name, plugin, configured, embedder.identity, prepared,
+                        str(path) if path else None, None, status)
+
+
+def _remote_status(embedder, config) -> str:
+    """``remote, API key from OPENAI_API_KEY`` or what is missing."""
+    from contextd.config.env import default_api_key_variable
+
+    variable = default_api_key_variable(config)
+    if variable is None:
+        return "remote (no API key needed)"
+    return (f"remote, API key from {variable}" if embedder.client.has_key
+            else f"remote, API key missing: set {variable}")
 
 
 @click.group("embedders")
@@ -74,8 +104,8 @@ def list_command(state: CliState) -> None:
             if row.error:
                 click.echo(f"{mark} {row.backend:<8} unavailable: {row.error}")
                 continue
-            ready = "prepared" if row.prepared else "not prepared"
-            click.echo(f"{mark} {row.backend:<8} {row.identity}  [{ready}]  {row.path}")
+            where = f"  {row.path}" if row.path else ""
+            click.echo(f"{mark} {row.backend:<8} {row.identity or '-'}  [{row.status}]{where}")
 
     emit(state, rows, human)
 

@@ -8,14 +8,13 @@ record on stdout (JSON with ``--json``).
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 import threading
 
 import click
 
-from contextd.cli.common import CliState, emit, open_engine, pass_state
+from contextd.cli.common import CliState, emit, open_engine, pass_state, user_path
 from contextd.errors import ContextdError
 from contextd.indexer.progress import Progress, terminal_progress
 
@@ -25,9 +24,11 @@ def _progress(state: CliState) -> Progress:
     return terminal_progress(bootstrap.show_progress, bootstrap.progress_interval_seconds)
 
 
-def _absolute(paths: tuple[str, ...]) -> list[str] | None:
-    """Paths as given on the command line are relative to the working directory."""
-    return [os.path.abspath(p) for p in paths] or None
+def _absolute(state: CliState, paths: tuple[str, ...]) -> list[str] | None:
+    """Paths as given on the command line, made absolute (:func:`contextd.cli.common.user_path`:
+    relative to the working directory inside the project, else to the root)."""
+    root = state.project().root
+    return [user_path(p, root) for p in paths] or None
 
 
 def _confirm_rebuild(paths: list[str] | None) -> None:
@@ -60,7 +61,7 @@ def rebuild(state: CliState, force: bool, path_opts: tuple[str, ...],
       contextd rebuild --force
       contextd rebuild --paths src/auth/ docs/
     """
-    paths = _absolute(path_opts + more_paths)
+    paths = _absolute(state, path_opts + more_paths)
     if not force and not dry_run:
         _confirm_rebuild(paths)
     engine = open_engine(state)
@@ -89,7 +90,7 @@ def refresh(state: CliState, paths: tuple[str, ...], force: bool) -> None:
     """Re-index what changed (everything, or the given files and directories)."""
     engine = open_engine(state)
     try:
-        report = engine.refresh(_absolute(paths), force=force, progress=_progress(state))
+        report = engine.refresh(_absolute(state, paths), force=force, progress=_progress(state))
     finally:
         engine.close()
     emit(state, report, lambda r: click.echo(r.summary))

@@ -121,12 +121,17 @@ def add_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...],
         for doc in report.documents:
             if doc.status == "failed":
                 click.echo(f"contextd: {doc.document}: {doc.reason}", err=True)
-            elif doc.status != "skipped":
+            elif doc.status == "skipped":
+                if state.verbose:
+                    click.echo(f"contextd: skipped {doc.document}: {doc.reason}", err=True)
+            else:
                 pages = f", {doc.pages} pages" if doc.pages else ""
+                held = ", already indexed" if doc.status == "unchanged" else ""
                 click.echo(f"{doc.status:<9} {doc.document}  [{doc.format}{pages}, "
-                           f"{doc.chunks} chunks]")
+                           f"{doc.chunks} chunks{held}]")
+        names = " (-v names them)" if report.skipped and not state.verbose else ""
         click.echo(f"{report.added} added, {report.updated} updated, {report.unchanged} "
-                   f"unchanged, {report.failed} failed, {report.skipped} skipped in "
+                   f"unchanged, {report.failed} failed, {report.skipped} skipped{names} in "
                    f"{', '.join(report.contexts)} ({report.chunks_embedded} chunks embedded, "
                    f"{report.elapsed_ms / 1000:.1f} s)")
     report = _run(state, lambda e: e.knowledge_add(
@@ -167,6 +172,7 @@ def search_cmd(state: CliState, query: str, contexts: tuple[str, ...], k: int | 
                include_project: bool, budget: int | None, folders: tuple[str, ...],
                files: tuple[str, ...]) -> None:
     """Search knowledge contexts (all when none is named) for QUERY."""
+    from contextd.knowledge.hits import preview
     from contextd.knowledge.scope import knowledge_request, search_result
     from contextd.records import ContextScope
 
@@ -185,7 +191,8 @@ def search_cmd(state: CliState, query: str, contexts: tuple[str, ...], k: int | 
             where = f"[{', '.join(hit.contexts)}]" if hit.contexts else "[project]"
             click.echo(f"{number:>2}. {hit.score:.3f}  {hit.document}{page}  lines "
                        f"{hit.start_line}-{hit.end_line}  {where}  {hit.label}")
-            for line in hit.snippet.splitlines()[:PREVIEW_LINES]:
+            for line in preview(hit.snippet, hit.start_line, hit.metadata, PREVIEW_LINES,
+                                query):
                 click.echo(f"      {line}")
         click.echo(f"{result.total} hits, {result.total_tokens} tokens")
         for note in result.notes:

@@ -16,3 +16,28 @@ def owner_command(state: CliState) -> None:
     from contextd.runtime.background import run_background_owner
 
     run_background_owner(state.project())
+
+
+@click.command("stop")
+@pass_state
+def stop_command(state: CliState) -> None:
+    """Stop the process that owns this project's index on this machine: the background owner
+    a command started, a 'contextd watch' or an MCP server ('contextd restore' needs the
+    index free). The next command starts whatever it needs again.
+
+    \b
+    Example:
+      contextd stop
+    """
+    from contextd.cli.common import emit
+    from contextd.runtime.background import stop_owner
+
+    def human(result: dict) -> None:
+        if result["pid"] is None:
+            click.echo("no contextd process owns this index")
+            return
+        how = "killed (it did not stop on SIGTERM)" if result["forced"] else "stopped"
+        click.echo(f"{how} pid {result['pid']} after {result['seconds']} s"
+                   + (f": {result['command']}" if result["command"] else ""))
+
+    emit(state, stop_owner(state.project()), human)

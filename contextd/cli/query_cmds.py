@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from contextd.cli.common import CliState, emit, open_engine, pass_state
+from contextd.cli.common import CliState, emit, open_engine, pass_state, user_path
 from contextd.errors import UsageError
 from contextd.query.records import QueryRequest, QueryResponse
 from contextd.records import ContextScope, to_dict
@@ -44,17 +44,10 @@ def preview(hit: Any) -> list[tuple[int, str]]:
 
 
 def root_relative(pattern: str, root: Path) -> str:
-    """A ``--path`` as the index knows it (relative to the project root): an absolute path
-    must be inside the root; a relative one is relative to the working directory when that
-    is inside the root (``cd src && contextd query x --path auth`` means ``src/auth``).
-    The root itself comes back as "" (no restriction)."""
-    if os.path.isabs(pattern):
-        absolute = os.path.realpath(pattern)
-    else:
-        cwd = os.path.realpath(os.getcwd())
-        if cwd != str(root) and not cwd.startswith(str(root) + os.sep):
-            return pattern  # run from outside the project: the path is root-relative
-        absolute = os.path.normpath(os.path.join(cwd, pattern))
+    """A ``--path`` as the index knows it (relative to the project root; see
+    :func:`contextd.cli.common.user_path` for what a relative one is relative to). The root
+    itself comes back as "" (no restriction)."""
+    absolute = os.path.realpath(user_path(pattern, root))
     relative = os.path.relpath(absolute, root)
     if relative == os.pardir or relative.startswith(os.pardir + os.sep):
         raise UsageError(f"--path {pattern} is outside the project root {root}")
@@ -207,6 +200,9 @@ def _print_stats(data: dict[str, Any]) -> None:
             click.echo(f"  {skip['path']}: {skip['reason']} ({skip['detail']})")
     indexing = data.get("indexing", {})
     click.echo(f"indexing: {indexing.get('state')} ({indexing.get('text', '')})")
+    owner = data.get("owner") or {}
+    if owner.get("pid") and not owner.get("this_process"):
+        click.echo(f"owner: pid {owner['pid']} (stop it with 'contextd stop')")
     for problem in indexing.get("problem_files") or []:
         click.echo(f"  not indexed as written: {problem['path']}: {problem['reason']}")
 

@@ -40,6 +40,9 @@ from contextd.store.base import IndexStore, SkippedFile
 # index_meta keys: the measured indexing rate (for rebuild estimates) and the signature of
 # the chunking and contextualizer the stored chunks and index texts were built with.
 THROUGHPUT_META_KEY = "indexing_bytes_per_second"
+# The embedding rate measured by the last long embedding of pending vectors (texts/s).
+EMBEDDING_RATE_META_KEY = "embedding_texts_per_second"
+EMBEDDING_RATE_MIN_TEXTS = 200  # fewer measure the start, not the rate
 SIGNATURE_META_KEY = "index_text_signature"
 THROUGHPUT_MIN_BYTES = 256 * 1024  # smaller runs measure start-up, not throughput
 
@@ -259,8 +262,11 @@ class Indexer:
             if pending:
                 embedder.embed_query("warm up")  # load (or export) the model off the clock
                 figures.restart_clock()
-            return embed_missing(self.store, embedder, self.config.embedding.batch_size,
-                                 cancel, self._embed_lock, on_batch)
+            embedded = embed_missing(self.store, embedder, self.config.embedding.batch_size,
+                                     cancel, self._embed_lock, on_batch)
+            if embedded >= EMBEDDING_RATE_MIN_TEXTS and figures.rate > 0:
+                self.store.set_meta(EMBEDDING_RATE_META_KEY, f"{figures.rate:.1f}")
+            return embedded
         finally:
             self._embedding_busy = False
 
@@ -268,6 +274,13 @@ class Indexer:
     def indexing(self) -> bool:
         """Whether files are being read and chunked right now."""
         return self._state == "indexing"
+
+    @property
+    def never_indexed(self) -> bool:
+        """Whether no catch-up or bootstrap has ever finished and no file is indexed: a new
+        project whose first indexing has not started or not got far (an empty folder, once
+        indexed, is not)."""
+        return not self.store.file_states() and self.store.get_meta(SIGNATURE_META_KEY) is None
 
     @property
     def embedding_under_way(self) -> bool:

@@ -135,9 +135,11 @@ def delete_context(store: IndexStore, name: str, confirm: bool) -> ContextDelete
         raise KnowledgeError("the 'default' context cannot be deleted (documents added "
                              "without a context go there); remove its documents instead")
     if not confirm:
-        raise KnowledgeError(f"deleting context {info.name!r} removes it and its "
-                             f"{info.documents} document link(s): repeat with confirm=true "
-                             "(--yes on the command line)")
+        what = (f"deleting context {info.name!r} removes it and its {info.documents} "
+                "document link(s)")
+        raise KnowledgeError(f"{what}: repeat with confirm=true",
+                             cli=f"{what}: repeat with --yes (contextd kb delete "
+                                 f"{info.name} --yes)")
     deleted = store.kb_delete_context(info.name.lower())
     return ContextDeleted(name=info.name, documents_unlinked=info.documents,
                           documents_deleted=tuple(deleted))

@@ -149,8 +149,9 @@ class DocumentWriter:
         stored = self.known.get(path)
         new_links = len(set(self.contexts) - set(stored["contexts"] or ())) if stored \
             else len(self.contexts)
-        if stored and stored["content_hash"] == digest:
-            return DocumentOutcome(name, UNCHANGED, path, fmt, new_links=new_links), None
+        if stored and stored["content_hash"] == digest:  # what it holds, nothing re-done
+            return DocumentOutcome(name, UNCHANGED, path, fmt, chunks=stored["chunks"] or 0,
+                                   pages=stored.get("pages"), new_links=new_links), None
         try:
             text = read_document(data, source.name, fmt, settings.max_pages)
         except ReadFailure as exc:

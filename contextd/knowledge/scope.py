@@ -17,6 +17,7 @@ from typing import Sequence
 
 from contextd.errors import KnowledgeError
 from contextd.knowledge.contexts import split_names
+from contextd.knowledge.hits import MIN_RELEVANCE, html_source_lines, relevance
 from contextd.knowledge.records import KnowledgeHit, KnowledgeSearchResult
 from contextd.query.records import ALL_CONTEXTS, Hit, QueryRequest, QueryResponse
 from contextd.records import ContextScope
@@ -106,17 +107,34 @@ class KnowledgeScope:
 
 
 def search_result(request: QueryRequest, response: QueryResponse) -> KnowledgeSearchResult:
-    """The KnowledgeSearchResult of a knowledge search's QueryResponse."""
-    hits = []
+    """The KnowledgeSearchResult of a knowledge search's QueryResponse: each hit scored by
+    its own evidence, hits without any left out, HTML hits on the lines of their file (see
+    :mod:`contextd.knowledge.hits`)."""
+    hits, unrelated = [], 0
     for hit in response.hits:
         meta = hit.metadata
+        score = min(hit.score, relevance(meta))
+        if score < MIN_RELEVANCE:
+            unrelated += 1
+            continue
         knowledge = "document" in meta
+        if knowledge and meta.get("format") == "html":
+            lines = html_source_lines(meta["document"], hit.snippet)
+            hit = dataclasses.replace(hit, start_line=lines[0], end_line=lines[1]) \
+                if lines else dataclasses.replace(hit, metadata={
+                    **meta, "lines_of": "the text extracted from the HTML"})
         hits.append(KnowledgeHit(
-            **{f.name: getattr(hit, f.name) for f in dataclasses.fields(Hit)},
+            **{**{f.name: getattr(hit, f.name) for f in dataclasses.fields(Hit)},
+               "score": score},
             source="knowledge" if knowledge else "project",
             document=meta["document"] if knowledge else hit.file_path,
             contexts=tuple(meta.get("contexts", ())), page=meta.get("page")))
+    hits.sort(key=lambda h: -h.score)
+    notes = response.notes
+    if unrelated:
+        notes += (f"{unrelated} hit(s) left out: nothing measured relates them to the "
+                  "question (no shared words, no similar meaning)",)
     return KnowledgeSearchResult(query=request.query, contexts=tuple(request.contexts or ()),
                                  include_project=request.include_project,
-                                 total=response.total, total_tokens=response.total_tokens,
-                                 hits=tuple(hits), notes=response.notes)
+                                 total=len(hits), total_tokens=sum(h.tokens for h in hits),
+                                 hits=tuple(hits), notes=notes)

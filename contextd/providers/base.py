@@ -271,7 +271,8 @@ class ScopeFilter:
     A knowledge document (``kb://`` path) is inside when ``scope.documents`` is None or
     holds it, a project file when ``scope.include_project``; paths, files, folders and
     exclusions then apply to the document's own path (root-relative, or absolute outside
-    the root). Results are memoised per path, because a query checks the same few thousand
+    the root), unless the project is searched too: then they narrow the project's files
+    and the contexts alone choose the documents. Results are memoised per path, because a query checks the same few thousand
     file paths for many chunks.
     """
 
@@ -308,6 +309,11 @@ class ScopeFilter:
         if path.startswith(KNOWLEDGE_PREFIX):
             if self.documents is not None and path not in self.documents:
                 return False
+            if scope.include_project and self.documents is not None:
+                # A project query with contexts (``query "refund flow" --context rfc
+                # --folder /src/payments``): the contexts choose the documents, the paths,
+                # files and folders narrow the project's own files.
+                return True
             path = path[len(KNOWLEDGE_PREFIX):]
         elif not scope.include_project:
             return False

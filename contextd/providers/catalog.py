@@ -52,7 +52,11 @@ class IncrementalIndex:
                 self.generation = current
                 return
             changes = self.store.changes_since(self.generation)
-            self.apply(list(changes.changed_file_ids) + list(self.extra_file_ids()),
+            # Once each: a file re-written while still missing vectors is both changed and
+            # an extra file, and loading its rows twice put each chunk in the index twice
+            # (the next change of the file then failed with a KeyError on a chunk id).
+            self.apply(list(dict.fromkeys([*changes.changed_file_ids,
+                                           *self.extra_file_ids()])),
                        changes.removed_file_ids)
             self.generation = changes.generation
 
@@ -171,7 +175,7 @@ class ChunkCatalog(IncrementalIndex):
         as :meth:`IndexStore.chunks_for_files` returns them."""
         with self.lock:
             self.sync(generation)
-            wanted = self._file_chunks if file_ids is None else file_ids
+            wanted = self._file_chunks if file_ids is None else dict.fromkeys(file_ids)
             ordered = sorted((fid for fid in wanted if fid in self._file_chunks),
                              key=lambda fid: self._file_path.get(fid, ""))
             return [self.rows[cid] for fid in ordered for cid in self._file_chunks[fid]]

@@ -37,6 +37,9 @@ from contextd.store.base import ChunkRow
 BM25_K1 = 1.5
 BM25_B = 0.75
 BM25_EPSILON = 0.25
+# The floor of the average IDF behind the weight of a very common term: in a corpus of a few
+# documents the average itself is 0 or below, and every term would weigh nothing.
+MIN_AVERAGE_IDF = 1.0
 MIN_TOKEN_LENGTH = 2
 _SPLIT_CACHE_SIZE = 200_000
 
@@ -135,13 +138,17 @@ class BM25Index:
         self._changed()
 
     def idf(self, term: str) -> float:
-        """rank_bm25's IDF: log((N − df + 0.5) / (df + 0.5)), negatives → ε × average IDF."""
+        """rank_bm25's IDF: log((N − df + 0.5) / (df + 0.5)), negatives → ε × average IDF.
+
+        Unlike rank_bm25, a term held by half the documents or more never weighs 0 or less:
+        in a new two-file project every word is in one of two files (IDF exactly 0, average
+        IDF ≤ 0), and a search for words of a docstring found nothing at all."""
         df = len(self.postings.get(term, ()))
         if not df:
             return 0.0
         n = len(self.slot_of)
         value = math.log(n - df + 0.5) - math.log(df + 0.5)
-        return value if value >= 0 else self.epsilon * self._average()
+        return value if value > 0 else self.epsilon * max(self._average(), MIN_AVERAGE_IDF)
 
     def _average(self) -> float:
         if self._average_idf is None:

@@ -40,8 +40,14 @@ def _clip(value: float) -> float:
 
 def hit_evidence(snippet: ContextSnippet, exact: ExactQuery | None) -> float:
     """The strongest raw evidence behind one candidate, in [0, 1]."""
-    meta = snippet.metadata
-    found = [exact_evidence(exact, snippet.text) if exact else 0.0]
+    return max(exact_evidence(exact, snippet.text) if exact else 0.0,
+               measured_evidence(snippet.metadata))
+
+
+def measured_evidence(meta: dict) -> float:
+    """The strongest evidence the providers measured for a hit (its ``metadata``: cosine,
+    BM25 coverage, symbol score), in [0, 1]; 0 when none says it is related."""
+    found = [0.0]
     if "cosine" in meta:
         found.append(_clip((float(meta["cosine"]) - COSINE_FLOOR) / COSINE_SPAN))
     if "bm25_coverage" in meta:

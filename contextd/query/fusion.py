@@ -155,25 +155,54 @@ def deduplicate(snippets: Sequence[ContextSnippet]) -> list[ContextSnippet]:
 # ----- trimming --------------------------------------------------------------------------
 def trim_snippet(snippet: ContextSnippet, max_tokens: int) -> ContextSnippet | None:
     """The snippet cut to whole lines from its end so it costs at most ``max_tokens``;
-    None when even its first line does not fit."""
+    None when even its first line does not fit. A Markdown code block the cut leaves open
+    is closed (its fence counted in the budget): an unclosed fence turns the rest of a
+    prompt, the block's closing tag included, into code."""
     if snippet.tokens <= max_tokens:
         return snippet
-    lines = snippet.text.split("\n")
+    markdown = snippet.language in FENCED_LANGUAGES
     kept: list[str] = []
     used = 0
-    for line in lines:
+    fence = ""  # the opening fence the kept lines leave open
+    for line in snippet.text.split("\n"):
+        after = _fence_after(fence, line) if markdown else ""
         cost = estimate_tokens(line + "\n")
-        if used + cost > max_tokens:
+        closing = estimate_tokens(after + "\n") if after else 0
+        if used + cost + closing > max_tokens:
             break
         kept.append(line)
         used += cost
+        fence = after
     if not kept:
         return None
+    end_line = snippet.start_line + len(kept) - 1
+    if fence:
+        kept.append(fence)
     text = "\n".join(kept)
     return dataclasses.replace(
-        snippet, text=text, end_line=snippet.start_line + len(kept) - 1,
+        snippet, text=text, end_line=end_line,
         tokens=min(max_tokens, estimate_tokens(text)),
         metadata={**snippet.metadata, "truncated": True})
+
+
+# Languages whose text holds fenced code blocks (``` or ~~~ lines).
+FENCED_LANGUAGES = frozenset({"markdown", "mdx"})
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _fence_after(open_fence: str, line: str) -> str:
+    """The fence left open after ``line``, given the one open before it ("" for none): a
+    fence line opens a block, or closes the open one when it is of the same character and
+    at least as long (CommonMark)."""
+    match = _FENCE_RE.match(line)
+    if not match:
+        return open_fence
+    marker = match.group(1)
+    if not open_fence:
+        return marker
+    closes = marker[0] == open_fence[0] and len(marker) >= len(open_fence) \
+        and not line.strip()[len(marker):].strip()
+    return "" if closes else open_fence
 
 
 # ----- MMR -------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,12 @@ OWNER_LOG = "owner.log"
 TAKEOVER_WAIT_S = 60.0
 # How often the background owner checks whether it has been idle long enough.
 IDLE_CHECK_S = 1.0
+# How long ``contextd stop`` waits for the owner to let go of the index before SIGKILL.
+STOP_WAIT_S = 10.0
+# How long a background owner told to stop lets its Engine close before it exits anyway: an
+# embedding window under way (up to ~20 s on a busy machine) is given up, not finished; its
+# texts have no vector yet and are embedded by the next owner.
+CLOSE_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -69,14 +76,22 @@ def index_for_command(engine: Any, project: Project, progress: Any) -> Handoff:
     return Handoff(pending)
 
 
+def contextd_command(root: Any, config_path: Any = None) -> list[str]:
+    """The command line of a contextd child process for the project at ``root``: this
+    interpreter with ``-P``, so a folder named ``contextd`` in the working directory (a
+    project's own, or the folder the parent was started in) is not imported instead of
+    the package (the child's working directory is the project root)."""
+    command = [sys.executable, "-P", "-m", "contextd", "--root", str(root)]
+    return command + (["--config", str(config_path)] if config_path else [])
+
+
 def start_background_owner(project: Project) -> int:
     """Start ``contextd owner`` for ``project``, detached (own session: a Ctrl-C in the
     terminal does not reach it), logging to ``<db dir>/owner.log``; returns its pid."""
-    command = [sys.executable, "-m", "contextd", "--root", str(project.root)]
-    if project.config.source:
-        command += ["--config", str(project.config.source)]
-    command.append("owner")
+    command = contextd_command(project.root, project.config.source) + ["owner"]
     log_path = project.db_path.parent / OWNER_LOG
+    # A PostgreSQL project has no database file, so nothing has made the folder yet.
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log_file:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=log_file, start_new_session=True, close_fds=True,
@@ -96,7 +111,7 @@ def run_background_owner(project: Project) -> None:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: stop.set())
-    engine = connect(project, duties=True, wait_s=TAKEOVER_WAIT_S)
+    engine = connect(project, duties=True, wait_s=TAKEOVER_WAIT_S, serve=True)
     try:
         waited = 0.0
         while not engine.is_owner and waited < TAKEOVER_WAIT_S and not stop.is_set():
@@ -111,5 +126,45 @@ def run_background_owner(project: Project) -> None:
                 log.info("background owner: idle for %.0f s, exiting", idle)
                 break
     finally:
-        engine.close()
+        closing = threading.Thread(target=engine.close, name="contextd-close", daemon=True)
+        closing.start()
+        closing.join(CLOSE_WAIT_S if stop.is_set() else None)
     os._exit(0)  # the same reason as serve: native threads must not see finalisation
+
+
+def owner_command_line(pid: int) -> str:
+    """The command line of process ``pid`` ('' when it cannot be read), to say what stops."""
+    try:
+        raw = open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:
+        return ""
+    return " ".join(part.decode(errors="replace") for part in raw.split(b"\0") if part)
+
+
+def stop_owner(project: Project, wait_s: float = STOP_WAIT_S) -> dict[str, Any]:
+    """Stop the process that owns the project's index on this machine (the background owner,
+    a watcher or an MCP server), so that ``restore`` may replace the database: SIGTERM, then
+    wait until the owner lock is free (SIGKILL after ``wait_s``; the kernel frees the lock
+    of a killed process). Returns ``pid`` (None: nothing owned it), ``command`` and
+    ``forced``."""
+    from contextd.runtime.election import OwnerLock, lock_path
+
+    lock = OwnerLock(lock_path(project.db_path))
+    if not lock.path.exists() or lock.try_acquire():
+        lock.release()
+        return {"pid": None, "command": "", "forced": False, "seconds": 0.0}
+    pid = lock.holder_pid()
+    command = owner_command_line(pid) if pid else ""
+    if not pid:
+        return {"pid": pid, "command": command, "forced": False, "seconds": 0.0}
+    started = time.monotonic()
+    forced = False
+    os.kill(pid, signal.SIGTERM)
+    while not lock.try_acquire():
+        if time.monotonic() - started > wait_s and not forced:
+            os.kill(pid, signal.SIGKILL)
+            forced = True
+        time.sleep(0.05)
+    lock.release()
+    return {"pid": pid, "command": command, "forced": forced,
+            "seconds": round(time.monotonic() - started, 2)}

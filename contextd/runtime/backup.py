@@ -130,7 +130,7 @@ def restore(project: Any, source: str) -> dict[str, Any]:
     lock = OwnerLock(lock_path(db))
     if not lock.try_acquire():
         raise ContextdError(f"the index {db} is in use by pid {lock.holder_pid()} (a server, "
-                            "watcher or MCP session); stop it, then restore")
+                            "watcher or MCP session); 'contextd stop' stops it, then restore")
     try:
         checked = verify(project, src)
         staged = db.with_name(db.name + ".restoring")

@@ -288,8 +288,15 @@ class Engine:
         store's generation (it moves with every write) and the queued/running jobs with their
         figures; with ``with_pending`` also the chunks still waiting for a vector."""
         jobs = self.store.list_jobs(("queued", "in_progress"), limit=5)
-        data = {"state": self.indexer.state, "generation": self.store.generation(),
-                "jobs": [to_dict(job) for job in jobs]}
+        indexer = self.indexer
+        embedding = indexer.embedding_under_way
+        # The vectors a background owner computes after the chunks (no job of their own):
+        # "embedding", with done, pending, rate and ETA, as Overview and stats show them.
+        state = "embedding" if embedding and indexer.state == "idle" else indexer.state
+        data = {"state": state, "generation": self.store.generation(),
+                "jobs": [to_dict(job) for job in jobs],
+                "embedding": {**indexer.embedding_figures.as_dict(),
+                              "text": indexer.embedding_figures.text()} if embedding else None}
         if with_pending:
             data["embeddings_pending"] = self.indexer.status()["embeddings_pending"]
         return data

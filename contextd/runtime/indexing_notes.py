@@ -29,24 +29,33 @@ def _empty(response: Any) -> bool:
 
 def answer_while_indexing(indexer: Any, run: Callable[[], Any],
                           wait_s: float = INDEXING_WAIT_S) -> Any:
-    """``run()``'s response, re-run while it is empty and files are being indexed (at most
-    ``wait_s``), with a note about what is still missing."""
+    """``run()``'s response, re-run while it is empty and files are being indexed or the
+    first indexing has not started yet (at most ``wait_s``), with a note about what is still
+    missing, or that the project holds nothing to index."""
     response = run()
     deadline = time.monotonic() + wait_s
-    while _empty(response) and indexer.indexing and time.monotonic() < deadline:
+    while _empty(response) and _incomplete(indexer) and time.monotonic() < deadline:
         time.sleep(POLL_S)
         response = run()
     note = None
     if _empty(response) and indexer.indexing:
         note = indexing_note(indexer)
-    elif _empty(response) and not indexer.store.file_states():
+    elif _empty(response) and indexer.never_indexed:
         note = (f"{STILL_INDEXING}the index is empty and its first indexing is starting; "
                 "retry in a few seconds")
+    elif _empty(response) and not indexer.store.file_states():
+        note = (f"nothing is indexed: {indexer.project.root} holds no file contextd indexes "
+                "('contextd list-indexable' shows what it would index, 'contextd check-file "
+                "PATH' why a file is left out)")
     elif indexer.embedding_under_way:
         note = embedding_note(indexer)
     if note is None:
         return response
     return dataclasses.replace(response, notes=tuple(response.notes) + (note,))
+
+
+def _incomplete(indexer: Any) -> bool:
+    return indexer.indexing or indexer.never_indexed
 
 
 def indexing_note(indexer: Any) -> str:

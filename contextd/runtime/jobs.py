@@ -21,14 +21,15 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from contextd.errors import JobConflictError, UsageError
 from contextd.boundary.path_args import check_paths, refusal_text
-from contextd.indexer.progress import JobProgress, Progress, TeeProgress
+from contextd.indexer.progress import JobProgress, Progress, TeeProgress, format_duration
 from contextd.store.base import IndexStore, Job
 
 if TYPE_CHECKING:
     from contextd.indexer import Indexer
 
-# Used for the estimate until a run on this index has measured the real rate.
+# Used for the estimate until a run on this index has measured the real rates.
 DEFAULT_BYTES_PER_SECOND = 1_000_000
+DEFAULT_TEXTS_PER_SECOND = 40.0  # the torch model on two cores, measured on real chunks
 REBUILD_TYPES = ("rebuild_full", "rebuild_partial")
 INTERRUPTED = "interrupted"
 # Statuses of a job that was running; the process that ran it is the only one that moves
@@ -142,7 +143,8 @@ class JobRunner:
             where = f" under {', '.join(prefixes)}" if prefixes else ""
             return RebuildResult("completed", job.job_id, scope, files, seconds,
                                  f"Dry-run: would re-index {files:,} files{where} in about "
-                                 f"{seconds:,.0f} s. No changes made.", estimate)
+                                 f"{format_duration(seconds)} ({self._parts(estimate)}). "
+                                 "No changes made.", estimate)
         job = self._claim(scope, prefixes, files, created_by, params)
         args = (job.job_id, prefixes, vacuum, keep_errors, progress)
         if wait:
@@ -156,7 +158,19 @@ class JobRunner:
         thread.start()
         return RebuildResult("queued", job.job_id, scope, files, seconds,
                              f"{scope.capitalize()} rebuild queued: {files:,} files, about "
-                             f"{seconds:,.0f} s.", estimate)
+                             f"{format_duration(seconds)} ({self._parts(estimate)}).",
+                             estimate)
+
+    @staticmethod
+    def _parts(estimate: dict[str, Any]) -> str:
+        """``3 s reading and chunking, 1,200 chunks to embed in ~30 s; computed vectors are
+        reused``."""
+        embed = estimate["embedding"]
+        text = f"{format_duration(estimate['chunkingSeconds'])} reading and chunking"
+        if embed["texts"]:
+            text += (f", {embed['texts']:,} chunks to embed in ~"
+                     f"{format_duration(embed['seconds'])}")
+        return text + "; vectors already computed are reused"
 
     def estimate(self, prefixes: Sequence[str] | None = None) -> dict[str, Any]:
         """What a rebuild of the scope would process: files, bytes, files by language,
@@ -169,10 +183,26 @@ class JobRunner:
         languages = Counter(language_for(e.path) or "other" for e in entries)
         size = sum(e.size for e in entries)
         rate = float(self.store.get_meta(THROUGHPUT_META_KEY) or DEFAULT_BYTES_PER_SECOND)
-        return {"files": len(entries), "seconds": round(size / rate, 1),
+        # Vectors already computed are reused (the embedding cache survives a rebuild); the
+        # texts still without one are embedded by it, which takes far longer than chunking.
+        embed = self._embedding_estimate()
+        chunking = size / rate
+        return {"files": len(entries), "seconds": round(chunking + embed["seconds"], 1),
+                "chunkingSeconds": round(chunking, 1), "embedding": embed,
                 "byLanguage": dict(languages.most_common()),
                 "totalSizeMB": round(size / 2**20, 2),
                 "currentIndexSize": f"{self.store.stats()['db_size_mb']} MB"}
+
+    def _embedding_estimate(self) -> dict[str, Any]:
+        """Texts a rebuild would embed (those without a vector for the configured model)
+        and the seconds that takes at the rate measured on this index."""
+        from contextd.indexer.core import EMBEDDING_RATE_META_KEY
+
+        if not self.indexer.embed:
+            return {"texts": 0, "seconds": 0.0, "textsPerSecond": None}
+        texts = self.store.count_missing_embeddings(self.indexer.embedder.identity)
+        rate = float(self.store.get_meta(EMBEDDING_RATE_META_KEY) or DEFAULT_TEXTS_PER_SECOND)
+        return {"texts": texts, "seconds": round(texts / rate, 1), "textsPerSecond": rate}
 
     def status(self, job_id: str, include_logs: bool = False) -> JobStatus | None:
         """A job's state and progress; its final figures once completed."""
@@ -213,18 +243,21 @@ class JobRunner:
         interrupted: holding the claim means no other process is rebuilding."""
         with self._lock:
             if self._active is not None:
+                running = f"rebuild {self._active} is already running"
                 raise JobConflictError(
-                    f"rebuild {self._active} is already running; follow it with "
-                    f"get_rebuild_status or cancel it before starting another")
+                    f"{running}; follow it with get_rebuild_status or cancel it before "
+                    "starting another", cli=f"{running}; wait for it to finish "
+                                            "('contextd stats' shows it)")
             # Other processes write a shared (PostgreSQL) index too: the claim is the store's.
             release = self.store.try_exclusive("rebuild")
             if release is None:
                 running = [j.job_id for j in self.store.list_jobs(("queued", "in_progress"))
                            if j.job_type in REBUILD_TYPES]
                 which = f"rebuild {running[0]}" if running else "a rebuild"
+                running = f"{which} is already running in another process on this index"
                 raise JobConflictError(
-                    f"{which} is already running in another process on this index; follow "
-                    "it with get_rebuild_status or wait for it to finish")
+                    f"{running}; follow it with get_rebuild_status or wait for it to finish",
+                    cli=f"{running}; wait for it to finish ('contextd stats' shows it)")
             self._release_claim = release
             for stale in self.store.list_jobs(("queued", "in_progress"), limit=100):
                 if stale.job_type in REBUILD_TYPES:

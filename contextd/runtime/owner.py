@@ -11,9 +11,12 @@ session), a watcher and a person's CLI all work on one project at once. So:
   domain socket (:mod:`contextd.runtime.rpc`). The socket lives in a private 0700 directory under
   ``$XDG_RUNTIME_DIR`` (or ``/tmp/contextd-<uid>``), named by a hash of the database path,
   because a path inside a deep project could pass the 108-byte limit of socket addresses.
-* **Shared databases** — none of this applies to a PostgreSQL store: it takes many writing
-  processes, so each process opens the Engine itself (:attr:`SharedEngine.is_owner` is then
-  always true).
+* **Shared databases** — a PostgreSQL store takes many writing processes, so no election is
+  needed to open it: a process opens the Engine itself. Only the background owner that
+  finishes a long embedding (``serve``: :mod:`contextd.runtime.background`) takes the lock
+  and serves its socket, so that at most one embeds per machine and the commands run meanwhile
+  (``stats`` above all) ask it, the process that knows how far the embedding is, and get
+  answers from its warm model; with no such owner they open the Engine themselves.
 * **Takeover** — a client whose call breaks (the owner died or is shutting down) runs the
   election again: the winner opens the Engine, the others reconnect, and the call is retried,
   so a refresh in flight is not lost. A long-running process that should keep the index
@@ -59,7 +62,7 @@ class SharedEngine:
     """
 
     def __init__(self, project: Project, *, duties: bool = False,
-                 wait_s: float = DEFAULT_WAIT_S):
+                 wait_s: float = DEFAULT_WAIT_S, serve: bool = False):
         self.project = project
         self.duties = duties
         self.wait_s = wait_s
@@ -67,8 +70,10 @@ class SharedEngine:
         self._socket = socket_path(project.db_path)
         self._lock = OwnerLock(lock_path(project.db_path))
         # A PostgreSQL store takes any number of writing processes (advisory locks guard its
-        # rebuilds and file replaces), so every process opens it itself: no election, no socket.
-        self._opens_store_itself = project.config.storage.backend != "duckdb"
+        # rebuilds and file replaces): a process opens it itself unless the local background
+        # owner (the one that takes the lock and serves: ``serve``) is running.
+        shared_store = project.config.storage.backend != "duckdb"
+        self._elects = not shared_store or serve
         self._mutex = threading.RLock()
         self._engine = None
         self._server: OwnerServer | None = None
@@ -221,8 +226,12 @@ class SharedEngine:
     def stats(self) -> dict[str, Any]:
         """See :meth:`contextd.runtime.engine.Engine.stats`; adds who owns the database."""
         data = self._call("stats", {})
-        data["owner"] = {"pid": os.getpid() if self.is_owner else self.owner_pid,
-                         "this_process": self.is_owner}
+        if self.is_owner and not self._elects:
+            # A PostgreSQL store opened by this process alone: nobody owns it.
+            data["owner"] = {"pid": None, "this_process": False}
+        else:
+            data["owner"] = {"pid": os.getpid() if self.is_owner else self.owner_pid,
+                             "this_process": self.is_owner}
         return data
 
     def progress(self, with_pending: bool = False) -> dict[str, Any]:
@@ -284,7 +293,7 @@ class SharedEngine:
                     return None
                 if self._idle:
                     return self._idle.pop()
-                if self._opens_store_itself or self._lock.try_acquire():
+                if self._may_own():
                     self._become_owner(deadline)
                     return None
             try:
@@ -299,6 +308,20 @@ class SharedEngine:
                     f"on {self._socket}; if it is hung, stop it and retry")
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
+
+    def _may_own(self) -> bool:
+        """Whether this process opens the Engine now: it won the election (a DuckDB index;
+        the background owner of a PostgreSQL one), or, on PostgreSQL, no background owner
+        holds the lock on this machine."""
+        if self._elects:
+            return self._lock.try_acquire()
+        if not self._lock.path.exists():
+            return True
+        probe = OwnerLock(self._lock.path)
+        if probe.try_acquire():
+            probe.release()
+            return True
+        return False
 
     def _release(self, client: rpc.Client | None) -> None:
         if client is not None:
@@ -315,7 +338,7 @@ class SharedEngine:
         except BaseException:
             self._lock.release()
             raise
-        if not self._opens_store_itself:
+        if self._elects:
             self._server = OwnerServer(engine, self._socket, self._db).start()
         self._engine = engine
         for client in self._idle:
@@ -345,7 +368,7 @@ class SharedEngine:
                 if self._closed.is_set() or self._engine is not None:
                     return
                 try:
-                    if self._lock.try_acquire():
+                    if self._may_own():
                         self._become_owner(time.monotonic() + self.wait_s)
                         return
                 except ContextdError as exc:
@@ -370,9 +393,10 @@ class SharedEngine:
             self._idle.clear()
 
 
-def connect(project: Project, *, duties: bool = False,
-            wait_s: float = DEFAULT_WAIT_S) -> SharedEngine:
+def connect(project: Project, *, duties: bool = False, wait_s: float = DEFAULT_WAIT_S,
+            serve: bool = False) -> SharedEngine:
     """The project's Engine, shared: become the owner if nobody is, else a client of the
     owner. ``duties`` (long-running processes: the MCP server, the watcher) also keeps the
-    index current while owning, and takes over as soon as the owner goes."""
-    return SharedEngine(project, duties=duties, wait_s=wait_s).start()
+    index current while owning, and takes over as soon as the owner goes. ``serve`` (the
+    background owner) takes the lock and serves other processes on a PostgreSQL index too."""
+    return SharedEngine(project, duties=duties, wait_s=wait_s, serve=serve).start()

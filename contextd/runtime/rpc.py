@@ -153,7 +153,7 @@ def encode_error(exc: BaseException) -> dict[str, Any]:
     """The ``error`` member for an exception raised by the Engine."""
     if isinstance(exc, ContextdError):
         return {"code": CONTEXTD_ERROR, "message": str(exc),
-                "data": {"type": type(exc).__name__}}
+                "data": {"type": type(exc).__name__, "cli": exc.cli}}
     return {"code": INTERNAL_ERROR, "message": f"{type(exc).__name__}: {exc}",
             "data": {"type": "RemoteError"}}
 
@@ -162,10 +162,10 @@ def decode_error(error: dict[str, Any]) -> ContextdError:
     """The exception a client raises for an ``error`` member: the owner's ContextdError
     subclass when there is one with a plain message constructor, else RemoteError."""
     message = str(error.get("message", "unknown error"))
-    name = (error.get("data") or {}).get("type", "")
-    cls = getattr(errors, name, None)
+    data = error.get("data") or {}
+    cls = getattr(errors, data.get("type", ""), None)
     if isinstance(cls, type) and issubclass(cls, ContextdError) and cls is not errors.ConfigError:
-        return cls(message)
+        return cls(message, cli=data.get("cli"))
     return RemoteError(message)
 
 

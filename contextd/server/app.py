@@ -20,7 +20,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contextd.errors import ContextdError, JobConflictError
 from contextd.boundary.path_args import check_paths, refusal_text
@@ -64,6 +64,41 @@ def _tool_errors(function: Callable) -> Callable:
 def _answer(model: BaseModel, text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=model.model_dump(mode="json", by_alias=True))
+
+
+class ContextdTool(Tool):
+    """A tool whose invalid arguments are answered in a sentence an agent can act on: which
+    parameter, what is wrong, what it got. The SDK's own answer is pydantic's report, with
+    the argument model's class name and a link to pydantic's web site for each error."""
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False
+                  ) -> Any:
+        try:
+            self.fn_metadata.validate_arguments(arguments)
+        except ValidationError as exc:
+            raise ToolError(f"invalid arguments for {self.name}: "
+                            f"{argument_problems(exc, self.parameters)}") from None
+        return await super().run(arguments, context, convert_result)
+
+
+def argument_problems(exc: ValidationError, schema: dict[str, Any]) -> str:
+    """``confirm: missing (a required parameter); k: Input should be less than or equal to 50
+    (got 500)``: one clause per error, without pydantic's links."""
+    problems = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        if error["type"] == "missing":
+            problems.append(f"{where}: missing (a required parameter)")
+        elif error["type"] == "extra_forbidden":
+            known = ", ".join(sorted(schema.get("properties", {}))) \
+                if len(error["loc"]) == 1 else ""
+            problems.append(f"{where}: unknown parameter"
+                            + (f" (the parameters are: {known})" if known else ""))
+        else:
+            got = repr(error.get("input"))
+            got = got if len(got) <= 80 else got[:77] + "..."
+            problems.append(f"{where}: {error['msg']} (got {got})")
+    return "; ".join(problems)
 
 
 def _strict(tool: Tool) -> Tool:
@@ -111,7 +146,7 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
         *_methods(KnowledgeTools(handle), KNOWLEDGE_TOOLS),
         *session_tools.tool_functions(handle),
     ]
-    registered = [_strict(Tool.from_function(_tool_errors(function), name=name,
+    registered = [_strict(ContextdTool.from_function(_tool_errors(function), name=name,
                                              annotations=annotations))
                   for name, function, annotations in tools]
     resources = session_tools.template_resources(handle)

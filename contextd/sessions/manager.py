@@ -145,7 +145,9 @@ class SessionManager:
         ids = list(dict.fromkeys(s.strip() for s in session_ids if s and s.strip()))
         if not ids:
             raise UsageError("give session_id or session_ids: the ids search_knowledge "
-                             "returned (list_search_results lists them)")
+                             "returned (list_search_results lists them)",
+                             cli="give --show SESSION_ID: the id contextd search printed "
+                                 "(contextd search --list lists them)")
         if len(ids) > MAX_SESSIONS_PER_CALL:
             raise UsageError(f"at most {MAX_SESSIONS_PER_CALL} sessions per call, got "
                              f"{len(ids)}")
@@ -156,7 +158,8 @@ class SessionManager:
                  if self._alive(s)}
         missing = [sid for sid in ids if sid not in found]
         if missing:
-            raise UsageError(self._unknown_message(missing))
+            mcp, cli = self._unknown_message(missing)
+            raise UsageError(mcp, cli=cli)
         infos, results, omitted, tokens = [], [], 0, 0
         for sid in ids:
             stored = found[sid]
@@ -177,15 +180,18 @@ class SessionManager:
         return SearchResults(sessions=tuple(infos), results=tuple(results), omitted=omitted,
                              notes=notes)
 
-    def _unknown_message(self, missing: list[str]) -> str:
+    def _unknown_message(self, missing: list[str]) -> tuple[str, str]:
+        """The error for unknown sessions, in the MCP tools' words and the CLI's."""
         live = [s.session_id for s in self.store.list_search_sessions(self.config.max_sessions)
                 if self._alive(s)]
         known = f"current sessions: {', '.join(live)}" if live else "there are no sessions now"
         hours = self.config.expire_after_hours
         life = f"expire after {hours:g} h and " if hours > 0 else ""
-        return (f"unknown search session(s) {', '.join(missing)}: sessions {life}only the "
-                f"last {self.config.max_sessions} are kept; run search_knowledge again "
-                f"({known})")
+        why = (f"unknown search session(s) {', '.join(missing)}: sessions {life}only the "
+               f"last {self.config.max_sessions} are kept")
+        return (f"{why}; run search_knowledge again ({known})",
+                f"{why}; search again with contextd search QUERY ({known}; contextd search "
+                "--list lists them)")
 
     # ----- list_search_results ---------------------------------------------------------
     def list(self) -> SessionList:

@@ -26,6 +26,7 @@ import numpy as np
 
 from contextd.errors import ModelUnavailableError, StashFullError, UsageError
 from contextd.scrub.scrubber import get_scrubber
+from contextd.stash.redaction import scrub_segment
 from contextd.stash.index import Filter, StashIndex, epoch
 from contextd.stash.model import (
     ALL_SESSIONS, MAX_HOPS_LIMIT, MAX_TOP_K, ChangeResult, GcResult, MergeResult,
@@ -205,7 +206,7 @@ class StashService:
         for ref in item.references:
             if ref not in index.rows and ref not in batch_ids:
                 raise UsageError(f"{where}: references unknown segment {ref!r}")
-        scrubbed = self._scrubber.scrub(item.text, item.source or "")
+        scrubbed = scrub_segment(self._scrubber, item.text, kind, item.source or "")
         row = SegmentRow(
             segment_id=item.segment_id or new_segment_id(), session_id=session,
             text=scrubbed.text, segment_type=kind.value, created_at=created, stashed_at=now,

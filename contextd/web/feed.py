@@ -23,6 +23,8 @@ log = logging.getLogger("contextd.web")
 POLL_S = 0.5
 # The pending-embedding count costs a join over the chunks: read it less often.
 PENDING_EVERY_S = 5.0
+# How often the progress log records a background embedding under way.
+EMBEDDING_LOG_S = 10.0
 # Final job states and the progress-log event each ends with.
 ENDED = {"completed": "complete", "failed": "error", "cancelled": "cancelled",
          "interrupted": "interrupted"}
@@ -78,6 +80,8 @@ class ProgressFeed:
         self._pending: int | None = None
         self._pending_generation: int | None = None
         self._pending_at = 0.0
+        self._embedding: dict[str, Any] | None = None  # the background embedding last seen
+        self._embedding_logged = 0.0
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="contextd-ui-feed", daemon=True)
@@ -127,9 +131,33 @@ class ProgressFeed:
             self._pending_generation = data["generation"]
         now = datetime.now()
         jobs = [job_view(job, now) for job in data["jobs"]]
+        embedding = data.get("embedding")
+        if embedding:  # the live figure, fresher than the count read every few seconds
+            self._pending = embedding["pending"]
         self._log_changes(engine, jobs, data["generation"])
+        self._log_embedding(embedding)
         return {"ready": True, "state": data["state"], "generation": data["generation"],
-                "embeddings_pending": self._pending, "jobs": jobs}
+                "embeddings_pending": self._pending, "jobs": jobs, "embedding": embedding}
+
+    def _log_embedding(self, embedding: dict[str, Any] | None) -> None:
+        """Log the background embedding (no job of its own) as the jobs are logged: when it
+        starts, every EMBEDDING_LOG_S while it runs, and when it ends."""
+        now = time.monotonic()
+        event = None
+        if embedding and self._embedding is None:
+            event = "start"
+        elif embedding and now - self._embedding_logged >= EMBEDDING_LOG_S:
+            event = "progress"
+        elif not embedding and self._embedding is not None:
+            event, embedding = "completed", {**self._embedding, "pending": 0, "eta_seconds": 0}
+        if event:
+            self._embedding_logged = now
+            self._append([{"event": event, "job_type": "embedding",
+                           "chunks_processed": embedding["done"],
+                           "chunks_pending": embedding["pending"],
+                           "chunks_per_s": embedding["rate_per_s"],
+                           "eta_s": embedding["eta_seconds"]}])
+        self._embedding = embedding
 
     def _publish(self, snapshot: dict[str, Any]) -> None:
         with self._lock:

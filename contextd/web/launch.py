@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 from contextd.errors import ContextdError
 from contextd.config.project import Project
+from contextd.runtime.background import contextd_command
 from contextd.web import registry
 
 # How long a new manager may take to bind its port and register.
@@ -29,13 +29,12 @@ def ensure_manager(project: Project, config_path: str | None = None,
         return running, False
     log_path = Path(project.db_path).parent / "index-manager.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "contextd", "--root", str(project.root)]
-    if config_path:
-        command += ["--config", str(config_path)]
+    command = contextd_command(project.root, config_path)
     with log_path.open("ab") as log:
         process = subprocess.Popen(command + ["ui"], stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=log,
                                    start_new_session=True, close_fds=True,
+                                   cwd=str(project.root),
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
     # Reap it when it exits (stopped by stop_index_manager, say) while this process lives;
     # after this process, init does.

@@ -44,7 +44,15 @@ function render(s){
   const job = s.jobs[0];
   const head = job ? job.job_type.replace('_',' ')+' '+job.status.replace('_',' ') : s.state;
   let text = '<b id="live-state">'+head+'</b>';
-  if(s.embeddings_pending) text += ' · '+fmt(s.embeddings_pending)+' chunks waiting for vectors';
+  const em = s.embedding;
+  if(em){
+    const total = em.done + (em.pending||0), pct = total ? Math.floor(100*em.done/total) : 0;
+    text += '<div id="live-embedding">embedding in the background: <span id="live-embedded">'+
+      fmt(em.done)+' / '+fmt(total)+'</span> chunks ('+pct+'%)'+
+      (em.rate_per_s ? ', '+em.rate_per_s+' chunks/s' : '')+
+      (em.eta_seconds!=null ? ', ETA '+em.eta_seconds+' s' : '')+
+      '<div class="bar"><span style="width:'+pct+'%"></span></div></div>';
+  } else if(s.embeddings_pending) text += ' · '+fmt(s.embeddings_pending)+' chunks waiting for vectors';
   if(job){
     text += '<div id="live-job" data-job="'+job.job_id+'" data-status="'+job.status+'">'+job.job_type+' '+job.status+
       ': <span id="live-files">'+fmt(job.files_processed)+' / '+fmt(job.files_total)+'</span> files, '+
@@ -54,7 +62,7 @@ function render(s){
       (job.job_type.startsWith('rebuild')?' <button id="live-cancel" class="danger" '+
        'onclick="cancelJob(this.dataset.job)" data-job="'+job.job_id+'">Cancel</button>':'')+
       '<div class="bar"><span style="width:'+job.percent+'%"></span></div></div>';
-  } else text += ' · <span id="live-idle">no job running</span>';
+  } else if(!em) text += ' · <span id="live-idle">no job running</span>';
   live.innerHTML = text;
   document.dispatchEvent(new CustomEvent('contextd-progress',{detail:s}));
 }

@@ -31,7 +31,8 @@ async def body(request, ctx) -> str:
         ("state", indexing.get("state")),
         ("embeddings pending", indexing.get("embeddings_pending")),
         ("last indexed", storage.get("last_indexed")),
-        ("owner process", f"pid {owner.get('pid')}"
+        ("owner process", (f"pid {owner.get('pid')}" if owner.get("pid")
+                           else "none (each process opens the shared store itself)")
          + (" (this manager)" if owner.get("this_process") else "")),
     ], table_id="facts")
     return (f"{figures}{facts}<h2>Providers</h2>{providers}<h2>Languages</h2>{languages}"
