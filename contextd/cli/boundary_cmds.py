@@ -23,7 +23,7 @@ import click
 from contextd.boundary.walk import Boundary, Decision, FileEntry, RejectReason, Rejection
 from contextd.cli.common import CliState, emit, pass_state
 from contextd.config.loading import CONFIG_FILENAME, InvalidConfig, iter_documented_fields
-from contextd.config.sections import SECTIONS, ContextConfig
+from contextd.config.sections import PROVIDER_ONLY_KEYS, SECTIONS, ContextConfig
 from contextd.config.checks import WARNING, check_project, config_file_name
 from contextd.config.env import SettingOrigin, describe_embedding
 from contextd.errors import ConfigError, ConfigIssue, ContextdError
@@ -41,6 +41,13 @@ HEADER = """\
 # Check a change with `contextd validate-config`.
 """
 
+# [projects.NAME] has no default: init shows the shape, commented out.
+PROJECTS_EXAMPLE = [
+    "", "# Several projects in one index (spec 004 §8.0.12): name a part of the tree, then",
+    "# query it alone or with others (`contextd query --project backend --project frontend`).",
+    "# [projects.backend]", '# watch_paths = ["backend/src/", "backend/docs/"]',
+    '# ignore_patterns = ["backend/node_modules"]',
+]
 
 # ---------------------------------------------------------------------------- init
 
@@ -73,9 +80,13 @@ def _toml_key(key: str) -> str:
     return key if _BARE_KEY.match(key) else json.dumps(key)
 
 
-def _section_text(title: str, instance: Any, with_help: bool = True) -> list[str]:
+def _section_text(title: str, instance: Any, with_help: bool = True,
+                  provider: str | None = None) -> list[str]:
+    """One table; a provider's leaves out the keys only other providers read."""
     lines = ["", f"[{title}]"]
     for name, _, help_text in iter_documented_fields(type(instance)):
+        if provider is not None and provider not in PROVIDER_ONLY_KEYS.get(name, (provider,)):
+            continue
         if with_help and help_text:
             lines += textwrap.wrap(help_text, _WIDTH, initial_indent="# ",
                                    subsequent_indent="# ")
@@ -89,10 +100,13 @@ def render_documented_config() -> str:
     lines = [HEADER.rstrip("\n")]
     for name in SECTIONS:
         value = getattr(defaults, name)
-        if isinstance(value, dict):  # chunking per language, providers per id
+        if name == "projects":
+            lines += PROJECTS_EXAMPLE
+        elif isinstance(value, dict):  # chunking per language, providers per id
             for i, (sub, instance) in enumerate(value.items()):
                 lines += _section_text(f"{_toml_key(name)}.{_toml_key(sub)}", instance,
-                                       with_help=i == 0)
+                                       with_help=i == 0 or name == "providers",
+                                       provider=sub if name == "providers" else None)
         else:
             lines += _section_text(name, value)
     return "\n".join(lines) + "\n"

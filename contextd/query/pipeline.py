@@ -27,7 +27,9 @@ from typing import Any, Callable, Iterable
 
 from contextd.errors import StoreError, UsageError
 from contextd.knowledge.scope import KnowledgeScope
-from contextd.providers.base import DEFAULT_CANDIDATES, ProviderContext, ProviderQuery
+from contextd.providers.base import (
+    DEFAULT_CANDIDATES, ProviderContext, ProviderQuery, QueryCounters,
+)
 from contextd.providers.catalog import ChunkCatalog
 from contextd.providers.runner import ProviderRun, run_providers
 from contextd.query.budget import BudgetManager
@@ -222,7 +224,8 @@ class QueryPipeline:
         attribution = collections.Counter(p for s in chosen for p in s.providers)
         timings = {pid: round(run.elapsed_ms, 2) for pid, run in runs.items()}
         timings["total"] = round((time.perf_counter() - started) * 1000, 2)
-        self._record(task_id, query, chosen, selection.total_tokens, timings)
+        self._record(task_id, query, chosen, selection.total_tokens, timings,
+                     provider_query.counters)
         return TaskContext(task_id=task_id, query=query, snippets=tuple(chosen),
                            total_tokens=selection.total_tokens, providers=dict(attribution),
                            timings_ms=timings, notes=tuple(dict.fromkeys(notes))), unique
@@ -310,9 +313,11 @@ class QueryPipeline:
                 else s for s in snippets]
 
     def _record(self, task_id: str, query: str, snippets: list[ContextSnippet], tokens: int,
-                timings: dict[str, float]) -> None:
+                timings: dict[str, float], counters: QueryCounters) -> None:
         """Keep latencies for stats() and queue a usage_metrics row: the write (a database
-        transaction) happens on a background thread, off the query's latency."""
+        transaction) happens on a background thread, off the query's latency. cache_hits is
+        the query embeddings found in the query-vector cache; NULL when
+        ``metrics.track_cache_hits`` is off or nothing was looked up (no semantic search)."""
         for key, value in timings.items():
             self._latency[key].append(value)
         metrics = self.config.metrics
@@ -325,7 +330,9 @@ class QueryPipeline:
                 task_id, scrub_secrets(query, security=self.config.security).text,
                 sorted(by_provider), len(snippets),
                 tokens if metrics.track_token_usage else 0,
-                timings["total"] if metrics.track_latency else 0.0, None,
+                timings["total"] if metrics.track_latency else 0.0,
+                counters.cache_hits if metrics.track_cache_hits and counters.cache_lookups
+                else None,
                 sorted({s.file_path for s in snippets}),
                 {p: round(sum(v) / len(v), 4) for p, v in by_provider.items()})
 
