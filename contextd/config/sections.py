@@ -535,6 +535,17 @@ class OwnerConfig:
                                                     "done.")
 
 
+# ----- [mcp]: the MCP server's tool list ---------------------------------------------------
+@dataclass(frozen=True)
+class McpConfig:
+    compatibility: str = _opt("none", choices=("none", "seed002"),
+                              help="Extra tool names for agents written against another "
+                                   "server: seed002 adds rebuild_index, index_status, "
+                                   "cancel_index_generation, reinitialize_schema and the "
+                                   "deprecated generate_report; none keeps the list short "
+                                   "(every tool's description costs an agent context).")
+
+
 # ----- [projects.NAME]: several projects in one index (spec 004 §8.0.12) -------------------
 @dataclass(frozen=True)
 class ProjectScopeConfig:
@@ -573,6 +584,7 @@ class ContextConfig:
     stash: StashConfig = field(default_factory=StashConfig)
     knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
     owner: OwnerConfig = field(default_factory=OwnerConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
     projects: dict[str, ProjectScopeConfig] = field(default_factory=dict)
     source: str | None = field(default=None, metadata={"internal": True})
     # Dotted keys the file set (e.g. "embedding.model"): they win over the environment. Not

@@ -239,6 +239,16 @@ class Indexer:
         with self._run_lock:
             return self.store.delete_files([rel]) > 0
 
+    def reset(self) -> int:
+        """Drop every indexed project file with its errors and bootstrap progress
+        (reinitialize_schema); the next :meth:`ensure_indexed` bootstraps afresh. Returns the
+        files dropped."""
+        with self._run_lock:
+            dropped = self.store.clear_index()
+            self.store.clear_errors()
+            self.store.progress_clear()
+            return dropped
+
     def embed_pending(self, cancel: threading.Event | None = None,
                       progress: Progress | None = None) -> int:
         """Compute every missing vector now; returns how many texts were embedded.

@@ -26,6 +26,7 @@ from contextd.errors import ContextdError, JobConflictError
 from contextd.boundary.path_args import check_paths, refusal_text
 from contextd.server import render
 from contextd.server.knowledge_tools import TOOLS as KNOWLEDGE_TOOLS, KnowledgeTools
+from contextd.server.admin_tools import admin_tools
 from contextd.server.engine_handle import EngineHandle, start_after_handshake
 from contextd.server.manager_tools import ManagerTools
 from contextd.server.schemas import (
@@ -45,7 +46,8 @@ or the embedding model is still warming up. To research a question and write it 
 search_knowledge (keeps results in a session), get_search_results (full text), then
 create_rag_report (a cited Markdown report; get_template_schema shows a template's variables).
 Agent memory: stash_context what you may need again (a traceback, a decision),
-retrieve_stashed_context it later by meaning, and merge_stashed_context it back."""
+retrieve_stashed_context it later by meaning, and merge_stashed_context it back. After an
+edit of context.toml, reload_config applies it without a restart."""
 
 
 def _tool_errors(function: Callable) -> Callable:
@@ -97,6 +99,17 @@ def _methods(owner: Any, names: Any) -> list[tuple[str, Callable, ToolAnnotation
     return [(name, getattr(owner, name), annotations) for name, annotations in names]
 
 
+def _compatibility(handle: EngineHandle) -> str:
+    """``[mcp] compatibility`` of the project; a configuration that does not load gives the
+    default list (the engine then reports the error to every call)."""
+    from contextd.config.project import Project
+
+    try:
+        return Project.open(handle.root, handle.config_path).config.mcp.compatibility
+    except (ContextdError, OSError):
+        return "none"
+
+
 def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
     """The server with every tool registered, talking to the engine behind ``handle``: the
     context tools here, then each capability's own (Index Manager, agent memory, knowledge
@@ -110,6 +123,7 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
         *stash_tools(handle),
         *_methods(KnowledgeTools(handle), KNOWLEDGE_TOOLS),
         *session_tools.tool_functions(handle),
+        *admin_tools(handle, _compatibility(handle)),
     ]
     registered = [_strict(Tool.from_function(_tool_errors(function), name=name,
                                              annotations=annotations))
