@@ -157,6 +157,10 @@ class ContextTools:
         contexts: Annotated[list[str] | None, Field(description=(
             "Knowledge contexts to search beside the project (knowledge_context_list names "
             "them; ['*'] = all); omitted: the project only."))] = None,
+        projects: Annotated[list[str] | None, Field(description=(
+            "Projects of this monorepo ([projects.NAME] in context.toml) to search, each on "
+            "its own, their best hits fused under one budget; ['*'] = all. Each hit names "
+            "its project. Omitted: the whole index."))] = None,
     ) -> Annotated[CallToolResult, QueryResult]:
         """Search this project's index for the code and documentation relevant to a question.
 
@@ -172,7 +176,7 @@ class ContextTools:
         budget = min(filters.max_tokens or engine.project.config.budget.default_max_tokens,
                      HARD_MAX_TOKENS)
         response = engine.query(render.query_request(query, k, scope or Scope(), budget,
-                                                     filters.min_score, contexts))
+                                                     filters.min_score, contexts, projects))
         result = render.query_result(query, response, budget, filters.min_score)
         return _answer(result, render.query_text(result))
 
