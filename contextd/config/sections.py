@@ -268,7 +268,9 @@ def default_providers() -> dict[str, ProviderConfig]:
         "symbol": ProviderConfig(weight=0.3),
         "full_text": ProviderConfig(weight=0.3),
         "git_history": ProviderConfig(weight=0.2),
-        "hybrid": ProviderConfig(combines=["semantic", "symbol", "full_text", "git_history"]),
+        "dependency": ProviderConfig(weight=0.4),
+        "hybrid": ProviderConfig(combines=["semantic", "symbol", "full_text", "git_history",
+                                           "dependency"]),
     }
 
 
