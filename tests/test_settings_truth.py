@@ -466,3 +466,40 @@ def test_cache_hits_count_the_query_vector_cache(tmp_path):
         [None, None]
     assert _cache_hits(tmp_path / "untracked", "[metrics]\ntrack_cache_hits = false\n") == \
         [None, None]
+
+
+def test_a_disabled_provider_is_not_combined_by_the_hybrid(tmp_path):
+    files = {"src/app.py": "class RetryPolicy:\n    def backoff(self):\n        return 2\n"}
+    on = project(tmp_path / "on", files)
+    found = {p for h in json.loads(contextd(on, "--json", "query", "RetryPolicy").stdout)["hits"]
+             for p in h["providers"]}
+    assert "symbol" in found
+    off = project(tmp_path / "off", files, "[providers.symbol]\nenabled = false\n"
+                                           "[providers.full_text]\nenabled = false\n")
+    hits = json.loads(contextd(off, "--json", "query", "RetryPolicy").stdout)["hits"]
+    assert hits and not {p for h in hits for p in h["providers"]} & {"symbol", "full_text"}
+
+
+def _usage_rows(tmp_path: Path, config: str) -> list[tuple]:
+    from contextd import ContextModule
+    from contextd.query.records import QueryRequest
+
+    root = project(tmp_path, {"src/app.py": "def alpha(x):\n    return x + 1\n"}, config)
+    module = ContextModule.open(str(root))
+    try:
+        module.query(QueryRequest("where is alpha computed", wait_for_model=True))
+        module.flush_usage()
+        db = module.project.db_path
+    finally:
+        module.shutdown()
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute("SELECT context_tokens, query_latency_ms FROM usage_metrics"
+                           ).fetchall()
+
+
+def test_metrics_switches(tmp_path):
+    [(tokens, latency)] = _usage_rows(tmp_path / "on", "")
+    assert tokens > 0 and latency > 0
+    assert _usage_rows(tmp_path / "off", "[metrics]\nenabled = false\n") == []
+    assert _usage_rows(tmp_path / "quiet", "[metrics]\ntrack_latency = false\n"
+                                           "track_token_usage = false\n") == [(0, 0.0)]
