@@ -185,6 +185,7 @@ ignore_patterns = [".git", "node_modules", "build", "dist", ".venv", "target"]
 max_file_size_mb = 1
 use_gitignore = true
 use_contextignore = true
+use_dockerignore = true
 
 [context.indexing]
 allowed_extensions = [".kt", ".py", ".ts", ".md", ".yaml", ".txt"]
@@ -503,3 +504,14 @@ def test_metrics_switches(tmp_path):
     assert _usage_rows(tmp_path / "off", "[metrics]\nenabled = false\n") == []
     assert _usage_rows(tmp_path / "quiet", "[metrics]\ntrack_latency = false\n"
                                            "track_token_usage = false\n") == [(0, 0.0)]
+
+
+def test_use_dockerignore_applies_the_dockerignore(tmp_path):
+    files = {"fixtures/big.txt": "recorded traffic\n", ".dockerignore": "fixtures\n"}
+    off = project(tmp_path / "off", files)
+    assert json.loads(contextd(off, "--json", "check-file", "fixtures/big.txt").stdout
+                      )["indexable"] is True
+    on = project(tmp_path / "on", files, "[watcher]\nuse_dockerignore = true\n")
+    checked = json.loads(contextd(on, "--json", "check-file", "fixtures/big.txt",
+                                  check=False).stdout)
+    assert (checked["indexable"], checked["reason"]) == (False, "dockerignore")

@@ -79,6 +79,7 @@ class RejectReason(str, enum.Enum):
     IGNORED_PATTERN = "ignored_pattern"
     GITIGNORE = "gitignore"
     CONTEXTIGNORE = "contextignore"
+    DOCKERIGNORE = "dockerignore"
     EXTENSION_NOT_ALLOWED = "extension_not_allowed"
     EXTENSION_BLOCKED = "extension_blocked"
     TOO_LARGE = "too_large"
@@ -102,7 +103,8 @@ SKIP_REASONS = frozenset({RejectReason.TOO_LARGE, RejectReason.BINARY, RejectRea
 
 
 IGNORE_FILES = {".gitignore": RejectReason.GITIGNORE,
-                ".contextignore": RejectReason.CONTEXTIGNORE}
+                ".contextignore": RejectReason.CONTEXTIGNORE,
+                ".dockerignore": RejectReason.DOCKERIGNORE}
 
 
 @dataclass(frozen=True)
@@ -320,7 +322,8 @@ class Boundary:
         self._size_exceptions = _Patterns(compile_patterns(cfg.indexing.size_exceptions))
         self._ignore_files = tuple(name for name, on in (
             (".gitignore", cfg.watcher.use_gitignore),
-            (".contextignore", cfg.watcher.use_contextignore)) if on)
+            (".contextignore", cfg.watcher.use_contextignore),
+            (".dockerignore", cfg.watcher.use_dockerignore)) if on)
         self._allowed = frozenset(e.lower() for e in cfg.indexing.allowed_extensions)
         self._blocked = frozenset(e.lower() for e in cfg.indexing.blocked_extensions)
         self._max_bytes = cfg.indexing.max_file_size_mb * 1024 * 1024

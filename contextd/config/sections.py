@@ -117,6 +117,8 @@ class WatcherConfig:
                                       help="gitignore-style patterns never indexed.")
     use_gitignore: bool = _opt(True, help="Also apply every .gitignore in the tree.")
     use_contextignore: bool = _opt(True, help="Also apply every .contextignore in the tree.")
+    use_dockerignore: bool = _opt(False, help="Also apply .dockerignore files (spec 004 "
+                                              "§8.0), read with .gitignore's rules.")
 
 
 @dataclass(frozen=True)
