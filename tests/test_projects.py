@@ -159,3 +159,9 @@ def test_validate_config_checks_project_paths(tmp_path):
     assert "is outside the project root" in errors["projects.outside.watch_paths[0]"]
     assert "[oops" in errors["projects.bad.ignore_patterns[0]"]
     assert "not a directory" in warnings["projects.later.watch_paths[0]"]
+
+
+def test_project_stats_counts_each_projects_files(root):
+    stats = json.loads(contextd(root, "--json", "project-stats").stdout)
+    assert {p["path"]: p["files"] for p in stats["projects"]} == {"backend": 6, "frontend": 1}
+    assert "frontend" in contextd(root, "project-stats").stdout

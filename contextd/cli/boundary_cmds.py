@@ -317,6 +317,8 @@ class ProjectStats:
     excluded: list[ReasonCount]
     excluded_dirs: list[ExcludedDir]
     large_files: list[str]
+    # [projects.NAME]: files of each named project (path is the project's name).
+    projects: list[WatchPathStats] = field(default_factory=list)
 
 
 def _count_files(path: Path) -> int:
@@ -344,6 +346,11 @@ def _stats(state: CliState, top: int) -> ProjectStats:
         per_root[next(r for r in boundary.watch_rels
                       if r == "." or entry.path.startswith(r + "/"))] += 1
     total = len(result.accepted) or 1
+    from contextd.query.projects import Projects
+
+    named = Projects(project.config.projects)
+    per_project = collections.Counter(name for entry in result.accepted
+                                      for name in named.of(entry.path))
     dirs = sorted((ExcludedDir(r.path + "/", r.reason.value, r.detail,
                                _count_files(project.root / r.path))
                    for r in result.rejected if r.is_dir), key=lambda d: -d.files)
@@ -353,7 +360,10 @@ def _stats(state: CliState, top: int) -> ProjectStats:
         watch_paths=[WatchPathStats(r, per_root[r], round(100 * per_root[r] / total, 1))
                      for r in boundary.watch_rels],
         excluded=_reason_counts(result.rejected), excluded_dirs=dirs[:top],
-        large_files=result.large)
+        large_files=result.large,
+        projects=[WatchPathStats(name, per_project[name],
+                                 round(100 * per_project[name] / total, 1))
+                  for name in project.config.projects])
 
 
 def _print_stats(stats: ProjectStats) -> None:
@@ -364,6 +374,11 @@ def _print_stats(stats: ProjectStats) -> None:
     click.echo("\nWatch paths:")
     for w in stats.watch_paths:
         click.echo(f"  {w.path:<{width}}→ {w.files:,} files ({w.percent:g}%)")
+    if stats.projects:
+        width = max(len(p.path) for p in stats.projects) + 2
+        click.echo("\nProjects:")
+        for p in stats.projects:
+            click.echo(f"  {p.path:<{width}}→ {p.files:,} files ({p.percent:g}%)")
     click.echo("\nExcluded, by reason:")
     for count in stats.excluded:
         click.echo(f"  {count.reason:<24}{_counted(count.files, count.dirs)}")
