@@ -515,3 +515,18 @@ def test_use_dockerignore_applies_the_dockerignore(tmp_path):
     checked = json.loads(contextd(on, "--json", "check-file", "fixtures/big.txt",
                                   check=False).stdout)
     assert (checked["indexable"], checked["reason"]) == (False, "dockerignore")
+
+
+def test_min_score_threshold_cuts_the_final_scores_unless_the_query_sets_its_own(tmp_path):
+    files = {"src/retry.py": "def retry_backoff(attempt):\n    \"\"\"Retry backoff.\"\"\"\n"
+                             "    return 2 ** attempt\n",
+             "docs/notes.md": "# Notes\n\nMeeting notes about lunch.\n"}
+    low = project(tmp_path / "low", files)
+    every = json.loads(contextd(low, "--json", "query", "retry backoff").stdout)["hits"]
+    assert any(h["score"] < 0.9 for h in every)
+    high = project(tmp_path / "high", files, "[query]\nmin_score_threshold = 0.9\n")
+    kept = json.loads(contextd(high, "--json", "query", "retry backoff").stdout)["hits"]
+    assert kept and all(h["score"] >= 0.9 for h in kept) and len(kept) < len(every)
+    own = json.loads(contextd(high, "--json", "query", "retry backoff", "--min-score",
+                              "0.01").stdout)["hits"]
+    assert len(own) > len(kept)

@@ -223,7 +223,9 @@ class QueryConfig:
     mmr_lambda: float = _opt(0.7, min=0.0, max=1.0,
                              help="MMR: 1.0 pure relevance, 0.0 pure diversity.")
     min_score_threshold: float = _opt(0.0, min=0.0, max=1.0,
-                                      help="Drop results scoring below this (0..1).")
+                                      help="Drop results scoring below this (0..1, the "
+                                           "scale of --min-score and filters.minScore, "
+                                           "which replace it for one query).")
     rerank_enabled: bool = _opt(True, help="Apply MMR re-ranking.")
     understanding_enabled: bool = _opt(True, help="Send each provider the query meant for "
                                        "it (prose, words, symbol names) and apply the "

@@ -333,9 +333,8 @@ class SemanticProvider(ContextProvider):
         if index is None or not query.text.strip():
             return []
         vector = self._embed_query(self._embedder(), query.text, query.counters)
-        min_score = max(query.min_score, self.context.config.query.min_score_threshold)
         with index.lock:
-            hits = index.search(vector, query.limit, ScopeFilter(scope), min_score)
+            hits = index.search(vector, query.limit, ScopeFilter(scope), query.min_score)
         rows = self.context.rows([cid for cid, _ in hits], query.generation)
         return [snippet_from_row(rows[cid], score, self.id, {"cosine": round(score, 4)})
                 for cid, score in hits if cid in rows]

@@ -213,6 +213,8 @@ class QueryPipeline:
                                        understood.exact if understood else None)
         if unique and confidence < self.config.ranking.strong_match_confidence:
             notes.append(NO_MATCH_NOTE.format(confidence))
+        if min_score is None:  # the query's own cut-off wins over the configured one
+            min_score = self.config.query.min_score_threshold
         if min_score:
             unique = [s for s in unique if s.score >= min_score]
         vectors = self._vectors([s.chunk_id for s in unique], generation)
