@@ -171,3 +171,20 @@ def test_schema_status_counts_not_indexed_and_deleted_files(tmp_path):
     finally:
         engine.close()
     assert json.dumps(status)
+
+
+def test_schema_status_sees_changed_chunking_settings(tmp_path):
+    from contextd.runtime.engine import Engine
+
+    root = make_repo(tmp_path / "repo")
+    engine = Engine.open(str(root))
+    try:
+        engine.ensure_indexed()
+        assert engine.schema_status()["status"] == "Up to Date"
+        (root / "context.toml").write_text("[chunking.python]\nmax_tokens = 64\n")
+        assert engine.reload_config()["reindex"] is True
+        status = engine.schema_status()
+        assert status["status"] == "Needs Update" and status["settingsChanged"] is True
+        assert "chunking or redaction settings changed" in status["advice"]
+    finally:
+        engine.close()

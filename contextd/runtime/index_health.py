@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contextd.indexer.core import SIGNATURE_META_KEY, index_signature
 from contextd.indexer.plan import plan_changes
 from contextd.store.base import KNOWLEDGE_PREFIX
 
@@ -43,6 +44,8 @@ def schema_status(indexer: Any, store: Any, config: Any, root: str) -> dict[str,
     not_indexed = sum(1 for task in plan.tasks if task.known_hash is None)
     modified = len(plan.tasks) - not_indexed
     deleted = len(plan.removed)
+    # Chunking, redaction or contextualizer settings changed since the index was written.
+    resettled = store.get_meta(SIGNATURE_META_KEY) not in (None, index_signature(config))
     jobs = store.list_jobs(("queued", "in_progress"), limit=5)
     if any(job.status == "in_progress" and job.cancel_requested for job in jobs):
         status = CANCELLING
@@ -50,7 +53,7 @@ def schema_status(indexer: Any, store: Any, config: Any, root: str) -> dict[str,
         status = UPDATING
     elif not states:
         status = NO_INDEX
-    elif not_indexed or modified or deleted:
+    elif not_indexed or modified or deleted or resettled:
         status = NEEDS_UPDATE
     else:
         status = UP_TO_DATE
@@ -59,7 +62,8 @@ def schema_status(indexer: Any, store: Any, config: Any, root: str) -> dict[str,
     return {
         "workspace": root,
         "status": status,
-        "advice": _advice(status, not_indexed, modified, deleted),
+        "advice": _advice(status, not_indexed, modified, deleted, resettled),
+        "settingsChanged": resettled,
         "schema": {"version": version, "expectedVersion": expected,
                    "valid": version == expected,
                    "embeddingModel": config.embedding.model,
@@ -71,13 +75,16 @@ def schema_status(indexer: Any, store: Any, config: Any, root: str) -> dict[str,
     }
 
 
-def _advice(status: str, not_indexed: int, modified: int, deleted: int) -> str:
+def _advice(status: str, not_indexed: int, modified: int, deleted: int,
+            resettled: bool) -> str:
     if status == NO_INDEX:
         return "nothing is indexed yet: run `contextd refresh` (MCP: refresh_context ['.'])"
     if status == NEEDS_UPDATE:
         parts = [f"{n:,} {what}" for n, what in ((not_indexed, "not indexed"),
                                                 (modified, "changed since indexed"),
                                                 (deleted, "deleted")) if n]
+        if resettled:
+            parts.append("chunking or redaction settings changed since the index was written")
         return (f"{', '.join(parts)}: run `contextd refresh` (MCP: refresh_context ['.']); "
                 "a running watcher does it by itself")
     if status in (UPDATING, CANCELLING):
