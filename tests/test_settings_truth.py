@@ -443,22 +443,26 @@ def test_index_ast_false_leaves_the_symbol_provider_out(tmp_path):
     assert symbol["available"] is False
 
 
-def _cache_hits(tmp_path: Path, config: str) -> list:
+def _usage(tmp_path: Path, config: str, columns: str, queries: int = 1) -> list[tuple]:
+    """usage_metrics ``columns`` after ``queries`` identical queries through the module."""
     from contextd import ContextModule
     from contextd.query.records import QueryRequest
 
     root = project(tmp_path, {"src/app.py": "def alpha(x):\n    return x + 1\n"}, config)
     module = ContextModule.open(str(root))
     try:
-        for _ in range(2):
+        for _ in range(queries):
             module.query(QueryRequest("where is alpha computed", wait_for_model=True))
         module.flush_usage()
         db = module.project.db_path
     finally:
         module.shutdown()
     with duckdb.connect(str(db), read_only=True) as con:
-        return [r[0] for r in con.execute(
-            "SELECT cache_hits FROM usage_metrics ORDER BY metric_id").fetchall()]
+        return con.execute(f"SELECT {columns} FROM usage_metrics ORDER BY metric_id").fetchall()
+
+
+def _cache_hits(tmp_path: Path, config: str) -> list:
+    return [row[0] for row in _usage(tmp_path, config, "cache_hits", queries=2)]
 
 
 def test_cache_hits_count_the_query_vector_cache(tmp_path):
@@ -482,20 +486,7 @@ def test_a_disabled_provider_is_not_combined_by_the_hybrid(tmp_path):
 
 
 def _usage_rows(tmp_path: Path, config: str) -> list[tuple]:
-    from contextd import ContextModule
-    from contextd.query.records import QueryRequest
-
-    root = project(tmp_path, {"src/app.py": "def alpha(x):\n    return x + 1\n"}, config)
-    module = ContextModule.open(str(root))
-    try:
-        module.query(QueryRequest("where is alpha computed", wait_for_model=True))
-        module.flush_usage()
-        db = module.project.db_path
-    finally:
-        module.shutdown()
-    with duckdb.connect(str(db), read_only=True) as con:
-        return con.execute("SELECT context_tokens, query_latency_ms FROM usage_metrics"
-                           ).fetchall()
+    return _usage(tmp_path, config, "context_tokens, query_latency_ms")
 
 
 def test_metrics_switches(tmp_path):
