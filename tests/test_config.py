@@ -95,7 +95,7 @@ def test_unknown_keys_with_and_without_suggestion() -> None:
     ("engine", "port", 0, "0 is out of range; allowed 1 to 65535"),
     ("budget", "default_max_tokens", 0, "0 is out of range; allowed >= 1"),
     ("core", "mode", "cloud", "'cloud' is not one of: embedded, standalone, hybrid"),
-    ("indexing", "binary_detection", "magic", "'magic' is not one of: extension, content, all"),
+    ("indexing", "binary_detection", "magic", "'magic' is not one of: extension, mime, content, all"),
 ])
 def test_value_messages(section: str, key: str, value: object, message: str) -> None:
     raw: dict = {}

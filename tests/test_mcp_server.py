@@ -39,7 +39,9 @@ TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_conte
          "list_stashed_context", "delete_stashed_context", "protect_stashed_context",
          # knowledge contexts (tests/test_knowledge_surfaces.py)
          "knowledge_context_create", "knowledge_context_list", "knowledge_context_show",
-         "knowledge_context_delete", "knowledge_add", "knowledge_remove", "knowledge_search"}
+         "knowledge_context_delete", "knowledge_add", "knowledge_remove", "knowledge_search",
+         # configuration (tests/test_seed002_admin.py)
+         "reload_config"}
 REPO_FILES = {
     "src/billing/invoice.py": '''"""Invoices."""
 

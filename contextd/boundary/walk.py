@@ -79,6 +79,7 @@ class RejectReason(str, enum.Enum):
     IGNORED_PATTERN = "ignored_pattern"
     GITIGNORE = "gitignore"
     CONTEXTIGNORE = "contextignore"
+    DOCKERIGNORE = "dockerignore"
     EXTENSION_NOT_ALLOWED = "extension_not_allowed"
     EXTENSION_BLOCKED = "extension_blocked"
     TOO_LARGE = "too_large"
@@ -102,7 +103,8 @@ SKIP_REASONS = frozenset({RejectReason.TOO_LARGE, RejectReason.BINARY, RejectRea
 
 
 IGNORE_FILES = {".gitignore": RejectReason.GITIGNORE,
-                ".contextignore": RejectReason.CONTEXTIGNORE}
+                ".contextignore": RejectReason.CONTEXTIGNORE,
+                ".dockerignore": RejectReason.DOCKERIGNORE}
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,39 @@ class ScanResult:
     accepted: list[FileEntry] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
     large: list[str] = field(default_factory=list)
+
+
+# File signatures ("magic numbers") of binary formats, for binary_detection "mime" / "all":
+# (offset, bytes, format).
+MAGIC_NUMBERS = (
+    (0, b"\x89PNG\r\n\x1a\n", "PNG image"), (0, b"\xff\xd8\xff", "JPEG image"),
+    (0, b"GIF87a", "GIF image"), (0, b"GIF89a", "GIF image"), (0, b"%PDF-", "PDF document"),
+    (0, b"PK\x03\x04", "ZIP archive"), (0, b"PK\x05\x06", "ZIP archive"),
+    (0, b"\x1f\x8b", "gzip data"), (0, b"BZh", "bzip2 data"), (0, b"\xfd7zXZ\x00", "xz data"),
+    (0, b"7z\xbc\xaf\x27\x1c", "7-Zip archive"), (0, b"\x7fELF", "ELF executable"),
+    (0, b"MZ", "Windows executable"), (0, b"\xca\xfe\xba\xbe", "Java class or Mach-O"),
+    (0, b"\xcf\xfa\xed\xfe", "Mach-O executable"), (0, b"\x00asm", "WebAssembly module"),
+    (0, b"SQLite format 3\x00", "SQLite database"), (0, b"OggS", "Ogg media"),
+    (0, b"RIFF", "RIFF media (WAV, AVI, WebP)"), (0, b"ID3", "MP3 audio"),
+    (0, b"wOFF", "WOFF font"), (0, b"wOF2", "WOFF2 font"), (4, b"ftyp", "MP4/QuickTime media"),
+    (0, b"\x28\xb5\x2f\xfd", "zstd data"), (257, b"ustar", "tar archive"),
+)
+
+
+def magic_type(data: bytes) -> str | None:
+    """The binary format whose signature ``data`` (the start of a file) begins with, or None.
+    A short signature that is plain text (``MZ``, ``BZh``, ``ID3``, ``RIFF``) only counts
+    when a control byte follows within the first 64, so a text file that starts "MZ..." stays
+    text."""
+    for offset, signature, name in MAGIC_NUMBERS:
+        if data[offset:offset + len(signature)] != signature:
+            continue
+        if len(signature) <= 4 and signature.isascii() and signature.decode().isprintable():
+            head = data[:64]
+            if not len(head.translate(None, _TEXT_BYTES)):
+                continue
+        return name
+    return None
 
 
 def looks_binary(data: bytes, threshold_percent: int) -> str | None:
@@ -287,13 +322,15 @@ class Boundary:
         self._size_exceptions = _Patterns(compile_patterns(cfg.indexing.size_exceptions))
         self._ignore_files = tuple(name for name, on in (
             (".gitignore", cfg.watcher.use_gitignore),
-            (".contextignore", cfg.watcher.use_contextignore)) if on)
+            (".contextignore", cfg.watcher.use_contextignore),
+            (".dockerignore", cfg.watcher.use_dockerignore)) if on)
         self._allowed = frozenset(e.lower() for e in cfg.indexing.allowed_extensions)
         self._blocked = frozenset(e.lower() for e in cfg.indexing.blocked_extensions)
         self._max_bytes = cfg.indexing.max_file_size_mb * 1024 * 1024
         self.warn_bytes = cfg.indexing.warn_file_size_mb * 1024 * 1024
         self._by_extension = cfg.indexing.binary_detection in ("extension", "all")
         self._sniff = cfg.indexing.binary_detection in ("content", "all")
+        self._magic = cfg.indexing.binary_detection in ("mime", "all")
         self._threshold = cfg.indexing.binary_threshold
         self._follow = cfg.indexing.follow_symlinks
         self._max_depth = cfg.indexing.max_symlink_depth
@@ -599,7 +636,8 @@ class Boundary:
                 os.close(fd)
         except OSError as exc:
             return RejectReason.UNREADABLE, exc.strerror or str(exc)
-        why = looks_binary(data, self._threshold) if self._sniff else None
+        why = (looks_binary(data, self._threshold) if self._sniff else None) or (
+            f"{kind} (magic number)" if self._magic and (kind := magic_type(data)) else None)
         if why:
             return RejectReason.BINARY, why
         why = generated_by_content(name, data)

@@ -59,6 +59,9 @@ class CodeSpec:
     wrappers: frozenset[str] = frozenset()  # e.g. decorated_definition, export_statement
     scopes: frozenset[str] = frozenset()  # e.g. namespace_definition: walked through
     doc_prefixes: tuple[str, ...] = ("//", "/*", "*")  # comment lines kept with a definition
+    # Attribute lines above a definition (``#[derive]``): kept with it even when
+    # preserve_docstrings is off, since they are part of the code.
+    attribute_prefixes: tuple[str, ...] = ()
     import_types: frozenset[str] = frozenset()  # top-level nodes that make an "imports" chunk
     # Special cases: (node, wrapper type or "") -> (Def, name) or None.
     classify: Callable[[Node, str], tuple[Def, str] | None] | None = None
@@ -200,7 +203,9 @@ class _Walker:
         self.src = src
         self.settings = settings
         self.cap = settings.max_tokens
-        self.doc_prefixes = tuple(p.encode() for p in spec.doc_prefixes)
+        above = (spec.doc_prefixes if settings.preserve_docstrings else ()) \
+            + spec.attribute_prefixes
+        self.doc_prefixes = tuple(p.encode() for p in above)
 
     def units(self, nodes: list[Node], prefix: str, parent: str, context: str,
               lower: int, limit: int | None = None) -> list[Unit]:
@@ -241,8 +246,8 @@ class _Walker:
                              None)
             if inner is None:
                 return None
-        if spec.classify is not None:
-            special = spec.classify(inner, wrapper)
+        if spec.classify is not None:  # an exported value is a chunk only by split_by_export
+            special = spec.classify(inner, wrapper if self.settings.split_by_export else "")
             if special is not None:
                 return inner, special[0], special[1]
         found = spec.definitions.get(inner.type)

@@ -78,7 +78,7 @@ RUST = CodeSpec(
     },
     query="rust.scm",
     scopes=frozenset({"mod_item"}),
-    doc_prefixes=("//", "/*", "*", "#["),
+    attribute_prefixes=("#[",),
     import_types=frozenset({"use_declaration", "extern_crate_declaration"}),
     name_of=rust_name,
 )

@@ -23,7 +23,7 @@ import click
 from contextd.boundary.walk import Boundary, Decision, FileEntry, RejectReason, Rejection
 from contextd.cli.common import CliState, emit, pass_state, user_path
 from contextd.config.loading import CONFIG_FILENAME, InvalidConfig, iter_documented_fields
-from contextd.config.sections import SECTIONS, ContextConfig
+from contextd.config.sections import PROVIDER_ONLY_KEYS, SECTIONS, ContextConfig
 from contextd.config.checks import WARNING, check_project, config_file_name
 from contextd.config.env import SettingOrigin, describe_embedding
 from contextd.errors import ConfigError, ConfigIssue, ContextdError
@@ -41,6 +41,13 @@ HEADER = """\
 # Check a change with `contextd validate-config`.
 """
 
+# [projects.NAME] has no default: init shows the shape, commented out.
+PROJECTS_EXAMPLE = [
+    "", "# Several projects in one index (spec 004 §8.0.12): name a part of the tree, then",
+    "# query it alone or with others (`contextd query --project backend --project frontend`).",
+    "# [projects.backend]", '# watch_paths = ["backend/src/", "backend/docs/"]',
+    '# ignore_patterns = ["backend/node_modules"]',
+]
 
 # ---------------------------------------------------------------------------- init
 
@@ -73,9 +80,13 @@ def _toml_key(key: str) -> str:
     return key if _BARE_KEY.match(key) else json.dumps(key)
 
 
-def _section_text(title: str, instance: Any, with_help: bool = True) -> list[str]:
+def _section_text(title: str, instance: Any, with_help: bool = True,
+                  provider: str | None = None) -> list[str]:
+    """One table; a provider's leaves out the keys only other providers read."""
     lines = ["", f"[{title}]"]
     for name, _, help_text in iter_documented_fields(type(instance)):
+        if provider is not None and provider not in PROVIDER_ONLY_KEYS.get(name, (provider,)):
+            continue
         if with_help and help_text:
             lines += textwrap.wrap(help_text, _WIDTH, initial_indent="# ",
                                    subsequent_indent="# ")
@@ -89,10 +100,13 @@ def render_documented_config() -> str:
     lines = [HEADER.rstrip("\n")]
     for name in SECTIONS:
         value = getattr(defaults, name)
-        if isinstance(value, dict):  # chunking per language, providers per id
+        if name == "projects":
+            lines += PROJECTS_EXAMPLE
+        elif isinstance(value, dict):  # chunking per language, providers per id
             for i, (sub, instance) in enumerate(value.items()):
                 lines += _section_text(f"{_toml_key(name)}.{_toml_key(sub)}", instance,
-                                       with_help=i == 0)
+                                       with_help=i == 0 or name == "providers",
+                                       provider=sub if name == "providers" else None)
         else:
             lines += _section_text(name, value)
     return "\n".join(lines) + "\n"
@@ -305,6 +319,8 @@ class ProjectStats:
     excluded: list[ReasonCount]
     excluded_dirs: list[ExcludedDir]
     large_files: list[str]
+    # [projects.NAME]: files of each named project (path is the project's name).
+    projects: list[WatchPathStats] = field(default_factory=list)
 
 
 def _count_files(path: Path) -> int:
@@ -332,6 +348,11 @@ def _stats(state: CliState, top: int) -> ProjectStats:
         per_root[next(r for r in boundary.watch_rels
                       if r == "." or entry.path.startswith(r + "/"))] += 1
     total = len(result.accepted) or 1
+    from contextd.query.projects import Projects
+
+    named = Projects(project.config.projects)
+    per_project = collections.Counter(name for entry in result.accepted
+                                      for name in named.of(entry.path))
     dirs = sorted((ExcludedDir(r.path + "/", r.reason.value, r.detail,
                                _count_files(project.root / r.path))
                    for r in result.rejected if r.is_dir), key=lambda d: -d.files)
@@ -341,7 +362,10 @@ def _stats(state: CliState, top: int) -> ProjectStats:
         watch_paths=[WatchPathStats(r, per_root[r], round(100 * per_root[r] / total, 1))
                      for r in boundary.watch_rels],
         excluded=_reason_counts(result.rejected), excluded_dirs=dirs[:top],
-        large_files=result.large)
+        large_files=result.large,
+        projects=[WatchPathStats(name, per_project[name],
+                                 round(100 * per_project[name] / total, 1))
+                  for name in project.config.projects])
 
 
 def _print_stats(stats: ProjectStats) -> None:
@@ -352,6 +376,11 @@ def _print_stats(stats: ProjectStats) -> None:
     click.echo("\nWatch paths:")
     for w in stats.watch_paths:
         click.echo(f"  {w.path:<{width}}→ {w.files:,} files ({w.percent:g}%)")
+    if stats.projects:
+        width = max(len(p.path) for p in stats.projects) + 2
+        click.echo("\nProjects:")
+        for p in stats.projects:
+            click.echo(f"  {p.path:<{width}}→ {p.files:,} files ({p.percent:g}%)")
     click.echo("\nExcluded, by reason:")
     for count in stats.excluded:
         click.echo(f"  {count.reason:<24}{_counted(count.files, count.dirs)}")

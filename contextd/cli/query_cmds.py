@@ -66,6 +66,8 @@ def _without_semantic(project) -> tuple[str, ...]:
 def _print_hits(response: QueryResponse) -> None:
     for number, hit in enumerate(response.hits, start=1):
         role = f"  ({hit.role})" if hit.role else ""
+        if hit.metadata.get("projects"):
+            role += f"  project {', '.join(hit.metadata['projects'])}"
         click.echo(f"{number:>2}. {hit.score:.3f}  {hit.file_path}:{hit.start_line}-"
                    f"{hit.end_line}  {hit.label}  [{', '.join(hit.providers)}]{role}")
         for line_number, line in preview(hit):
@@ -100,6 +102,9 @@ def _print_files(response: QueryResponse) -> None:
               "/path from the root, or a glob (repeatable).")
 @click.option("--context", "contexts", multiple=True, help="Also search this knowledge "
               "context (repeatable; '*' = all).")
+@click.option("--project", "projects", multiple=True, help="Search this project of the "
+              "monorepo ([projects.NAME] in context.toml); several are searched each on its "
+              "own and fused under one budget ('*' = all).")
 @click.option("--role", "roles", multiple=True, type=click.Choice(ROLE_NAMES),
               help="Only files of this role: source, test, doc or config (repeatable).")
 @click.option("--min-score", type=click.FloatRange(0.0, 1.0), help="Lowest hit score kept "
@@ -115,7 +120,8 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
                   budget: int | None, paths: tuple[str, ...], excludes: tuple[str, ...],
                   languages: tuple[str, ...], kinds: tuple[str, ...], roles: tuple[str, ...],
                   files: tuple[str, ...], folders: tuple[str, ...],
-                  contexts: tuple[str, ...], min_score: float | None, memory: str | None,
+                  contexts: tuple[str, ...], projects: tuple[str, ...],
+                  min_score: float | None, memory: str | None,
                   as_block: bool, by_file: bool) -> None:
     """Search the project's context for TEXT.
 
@@ -125,6 +131,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
       contextd query "retry backoff" --k 5 --lang python --json
       contextd query "RateLimiter" --provider symbol --render
       contextd query "Fix: expired tokens are not refreshed" --files
+      contextd query "session timeout" --project backend --project frontend
     """
     if not text.strip():
         raise UsageError("the query is empty; say what you are looking for, e.g. "
@@ -137,7 +144,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
     request = QueryRequest(
         query=text, k=k, max_tokens=budget, min_score=min_score,
         providers=tuple(providers) or None, wait_for_model=True, by_file=by_file,
-        contexts=contexts or None,
+        contexts=contexts or None, projects=projects or None,
         scope=ContextScope(paths=tuple(r for r in (root_relative(p, project.root)
                                                    for p in paths) if r),
                            languages=languages, kinds=kinds, exclude_patterns=excludes,

@@ -117,6 +117,8 @@ def check_project(project: Project) -> list[ConfigIssue]:
             fname, "indexing.warn_file_size_mb",
             f"{cfg.indexing.warn_file_size_mb} is above max_file_size_mb "
             f"({cfg.indexing.max_file_size_mb}); no file will ever trigger the warning", WARNING))
+    issues += list(cfg.notes)
+    issues += _check_projects(project, fname)
     if cfg.storage.backend == "postgres" and not cfg.storage.url:
         issues.append(ConfigIssue(fname, "storage.url", 'empty, but storage.backend is '
                                   '"postgres": set it, e.g. url = "${DATABASE_URL}"'))
@@ -199,4 +201,28 @@ def _check_extensions(project: Project, fname: str) -> list[ConfigIssue]:
     if both:
         issues.append(ConfigIssue(fname, "indexing.blocked_extensions",
                                   f"also allowed: {', '.join(both)}; blocking wins", WARNING))
+    return issues
+
+
+def _check_projects(project: Project, fname: str) -> list[ConfigIssue]:
+    """[projects.NAME]: watch paths inside the root that exist, patterns that compile."""
+    issues = []
+    for name, scope in project.config.projects.items():
+        key = f"projects.{name}"
+        if not scope.watch_paths:
+            issues.append(ConfigIssue(fname, f"{key}.watch_paths", "empty: a project needs "
+                                      "at least one directory"))
+        for i, raw in enumerate(scope.watch_paths):
+            path = (project.root / raw).resolve()
+            if path != project.root and project.root not in path.parents:
+                issues.append(ConfigIssue(fname, f"{key}.watch_paths[{i}]", f"{raw!r} is "
+                                          f"outside the project root {project.root}"))
+            elif not path.is_dir():
+                issues.append(ConfigIssue(fname, f"{key}.watch_paths[{i}]", f"{raw!r} is not "
+                                          "a directory (yet): the project holds nothing there",
+                                          WARNING))
+        for i, pattern in enumerate(scope.ignore_patterns):
+            problem = pattern_problem(pattern)
+            if problem:
+                issues.append(ConfigIssue(fname, f"{key}.ignore_patterns[{i}]", problem))
     return issues

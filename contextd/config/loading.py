@@ -22,8 +22,8 @@ from typing import Any
 import tomli
 
 from contextd.config.sections import (
-    SECTIONS, ContextConfig, LanguageChunking, ProviderConfig, default_chunking,
-    default_providers,
+    PROVIDER_ONLY_KEYS, SECTIONS, ContextConfig, LanguageChunking, ProjectScopeConfig,
+    ProviderConfig, default_chunking, default_providers,
 )
 from contextd.errors import ConfigError, ConfigIssue
 
@@ -38,6 +38,22 @@ class InvalidConfig(ConfigError):
     def __init__(self, issues: list[ConfigIssue], partial: ContextConfig):
         super().__init__(issues)
         self.partial = partial
+
+# Spec 004 §4.1's spellings, accepted beside ours with a note: (section, key) -> ours.
+# "chunking" stands for every [chunking.LANGUAGE] table.
+SPEC_ALIASES = {
+    ("chunking", "preserve_kdoc"): ("chunking", "preserve_docstrings"),
+    ("chunking", "preserve_jsdoc"): ("chunking", "preserve_docstrings"),
+    ("watcher", "max_file_size_mb"): ("indexing", "max_file_size_mb"),
+}
+# Spec 004's core settings written at the top of [context] (``enabled = true``): [core]'s.
+CORE_AT_TOP = ("enabled", "mode", "fallback_enabled")
+# Keys contextd no longer has: a file that sets one still loads, with this note.
+REMOVED_KEYS = {
+    ("metrics", "export_interval_minutes"):
+        "removed: usage metrics are written as each query is answered (the usage_metrics "
+        "table); read them with `contextd stats --json` or get_context_stats",
+}
 
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -77,6 +93,8 @@ def config_from_dict(raw: dict[str, Any], fname: str = "<dict>") -> ContextConfi
         prefix = ""
     issues: list[ConfigIssue] = []
     raw = _substitute_env(raw, fname, prefix.rstrip("."), issues)
+    notes: list[ConfigIssue] = []
+    raw = _spec_spellings(raw, prefix, fname, notes)
     values: dict[str, Any] = {}
     for key, value in raw.items():
         dotted = prefix + key
@@ -97,18 +115,74 @@ def config_from_dict(raw: dict[str, Any], fname: str = "<dict>") -> ContextConfi
                                        base=merged).items():
                 merged[pid] = sub
             values[key] = merged
+            notes += _provider_only_notes(value, dotted, fname)
+        elif key == "projects":
+            values[key] = _build_map(ProjectScopeConfig, value, dotted, fname, issues)
         else:
             values[key] = _build(sec_field.default_factory, value, dotted, fname, issues)
     explicit = frozenset(f"{section}.{key}" for section, table in raw.items()
                          if isinstance(table, dict) for key in table)
     config = ContextConfig(source=None if fname == "<dict>" else fname,
-                           explicit_keys=explicit, **values)
+                           explicit_keys=explicit, notes=tuple(notes), **values)
     if bool(config.engine.tls_cert) != bool(config.engine.tls_key):
         issues.append(ConfigIssue(fname, f"{prefix}engine.tls_key", "tls_cert and tls_key "
                                   "must be given together"))
     if issues:
         raise InvalidConfig(issues, config)
     return config
+
+
+def _spec_spellings(raw: dict[str, Any], prefix: str, fname: str,
+                    notes: list[ConfigIssue]) -> dict[str, Any]:
+    """``raw`` with spec 004's spellings turned into ours and removed keys taken out, a note
+    for each (the file loads either way; ours wins where both are given)."""
+    raw = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
+
+    def note(key: str, message: str) -> None:
+        notes.append(ConfigIssue(fname, prefix + key, message, "warning"))
+
+    def move(table: dict, old: str, target: dict, new: str, where: str, ours: str) -> None:
+        value = table.pop(old)
+        if new in target:
+            note(where, f"ignored: {ours} is set too, and wins")
+        else:
+            target[new] = value
+            note(where, f"spec 004 spelling of {ours}; accepted")
+
+    for old in CORE_AT_TOP:
+        if old in raw and not isinstance(raw[old], dict):
+            core = raw.setdefault("core", {})
+            if isinstance(core, dict):
+                move(raw, old, core, old, old, f"core.{old}")
+    for (section, old), (target_section, new) in SPEC_ALIASES.items():
+        tables = raw.get(section)
+        if not isinstance(tables, dict):
+            continue
+        if section == "chunking":
+            for language, table in tables.items():
+                if isinstance(table, dict) and old in table:
+                    tables[language] = table = dict(table)
+                    move(table, old, table, new, f"chunking.{language}.{old}",
+                         f"chunking.{language}.{new}")
+        elif old in tables:
+            target = raw.setdefault(target_section, {})
+            if isinstance(target, dict):
+                move(tables, old, target, new, f"{section}.{old}", f"{target_section}.{new}")
+    for (section, old), message in REMOVED_KEYS.items():
+        table = raw.get(section)
+        if isinstance(table, dict) and old in table:
+            del table[old]
+            note(f"{section}.{old}", message)
+    return raw
+
+
+def _provider_only_notes(providers: dict, dotted: str, fname: str) -> list[ConfigIssue]:
+    """A note for each provider-specific key set on a provider that does not read it."""
+    return [ConfigIssue(fname, f"{dotted}.{pid}.{key}", f"has no effect here: {key} applies "
+                        f"to [providers.{' / '.join(PROVIDER_ONLY_KEYS[key])}] only", "warning")
+            for pid, table in providers.items() if isinstance(table, dict)
+            for key in table if pid in default_providers()
+            and pid not in PROVIDER_ONLY_KEYS.get(key, (pid,))]
 
 
 def _build_map(cls, table: dict, dotted: str, fname: str, issues: list[ConfigIssue],

@@ -117,6 +117,8 @@ class WatcherConfig:
                                       help="gitignore-style patterns never indexed.")
     use_gitignore: bool = _opt(True, help="Also apply every .gitignore in the tree.")
     use_contextignore: bool = _opt(True, help="Also apply every .contextignore in the tree.")
+    use_dockerignore: bool = _opt(False, help="Also apply .dockerignore files (spec 004 "
+                                              "§8.0), read with .gitignore's rules.")
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,11 @@ class IndexingConfig:
     follow_symlinks: bool = _opt(False, help="Follow symbolic links (never out of the "
                                              "boundary).")
     max_symlink_depth: int = _opt(3, min=0, max=40, help="Most links followed in one path.")
-    binary_detection: str = _opt("all", choices=("extension", "content", "all"),
-                                 help="How binary files are recognised.")
+    binary_detection: str = _opt("all", choices=("extension", "mime", "content", "all"),
+                                 help="How binary files are recognised: extension (the "
+                                      "binary extensions), mime (the file's magic number: "
+                                      "PNG, PDF, ZIP, ELF, ...), content (NUL bytes or "
+                                      "binary_threshold), all (the three).")
     binary_threshold: int = _opt(30, min=1, max=100,
                                  help="Percent of non-text bytes in the first 8 KB that "
                                       "marks a file binary.")
@@ -146,7 +151,9 @@ class EmbeddingConfig:
     dimension: int = _opt(384, min=1, help="Vector dimension of the model.")
     batch_size: int = _opt(64, min=1, max=4096, help="Chunks per embedding batch.")
     normalize: bool = _opt(True, help="L2-normalise vectors.")
-    cache_enabled: bool = _opt(True, help="Reuse vectors of identical chunk text.")
+    cache_enabled: bool = _opt(True, help="Reuse the vector of a query text asked again (an "
+                                          "in-memory cache on the query path; chunk vectors "
+                                          "are always reused by text hash).")
     backend: str = _opt("onnx",
                         help="onnx: ONNX Runtime (fast, no torch on the query path); torch: "
                              "sentence-transformers reference; or a plugin's backend name "
@@ -197,8 +204,14 @@ class LanguageChunking:
     preserve_code_blocks: bool = _opt(True, help="Markdown: code fences as own chunks.")
     split_by_function: bool = _opt(True, help="Code: one chunk per function.")
     split_by_class: bool = _opt(True, help="Code: split large classes into methods.")
-    split_by_export: bool = _opt(True, help="TypeScript: one chunk per export.")
-    preserve_docstrings: bool = _opt(True, help="Keep docstrings/KDoc/JSDoc with the code.")
+    split_by_export: bool = _opt(True, help="TypeScript/JavaScript: every exported "
+                                            "declaration is a chunk, values too (export const "
+                                            "X = {...}); false: only functions and classes.")
+    preserve_docstrings: bool = _opt(True, help="Keep the doc comment above a definition "
+                                                "(JSDoc, KDoc, Javadoc, ///, #) in its "
+                                                "chunk; false: it stays with the code around. "
+                                                "A docstring inside the body (Python) is "
+                                                "always kept.")
 
 
 @dataclass(frozen=True)
@@ -210,7 +223,9 @@ class QueryConfig:
     mmr_lambda: float = _opt(0.7, min=0.0, max=1.0,
                              help="MMR: 1.0 pure relevance, 0.0 pure diversity.")
     min_score_threshold: float = _opt(0.0, min=0.0, max=1.0,
-                                      help="Drop results scoring below this (0..1).")
+                                      help="Drop results scoring below this (0..1, the "
+                                           "scale of --min-score and filters.minScore, "
+                                           "which replace it for one query).")
     rerank_enabled: bool = _opt(True, help="Apply MMR re-ranking.")
     understanding_enabled: bool = _opt(True, help="Send each provider the query meant for "
                                        "it (prose, words, symbol names) and apply the "
@@ -230,7 +245,8 @@ class ProviderConfig:
     enabled: bool = _opt(True, help="Query this provider.")
     weight: float = _opt(1.0, min=0.0, max=100.0, help="Relative weight in fusion.")
     timeout_ms: int = _opt(2000, min=1, help="A slower answer is dropped.")
-    index_ast: bool = _opt(True, help="symbol: build the symbol index.")
+    index_ast: bool = _opt(True, help="symbol: answer from the symbol (AST) index; false: "
+                                      "the symbol provider is left out of every query.")
     max_commits: int = _opt(100, min=1, help="git_history: commits examined.")
     combines: list[str] = _opt([], help="hybrid: providers fused.")
     fusion_strategy: str = _opt("rrf", choices=("rrf", "weighted_average", "cascade"),
@@ -239,13 +255,26 @@ class ProviderConfig:
     options: dict[str, Any] = _opt({}, help="Provider-specific settings of third parties.")
 
 
+# Keys of [providers.*] that only one kind of provider reads: set on another provider they
+# have no effect, which loading reports as a note and ``contextd init`` does not write.
+PROVIDER_ONLY_KEYS = {
+    "index_ast": ("symbol",),
+    "max_commits": ("git_history",),
+    "combines": ("hybrid",),
+    "fusion_strategy": ("hybrid",),
+    "rrf_k": ("hybrid",),
+}
+
+
 def default_providers() -> dict[str, ProviderConfig]:
     return {
         "semantic": ProviderConfig(weight=0.6),
         "symbol": ProviderConfig(weight=0.3),
         "full_text": ProviderConfig(weight=0.3),
         "git_history": ProviderConfig(weight=0.2),
-        "hybrid": ProviderConfig(combines=["semantic", "symbol", "full_text", "git_history"]),
+        "dependency": ProviderConfig(weight=0.4),
+        "hybrid": ProviderConfig(combines=["semantic", "symbol", "full_text", "git_history",
+                                           "dependency"]),
     }
 
 
@@ -258,16 +287,22 @@ class MetricsConfig:
     enabled: bool = _opt(True, help="Record usage metrics in the index.")
     track_latency: bool = _opt(True, help="Record query latency.")
     track_token_usage: bool = _opt(True, help="Record tokens returned.")
-    track_cache_hits: bool = _opt(True, help="Record embedding-cache hits.")
-    export_interval_minutes: int = _opt(5, min=1, help="Minutes between metric exports.")
+    track_cache_hits: bool = _opt(True, help="Record in usage_metrics.cache_hits how many of "
+                                             "a query's embeddings came from the query-vector "
+                                             "cache (false: NULL).")
 
 
 @dataclass(frozen=True)
 class BootstrapConfig:
-    enabled: bool = _opt(True, help="Index the project when the index is empty.")
+    enabled: bool = _opt(True, help="Index the whole project when the index is empty; false: "
+                                    "start empty and index only what `contextd refresh` "
+                                    "(refresh_context) or the watcher is given.")
     parallel_workers: int = _opt(0, min=0, max=256, help="Chunking workers; 0 = cores - 1 "
                                                          "(at least 1).")
-    batch_size: int = _opt(128, min=1, help="Chunks per embedding batch during bootstrap.")
+    batch_size: int = _opt(128, min=1, help="Chunks per embedding batch during bootstrap "
+                                            "and rebuilds (fetched, embedded and stored "
+                                            "together; an interruption loses one at most); "
+                                            "[embedding] batch_size elsewhere.")
     priority_extensions: list[str] = _opt([".py", ".ts", ".kt", ".java", ".go", ".rs", ".md"],
                                           help="Extensions indexed first.")
     max_initial_files: int = _opt(0, min=0, help="Index at most this many files (0 = all).")
@@ -506,6 +541,30 @@ class OwnerConfig:
                                                     "done.")
 
 
+# ----- [mcp]: the MCP server's tool list ---------------------------------------------------
+@dataclass(frozen=True)
+class McpConfig:
+    compatibility: str = _opt("none", choices=("none", "seed002"),
+                              help="Extra tool names for agents written against another "
+                                   "server: seed002 adds rebuild_index, index_status, "
+                                   "cancel_index_generation, reinitialize_schema and the "
+                                   "deprecated generate_report; none keeps the list short "
+                                   "(every tool's description costs an agent context).")
+
+
+# ----- [projects.NAME]: several projects in one index (spec 004 §8.0.12) -------------------
+@dataclass(frozen=True)
+class ProjectScopeConfig:
+    """One named project of a monorepo: the files under its watch paths, less its ignore
+    patterns. Queries may name projects (``contextd query --project``, query_context's
+    ``projects``); each hit then says which project it comes from."""
+
+    watch_paths: list[str] = _opt([], help="Directories of this project, relative to the "
+                                           "root (e.g. [\"backend/src/\", \"backend/docs/\"]).")
+    ignore_patterns: list[str] = _opt([], help="gitignore-style patterns (relative to the "
+                                               "root) left out of this project.")
+
+
 @dataclass(frozen=True)
 class ContextConfig:
     """The whole configuration; ``source`` is the file it came from (None: defaults)."""
@@ -531,11 +590,16 @@ class ContextConfig:
     stash: StashConfig = field(default_factory=StashConfig)
     knowledge: KnowledgeConfig = field(default_factory=KnowledgeConfig)
     owner: OwnerConfig = field(default_factory=OwnerConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
+    projects: dict[str, ProjectScopeConfig] = field(default_factory=dict)
     source: str | None = field(default=None, metadata={"internal": True})
     # Dotted keys the file set (e.g. "embedding.model"): they win over the environment. Not
     # compared: two configurations with the same values are the same configuration.
     explicit_keys: frozenset[str] = field(default=frozenset(), compare=False,
                                           metadata={"internal": True})
+    # What loading accepted but wants said (a spec 004 spelling, a key with no effect here):
+    # ``contextd validate-config`` lists them as warnings.
+    notes: tuple = field(default=(), compare=False, metadata={"internal": True})
 
     def chunking_for(self, language: str) -> LanguageChunking:
         """Chunking settings of a language, falling back to the defaults."""

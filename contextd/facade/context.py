@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from contextd.contextualizers.stage import stage_stats
 from contextd.knowledge.scope import knowledge_request
@@ -84,7 +84,8 @@ class ProjectContext:
     def get_task_context(self, task: Any) -> TaskContext:
         """Context for a task (dict or object with title, description, keywords, paths,
         languages, kinds, exclude_patterns, files, folders, contexts (knowledge contexts
-        searched beside the project), complexity 1-10, task_type, task_id, k, and memory: a
+        searched beside the project), projects ([projects.*] searched each on its own and
+        fused), complexity 1-10, task_type, task_id, k, and memory: a
         session id (or "*") to add that agent memory to the context).
 
         With ``core.fallback_enabled`` any failure gives an empty TaskContext and a logged
@@ -102,7 +103,9 @@ class ProjectContext:
             budget = self.budgets.calculate(task_field(task, "complexity"),
                                             task_field(task, "task_type"))
             k = int(task_field(task, "k", self.config.query.default_k))
-            return self.retrieve(query, scope=scope, budget=budget, k=k, task_id=task_id)
+            projects = tuple(task_field(task, "projects", ())) or None
+            return self.retrieve(query, scope=scope, budget=budget, k=k, task_id=task_id,
+                                 projects=projects)
         except Exception as exc:
             if not self.config.core.fallback_enabled:
                 raise
@@ -120,11 +123,11 @@ class ProjectContext:
 
     def retrieve(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
                  providers: Iterable[str] | None = None, min_score: float | None = None,
-                 task_id: str = "") -> TaskContext:
+                 task_id: str = "", projects: Sequence[str] | None = None) -> TaskContext:
         """The whole pipeline for one query text (:meth:`QueryPipeline.retrieve`)."""
         return self.pipeline.retrieve(query, scope=scope, budget=budget, k=k,
                                       providers=providers, min_score=min_score,
-                                      task_id=task_id)
+                                      task_id=task_id, projects=projects)
 
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
         """The ``<project_context>`` block of a TaskContext (spec 004 §7.1)."""

@@ -47,6 +47,12 @@ SIGNATURE_META_KEY = "index_text_signature"
 THROUGHPUT_MIN_BYTES = 256 * 1024  # smaller runs measure start-up, not throughput
 
 
+# ensure_indexed's report when the index is empty and bootstrap.enabled is false.
+BOOTSTRAP_OFF = "bootstrap disabled"
+# Runs that read a whole scope: their embedding batches follow bootstrap.batch_size.
+WHOLE_RUNS = frozenset({"bootstrap", "resume", "rebuild"})
+
+
 def index_signature(config) -> str:
     """What the stored chunks and index texts depend on besides the files themselves (the
     redaction, the chunking, the contextualizer): a change re-indexes every file at the next
@@ -145,6 +151,8 @@ class Indexer:
             if pending:
                 report = self._resume(job_id, pending, progress, cancel)
             elif not self.store.file_states():
+                if not self.config.bootstrap.enabled:  # only what it is given gets indexed
+                    return IndexReport(mode=BOOTSTRAP_OFF)
                 report = self.bootstrap(progress=progress, cancel=cancel)
             else:
                 # Chunks cut by other chunking settings or code, or index texts built by
@@ -233,6 +241,16 @@ class Indexer:
         rel = self.relative(path)
         with self._run_lock:
             return self.store.delete_files([rel]) > 0
+
+    def reset(self) -> int:
+        """Drop every indexed project file with its errors and bootstrap progress
+        (reinitialize_schema); the next :meth:`ensure_indexed` bootstraps afresh. Returns the
+        files dropped."""
+        with self._run_lock:
+            dropped = self.store.clear_index()
+            self.store.clear_errors()
+            self.store.progress_clear()
+            return dropped
 
     def embed_pending(self, cancel: threading.Event | None = None,
                       progress: Progress | None = None) -> int:
@@ -464,8 +482,9 @@ class Indexer:
         # the chunks this run writes: a stage here would only make the run wait for the
         # whole backlog (a client's catch-up, a watcher batch).
         if self.embed and self._embed_now and not self._embedding_busy:
-            stage = EmbeddingStage(self.store, lambda: self.embedder,
-                                   self.config.embedding.batch_size, self._embed_lock,
+            batch = (self.config.bootstrap.batch_size if mode in WHOLE_RUNS
+                     else self.config.embedding.batch_size)
+            stage = EmbeddingStage(self.store, lambda: self.embedder, batch, self._embed_lock,
                                    cancel, on_embedding).start()
         writer = Writer(self.store, report, progress, track_progress,
                         self.config.bootstrap.fail_fast, stage.wake if stage else lambda: None)

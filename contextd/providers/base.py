@@ -33,6 +33,15 @@ _GLOB_CHARS = frozenset("*?[")
 DEFAULT_CANDIDATES = 50
 
 
+@dataclass
+class QueryCounters:
+    """What the providers of one query add up while answering it, for its usage_metrics row:
+    query embeddings looked up in the query-vector cache, and how many were found there."""
+
+    cache_lookups: int = 0
+    cache_hits: int = 0
+
+
 @dataclass(frozen=True)
 class ProviderQuery:
     """A query as providers receive it: the text plus how many results are wanted and the
@@ -51,6 +60,8 @@ class ProviderQuery:
     # providers need not ask the database again); None: ask the store.
     generation: int | None = None
     texts: Mapping[str, str] = field(default_factory=dict)
+    # Shared by every copy (``for_kind``) of this query, so a hybrid's sub-providers count too.
+    counters: QueryCounters = field(default_factory=QueryCounters, compare=False)
 
     def for_kind(self, kind: Any) -> "ProviderQuery":
         """The query as a provider of type ``kind`` should see it: ``text`` replaced by the

@@ -34,9 +34,12 @@ class HybridProvider(ContextProvider):
     type = ProviderType.HYBRID
 
     def sub_providers(self) -> tuple[list[Any], list[str]]:
-        """(ready sub-providers, notes about the ones that are not)."""
+        """(ready sub-providers, notes about the ones that are not). A provider whose
+        ``enabled`` is false is not combined: disabled means never queried."""
         ready, notes = [], []
         for provider_id in self.settings.combines:
+            if not self.context.settings(provider_id).enabled:
+                continue
             provider = self.context.provider(provider_id) if provider_id != self.id else None
             if provider is None:
                 continue

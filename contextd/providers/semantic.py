@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from contextd.providers.base import (
-    ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
+    ContextProvider, ProviderQuery, QueryCounters, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
 from contextd.vectors.quantized import approximate_scores, exact_top, quantize
@@ -267,13 +267,18 @@ class SemanticProvider(ContextProvider):
             collections.OrderedDict()
         self._cache_lock = threading.Lock()
 
-    def _embed_query(self, embedder: Any, text: str) -> np.ndarray:
-        """The query's embedding, from a small LRU cache keyed by model and text."""
+    def _embed_query(self, embedder: Any, text: str, counters: QueryCounters) -> np.ndarray:
+        """The query's embedding, from a small LRU cache keyed by model and text (none with
+        ``[embedding] cache_enabled = false``); ``counters`` learns whether it was a hit."""
+        if not self.context.config.embedding.cache_enabled:
+            return embedder.embed_query(text)
         key = (embedder.identity, text)
+        counters.cache_lookups += 1
         with self._cache_lock:
             vector = self._query_vectors.get(key)
             if vector is not None:
                 self._query_vectors.move_to_end(key)
+                counters.cache_hits += 1
                 return vector
         vector = embedder.embed_query(text)
         vector.setflags(write=False)  # shared by later queries
@@ -327,10 +332,9 @@ class SemanticProvider(ContextProvider):
         index = self.ready_index(query.generation)
         if index is None or not query.text.strip():
             return []
-        vector = self._embed_query(self._embedder(), query.text)
-        min_score = max(query.min_score, self.context.config.query.min_score_threshold)
+        vector = self._embed_query(self._embedder(), query.text, query.counters)
         with index.lock:
-            hits = index.search(vector, query.limit, ScopeFilter(scope), min_score)
+            hits = index.search(vector, query.limit, ScopeFilter(scope), query.min_score)
         rows = self.context.rows([cid for cid, _ in hits], query.generation)
         return [snippet_from_row(rows[cid], score, self.id, {"cosine": round(score, 4)})
                 for cid, score in hits if cid in rows]

@@ -127,6 +127,14 @@ class SymbolProvider(ContextProvider):
     def answers_from_memory(self, generation: int | None) -> bool:
         return self.context is not None and self.context.catalog.is_current(generation)
 
+    def is_available(self) -> bool:
+        """Not with ``index_ast = false``: the provider is then left out of every query."""
+        return super().is_available() and self.settings.index_ast
+
+    def stats(self) -> dict[str, Any]:
+        return {} if self.context is None or self.settings.index_ast else {
+            "disabled": "index_ast = false in [providers.symbol]"}
+
     def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
         query = ProviderQuery.of(query)

@@ -23,14 +23,17 @@ import dataclasses
 import logging
 import threading
 import time
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from contextd.errors import StoreError, UsageError
 from contextd.knowledge.scope import KnowledgeScope
-from contextd.providers.base import DEFAULT_CANDIDATES, ProviderContext, ProviderQuery
+from contextd.providers.base import (
+    DEFAULT_CANDIDATES, ProviderContext, ProviderQuery, QueryCounters,
+)
 from contextd.providers.catalog import ChunkCatalog
 from contextd.providers.runner import ProviderRun, run_providers
 from contextd.query.budget import BudgetManager
+from contextd.query.projects import Projects, merge_pools
 from contextd.query.calibration import NO_MATCH_NOTE, calibrate
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
@@ -76,6 +79,8 @@ class QueryPipeline:
         self.catalog = ChunkCatalog(store)
         # Knowledge contexts → the documents a query's scope holds (cached per generation).
         self.knowledge_scope = KnowledgeScope(store)
+        # [projects.NAME]: named parts of the index a query may name (spec 004 §8.0.12).
+        self.projects = Projects(self.config.projects)
         self._memory = memory
         self._lock = threading.RLock()
         self._factories: dict[str, Any] | None = None
@@ -153,7 +158,8 @@ class QueryPipeline:
         scope = self.knowledge_scope.scope_for(request, self.store.generation())
         context, pool = self.run(request.query, scope=scope, budget=budget, k=k,
                                  providers=request.providers, min_score=request.min_score,
-                                 task_id=request.task_id, mmr_lambda=request.mmr_lambda)
+                                 task_id=request.task_id, mmr_lambda=request.mmr_lambda,
+                                 projects=request.projects)
         hits = self.knowledge_scope.annotate([Hit.from_snippet(s) for s in context.snippets],
                                              self.store.generation())
         files = self._files(pool, k) if request.by_file else ()
@@ -163,21 +169,23 @@ class QueryPipeline:
 
     def retrieve(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
                  providers: Iterable[str] | None = None, min_score: float | None = None,
-                 task_id: str = "") -> TaskContext:
+                 task_id: str = "", projects: Sequence[str] | None = None) -> TaskContext:
         """The whole route for one query text. A scope whose knowledge part is not set
         (``documents`` None) searches the project only."""
         if scope.documents is None:
             scope = self.knowledge_scope.scope_for(QueryRequest(query, scope=scope),
                                                    self.store.generation())
         return self.run(query, scope=scope, budget=budget, k=k, providers=providers,
-                        min_score=min_score, task_id=task_id)[0]
+                        min_score=min_score, task_id=task_id, projects=projects)[0]
 
     def run(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
             providers: Iterable[str] | None, min_score: float | None, task_id: str,
-            mmr_lambda: float | None = None) -> tuple[TaskContext, list[ContextSnippet]]:
+            mmr_lambda: float | None = None, projects: Sequence[str] | None = None
+            ) -> tuple[TaskContext, list[ContextSnippet]]:
         """The stages in order. Returns the TaskContext plus the pool MMR chose from (fused,
         boosted and de-duplicated candidates, best first), which ``by_file`` ranks files
-        from."""
+        from. ``projects`` names [projects.*] to search, each on its own, fused (see
+        :mod:`contextd.query.projects`)."""
         started = time.perf_counter()
         if not self.config.core.enabled:
             return TaskContext.empty(task_id, query,
@@ -194,13 +202,19 @@ class QueryPipeline:
         provider_query = ProviderQuery(query, max(DEFAULT_CANDIDATES, k * CANDIDATES_PER_RESULT),
                                        0.0, generation,
                                        understood.texts_by_kind() if understood else {})
-        runs, candidates, notes = self._gather(selected, provider_query, scope, budget)
+        if projects:
+            runs, candidates, notes = self._gather_projects(selected, provider_query, scope,
+                                                            budget, projects)
+        else:
+            runs, candidates, notes = self._gather(selected, provider_query, scope, budget)
         if understood:
             candidates = apply_boosts(candidates, understood, self.config.ranking)
         unique, confidence = calibrate(deduplicate(candidates),
                                        understood.exact if understood else None)
         if unique and confidence < self.config.ranking.strong_match_confidence:
             notes.append(NO_MATCH_NOTE.format(confidence))
+        if min_score is None:  # the query's own cut-off wins over the configured one
+            min_score = self.config.query.min_score_threshold
         if min_score:
             unique = [s for s in unique if s.score >= min_score]
         vectors = self._vectors([s.chunk_id for s in unique], generation)
@@ -217,12 +231,13 @@ class QueryPipeline:
                          f"{smallest}); raise the budget")
         self.budgets.log_usage(budget, selection.total_tokens)
         # MMR decides which snippets make the cut; they are shown most relevant first.
-        chosen = self._mark_matches(sorted(selection.snippets, key=lambda s: -s.score),
-                                    query, understood)
+        chosen = self.projects.annotate(self._mark_matches(
+            sorted(selection.snippets, key=lambda s: -s.score), query, understood))
         attribution = collections.Counter(p for s in chosen for p in s.providers)
         timings = {pid: round(run.elapsed_ms, 2) for pid, run in runs.items()}
         timings["total"] = round((time.perf_counter() - started) * 1000, 2)
-        self._record(task_id, query, chosen, selection.total_tokens, timings)
+        self._record(task_id, query, chosen, selection.total_tokens, timings,
+                     provider_query.counters)
         return TaskContext(task_id=task_id, query=query, snippets=tuple(chosen),
                            total_tokens=selection.total_tokens, providers=dict(attribution),
                            timings_ms=timings, notes=tuple(dict.fromkeys(notes))), unique
@@ -286,6 +301,28 @@ class QueryPipeline:
                      order=list(ranked))
         return runs, fused, notes
 
+    def _gather_projects(self, selected: list[Any], query: ProviderQuery, scope: ContextScope,
+                         budget: TokenBudget, names: Sequence[str]
+                         ) -> tuple[dict[str, ProviderRun], list[ContextSnippet], list[str]]:
+        """:meth:`_gather` once per named project, inside it; the candidate pools merged
+        (each provider's time summed over the projects)."""
+        runs: dict[str, ProviderRun] = {}
+        pools, notes = [], []
+        for name in self.projects.resolve(names):
+            narrowed = self.projects.scope(name, scope)
+            if narrowed is None:
+                notes.append(f"project {name} has no files under the paths asked for")
+                continue
+            project_runs, candidates, project_notes = self._gather(selected, query, narrowed,
+                                                                   budget)
+            pools.append(candidates)
+            notes += project_notes
+            for pid, run in project_runs.items():
+                before = runs.get(pid)
+                runs[pid] = run if before is None else dataclasses.replace(
+                    run, elapsed_ms=before.elapsed_ms + run.elapsed_ms)
+        return runs, merge_pools(pools), notes
+
     def _vectors(self, chunk_ids: list[str], generation: int) -> dict[str, Any]:
         """Embeddings of candidate chunks for MMR, from the semantic and stash providers'
         memory (none when no provider has asked for the model: MMR then uses word overlap)."""
@@ -310,9 +347,11 @@ class QueryPipeline:
                 else s for s in snippets]
 
     def _record(self, task_id: str, query: str, snippets: list[ContextSnippet], tokens: int,
-                timings: dict[str, float]) -> None:
+                timings: dict[str, float], counters: QueryCounters) -> None:
         """Keep latencies for stats() and queue a usage_metrics row: the write (a database
-        transaction) happens on a background thread, off the query's latency."""
+        transaction) happens on a background thread, off the query's latency. cache_hits is
+        the query embeddings found in the query-vector cache; NULL when
+        ``metrics.track_cache_hits`` is off or nothing was looked up (no semantic search)."""
         for key, value in timings.items():
             self._latency[key].append(value)
         metrics = self.config.metrics
@@ -325,7 +364,9 @@ class QueryPipeline:
                 task_id, scrub_secrets(query, security=self.config.security).text,
                 sorted(by_provider), len(snippets),
                 tokens if metrics.track_token_usage else 0,
-                timings["total"] if metrics.track_latency else 0.0, None,
+                timings["total"] if metrics.track_latency else 0.0,
+                counters.cache_hits if metrics.track_cache_hits and counters.cache_lookups
+                else None,
                 sorted({s.file_path for s in snippets}),
                 {p: round(sum(v) / len(v), 4) for p, v in by_provider.items()})
 

@@ -65,6 +65,9 @@ class QueryRequest:
     contexts: tuple[str, ...] | None = None
     include_project: bool = True
     mmr_lambda: float | None = None  # None: query.mmr_lambda of the configuration
+    # [projects.NAME] to search, each on its own, fused under one budget ("*": all); None:
+    # the whole index. Hits then carry metadata["projects"] (contextd.query.projects).
+    projects: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
@@ -80,7 +83,9 @@ class QueryRequest:
                    by_file=bool(data.get("by_file", False)),
                    contexts=tuple(contexts) if (contexts := data.get("contexts")) is not None
                    else None,
-                   include_project=bool(data.get("include_project", True)))
+                   include_project=bool(data.get("include_project", True)),
+                   projects=tuple(projects) if (projects := data.get("projects")) is not None
+                   else None)
 
 
 @dataclass(frozen=True)

@@ -8,17 +8,20 @@ running owner with the same signatures (see :mod:`contextd.runtime.owner`).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any, Sequence
 
 from contextd.runtime.jobs import recover_interrupted_jobs
-from contextd.errors import UsageError
+from contextd.errors import JobConflictError, UsageError
 from contextd.facade.context import ProjectContext
 from contextd.config.project import Project
 from contextd.records import to_dict
 from contextd.store import IndexStore, open_store
 
 
+# Settings reload_config cannot apply to a running process (the database it has open).
+RESTART_SECTIONS = ("storage.", "security.encrypt_db", "security.key_env", "security.key_file")
 SKIPPED_EXAMPLES = 20  # skipped files named by stats (the counts cover them all)
 # Files with an indexing problem listed by stats (the store keeps them all).
 PROBLEM_FILES_SHOWN = 20
@@ -125,6 +128,59 @@ class Engine:
     def cancel_job(self, job_id: str):
         """Ask a running job to stop after its current batch."""
         return self.jobs.cancel(job_id)
+
+    # ----- configuration and schema (seed 002: reload_config, reinitialize_schema) -------
+    def reload_config(self) -> dict[str, Any]:
+        """Re-read context.toml and the project's .env and apply them without a restart:
+        the query pipeline, providers, sessions and the indexer's boundary are rebuilt from
+        the new settings. A file that does not load is refused with its issues and the
+        running configuration stays. Storage settings need a restart (said in ``restart``);
+        chunking, redaction and contextualizer changes re-index at the next catch-up
+        (``reindex``)."""
+        from contextd.config.compare import changed_keys
+        from contextd.indexer.core import index_signature
+
+        new = Project.open(self.project.root, self.project.config.source)
+        changed = changed_keys(self.project.config, new.config)
+        restart = [k for k in changed if k.startswith(RESTART_SECTIONS)]
+        applied = [k for k in changed if k not in restart]
+        reindex = index_signature(self.project.config) != index_signature(new.config)
+        if applied:
+            with self._lock:
+                old_module = self._module
+                self.project = dataclasses.replace(
+                    new, config=dataclasses.replace(new.config, storage=self.project.config.storage))
+                self._module = self._sessions = None
+                if self._indexer is not None:
+                    self._indexer.reload()
+                if old_module is not None:
+                    old_module.shutdown()
+        return {"config_file": new.config.source, "changed": applied, "restart": restart,
+                "reindex": reindex, "notes": [str(n) for n in new.config.notes]}
+
+    def reinitialize_schema(self) -> dict[str, Any]:
+        """Drop this project's index (files, chunks, symbols, errors, progress) and start it
+        afresh at the current schema version; the knowledge base, agent memory and the
+        vector cache stay. The next catch-up (a query, refresh_context, the watcher) indexes
+        the project again. Refused while a rebuild runs."""
+        release = self.store.try_exclusive("reinitialize_schema")
+        if release is None:
+            raise JobConflictError("a rebuild is running: cancel it or wait for it to end "
+                                   "before reinitializing the schema")
+        try:
+            dropped = self.indexer.reset()
+        finally:
+            release()
+        return {"files_dropped": dropped, "schema_version": self.store.schema_version()}
+
+    def schema_status(self) -> dict[str, Any]:
+        """Seed 002's /schema-status: schema version, embedding model and dimension, files
+        in the project / indexed / not indexed / changed / deleted, and the status (No Index,
+        Updating, Cancelling, Needs Update, Up to Date) with what to do."""
+        from contextd.runtime.index_health import schema_status
+
+        return schema_status(self.indexer, self.store, self.project.config,
+                             str(self.project.root))
 
     # ----- the service's document API (spec 004 §8.2) ---------------------------------
     def add_context(self, file_path: str, content: str | None = None, lang: str | None = None,

@@ -18,6 +18,9 @@ from contextd.indexer.progress import format_duration
 # Every note meaning "the index is incomplete, retry" starts so (the MCP text then leaves out
 # its "Nothing matched" advice).
 STILL_INDEXING = "still indexing: "
+# An empty index that nothing will fill by itself.
+BOOTSTRAP_OFF_NOTE = ("the index is empty and bootstrap.enabled = false: index the project "
+                      "with `contextd refresh` (MCP: refresh_context with ['.'])")
 # How long an empty answer waits for the indexing under way, and how often it asks again.
 INDEXING_WAIT_S = 5.0
 POLL_S = 0.5
@@ -40,6 +43,9 @@ def answer_while_indexing(indexer: Any, run: Callable[[], Any],
     note = None
     if _empty(response) and indexer.indexing:
         note = indexing_note(indexer)
+    elif _empty(response) and not indexer.config.bootstrap.enabled \
+            and not indexer.store.file_states():
+        note = BOOTSTRAP_OFF_NOTE
     elif _empty(response) and indexer.never_indexed:
         note = (f"{STILL_INDEXING}the index is empty and its first indexing is starting; "
                 "retry in a few seconds")
@@ -55,7 +61,9 @@ def answer_while_indexing(indexer: Any, run: Callable[[], Any],
 
 
 def _incomplete(indexer: Any) -> bool:
-    return indexer.indexing or indexer.never_indexed
+    """Files are coming in, or will be: an index bootstrap.enabled = false leaves empty is
+    not waited for."""
+    return indexer.indexing or (indexer.never_indexed and indexer.config.bootstrap.enabled)
 
 
 def indexing_note(indexer: Any) -> str:

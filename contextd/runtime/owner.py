@@ -29,6 +29,7 @@ methods, whichever role the process ends up in.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -262,6 +263,24 @@ class SharedEngine:
     def backup(self, destination: str | None = None) -> dict[str, Any]:
         """See :meth:`contextd.runtime.engine.Engine.backup`."""
         return self._call("backup", {"destination": destination})
+
+    def reload_config(self) -> dict[str, Any]:
+        """See :meth:`contextd.runtime.engine.Engine.reload_config`; this process's own view
+        of the settings (budgets of the MCP tools) follows."""
+        result = self._call("reload_config", {})
+        if result["changed"]:
+            self.project = Project(self.project.root, dataclasses.replace(
+                Project.open(self.project.root, self.project.config.source).config,
+                storage=self.project.config.storage))
+        return result
+
+    def reinitialize_schema(self) -> dict[str, Any]:
+        """See :meth:`contextd.runtime.engine.Engine.reinitialize_schema`."""
+        return self._call("reinitialize_schema", {})
+
+    def schema_status(self) -> dict[str, Any]:
+        """See :meth:`contextd.runtime.engine.Engine.schema_status`."""
+        return self._call("schema_status", {})
 
     # ----- routing ---------------------------------------------------------------------
     def _call(self, method: str, params: dict[str, Any], progress=None) -> Any:

@@ -106,6 +106,9 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("add_context"),
     MethodSpec("delete_context"),
     MethodSpec("backup"),
+    MethodSpec("reload_config"),
+    MethodSpec("reinitialize_schema"),
+    MethodSpec("schema_status"),
 )}
 
 

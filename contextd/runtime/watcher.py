@@ -36,6 +36,7 @@ MAX_DELAY_SECONDS = 5.0  # a never-ending burst still gets indexed this often
 _NAME_REJECTIONS = frozenset({
     RejectReason.OUTSIDE_BOUNDARY, RejectReason.PATH_TRAVERSAL, RejectReason.INDEX_DIRECTORY,
     RejectReason.IGNORED_PATTERN, RejectReason.GITIGNORE, RejectReason.CONTEXTIGNORE,
+    RejectReason.DOCKERIGNORE,
     RejectReason.EXTENSION_NOT_ALLOWED, RejectReason.EXTENSION_BLOCKED})
 _SKIPPED_DIRS = (".git", INDEX_DIRNAME)
 

@@ -26,6 +26,7 @@ from contextd.errors import ContextdError, JobConflictError
 from contextd.boundary.path_args import check_paths, refusal_text
 from contextd.server import render
 from contextd.server.knowledge_tools import TOOLS as KNOWLEDGE_TOOLS, KnowledgeTools
+from contextd.server.admin_tools import admin_tools
 from contextd.server.engine_handle import EngineHandle, start_after_handshake
 from contextd.server.manager_tools import ManagerTools
 from contextd.server.schemas import (
@@ -45,7 +46,8 @@ or the embedding model is still warming up. To research a question and write it 
 search_knowledge (keeps results in a session), get_search_results (full text), then
 create_rag_report (a cited Markdown report; get_template_schema shows a template's variables).
 Agent memory: stash_context what you may need again (a traceback, a decision),
-retrieve_stashed_context it later by meaning, and merge_stashed_context it back."""
+retrieve_stashed_context it later by meaning, and merge_stashed_context it back. After an
+edit of context.toml, reload_config applies it without a restart."""
 
 
 def _tool_errors(function: Callable) -> Callable:
@@ -132,6 +134,17 @@ def _methods(owner: Any, names: Any) -> list[tuple[str, Callable, ToolAnnotation
     return [(name, getattr(owner, name), annotations) for name, annotations in names]
 
 
+def _compatibility(handle: EngineHandle) -> str:
+    """``[mcp] compatibility`` of the project; a configuration that does not load gives the
+    default list (the engine then reports the error to every call)."""
+    from contextd.config.project import Project
+
+    try:
+        return Project.open(handle.root, handle.config_path).config.mcp.compatibility
+    except (ContextdError, OSError):
+        return "none"
+
+
 def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
     """The server with every tool registered, talking to the engine behind ``handle``: the
     context tools here, then each capability's own (Index Manager, agent memory, knowledge
@@ -145,6 +158,7 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
         *stash_tools(handle),
         *_methods(KnowledgeTools(handle), KNOWLEDGE_TOOLS),
         *session_tools.tool_functions(handle),
+        *admin_tools(handle, _compatibility(handle)),
     ]
     registered = [_strict(ContextdTool.from_function(_tool_errors(function), name=name,
                                              annotations=annotations))
@@ -178,6 +192,10 @@ class ContextTools:
         contexts: Annotated[list[str] | None, Field(description=(
             "Knowledge contexts to search beside the project (knowledge_context_list names "
             "them; ['*'] = all); omitted: the project only."))] = None,
+        projects: Annotated[list[str] | None, Field(description=(
+            "Projects of this monorepo ([projects.NAME] in context.toml) to search, each on "
+            "its own, their best hits fused under one budget; ['*'] = all. Each hit names "
+            "its project. Omitted: the whole index."))] = None,
     ) -> Annotated[CallToolResult, QueryResult]:
         """Search this project's index for the code and documentation relevant to a question.
 
@@ -193,7 +211,7 @@ class ContextTools:
         budget = min(filters.max_tokens or engine.project.config.budget.default_max_tokens,
                      HARD_MAX_TOKENS)
         response = engine.query(render.query_request(query, k, scope or Scope(), budget,
-                                                     filters.min_score, contexts))
+                                                     filters.min_score, contexts, projects))
         result = render.query_result(query, response, budget, filters.min_score)
         return _answer(result, render.query_text(result))
 

@@ -24,14 +24,15 @@ COUNT_LIMIT = 100_000
 
 
 def query_request(query: str, k: int, scope: Scope, max_tokens: int, min_score: float,
-                  contexts: Sequence[str] | None = None):
+                  contexts: Sequence[str] | None = None, projects: Sequence[str] | None = None):
     """The Engine's QueryRequest for a query_context call (``contexts``: knowledge contexts
-    searched beside the project)."""
+    searched beside the project; ``projects``: [projects.*] searched and fused)."""
     from contextd.query.records import QueryRequest
 
     return QueryRequest(query=query, k=k, max_tokens=max_tokens,
                         min_score=min_score or None, task_id="mcp",
                         contexts=tuple(contexts) if contexts else None,
+                        projects=tuple(projects) if projects else None,
                         scope=ContextScope(paths=tuple(scope.paths),
                                            languages=tuple(scope.languages),
                                            kinds=tuple(scope.kinds), files=tuple(scope.files),
@@ -45,7 +46,8 @@ def query_result(query: str, response, max_tokens: int, min_score: float) -> Que
                 kind=h.kind, snippet=h.snippet, language=h.language,
                 offsets=Offsets(start=h.start_line, end=h.end_line), tokens=h.tokens,
                 providers=list(h.providers), document=h.metadata.get("document"),
-                contexts=h.metadata.get("contexts"), page=h.metadata.get("page"), role=h.role)
+                contexts=h.metadata.get("contexts"), page=h.metadata.get("page"), role=h.role,
+                projects=h.metadata.get("projects"))
             for h in response.hits if h.score >= min_score]
     return QueryResult(query=query, total=response.total, hits=hits,
                        totalTokens=sum(h.tokens for h in hits), maxTokens=max_tokens,
@@ -57,7 +59,8 @@ def query_text(result: QueryResult) -> str:
     entries = []
     for hit in result.hits:
         label = f" {hit.label}" if hit.label else ""
-        entries.append((f"{hit.file_path}:{hit.offsets.start}-{hit.offsets.end}{label} "
+        project = f"[{', '.join(hit.projects)}] " if hit.projects else ""
+        entries.append((f"{project}{hit.file_path}:{hit.offsets.start}-{hit.offsets.end}{label} "
                         f"({hit.kind}, {hit.language}, {hit.role or 'unknown'} file, "
                         f"score {hit.score:.2f})",
                         hit.snippet, hit.language))

@@ -97,6 +97,8 @@ class Hit(BaseModel):
     page: int | None = Field(None, description="Knowledge hits of PDFs: the page.")
     providers: list[str] = Field(default_factory=list)
     role: str = Field("", description="The file's role: source, test, doc or config.")
+    projects: list[str] | None = Field(None, description=(
+        "The [projects.*] of context.toml holding the file (when projects are configured)."))
 
 
 class QueryResult(BaseModel):

@@ -127,6 +127,10 @@ def build_app(handle: Any, feed: Any, token: str, port: int, project: str) -> Ma
         return JSONResponse({"message": f"{path}: {report.summary}",
                              "failed": report.files_failed})
 
+    async def schema_status(request: Request) -> Response:
+        return JSONResponse(await ctx.call("schema_status"),
+                            headers={"cache-control": "no-store"})
+
     async def api_error(request: Request, exc: Exception) -> Response:
         if isinstance(exc, ApiError):
             return JSONResponse({"message": str(exc)}, status_code=exc.status)
@@ -136,6 +140,7 @@ def build_app(handle: Any, feed: Any, token: str, port: int, project: str) -> Ma
         Route("/events", events, methods=["GET"]),
         Route("/progress", progress_log, methods=["GET"]),
         Route("/api/progress", progress_now, methods=["GET"]),
+        Route("/schema-status", schema_status, methods=["GET"]),
         Route("/api/rebuild", rebuild, methods=["POST"]),
         Route("/api/refresh", refresh, methods=["POST"]),
         Route("/api/jobs/{job_id}/cancel", cancel, methods=["POST"]),
