@@ -16,6 +16,7 @@ from contextd.server.reference import tool_reference
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "docs" / "MCP_TOOLS.md"
+HAND_WRITTEN = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
 def listed_tools():
@@ -58,3 +59,20 @@ def test_check_option_fails_on_a_stale_file(tmp_path):
     assert subprocess.run(command, capture_output=True, text=True, cwd=tmp_path,
                           timeout=120).returncode == 0
 
+
+def test_hand_written_docs_list_each_tool_once():
+    """A tool table row (first cell naming tools) appears once across README.md and docs/:
+    the reference holds the parameters, the prose tables only point at tools."""
+    names = {tool.name for tool in listed_tools()}
+    rows: dict[str, list[str]] = {}
+    for path in HAND_WRITTEN:
+        if path == REFERENCE:
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("| "):
+                first = line.split("|")[1]
+                for name in set(re.findall(r"`([a-z_]+)`", first)) & names:
+                    rows.setdefault(name, []).append(f"{path.name}: {line[:60]}")
+    repeated = {name: where for name, where in rows.items() if len(where) > 1}
+    assert not repeated, repeated
+    assert "MCP_TOOLS.md" in (REPO / "docs" / "MCP.md").read_text(encoding="utf-8")
