@@ -243,10 +243,18 @@ def _run_in_fresh_clone(example: Example, environment: Environment, check) -> No
 
 @pytest.mark.parametrize("example", [pytest.param(e, id=e.id) for e in EXAMPLES
                                      if e.language not in RUNNABLE and e.skip is None])
-def test_configuration_example_parses(example: Example) -> None:
+def test_configuration_example_is_valid(example: Example, monkeypatch) -> None:
+    """JSON blocks parse; TOML blocks are context.toml settings that contextd accepts (an
+    unknown or renamed key, a bad value fails here), the variables they name set."""
     from doc_examples import PARSED
 
-    PARSED[example.language](example.code)
+    parsed = PARSED[example.language](example.code)
+    if example.language == "toml":
+        from contextd.config.loading import config_from_dict
+
+        for variable in re.findall(r"\$\{(\w+)\}", example.code):
+            monkeypatch.setenv(variable, f"postgresql://docs@localhost/{variable.lower()}")
+        config_from_dict(parsed, example.id)
 
 
 def test_every_check_has_its_example_and_skips_say_why() -> None:
