@@ -32,6 +32,7 @@ def test_committed_reference_is_what_the_registry_produces():
 def test_reference_documents_every_listed_tool_and_parameter():
     text = tool_reference()
     for tool in listed_tools():
+        assert "\n        " not in tool.description, f"{tool.name}: docstring indentation sent"
         section = text.split(f"### `{tool.name}`\n", 1)[1].split("\n### ", 1)[0]
         assert text.count(f"### `{tool.name}`\n") == 1
         for name in tool.input_schema.get("properties", {}):
