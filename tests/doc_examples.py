@@ -1,7 +1,7 @@
 """The examples of README.md and docs/*.md, found and run as they are written.
 
 Every fenced block whose language is ``bash``/``sh``/``shell`` or ``python`` is an example;
-``json`` and ``toml`` blocks must parse. The HTML comment on the line before a fence (not
+``json`` blocks must parse and ``toml`` blocks be settings contextd accepts. The HTML comment on the line before a fence (not
 shown on GitHub) names the example and how it runs::
 
     <!-- example: NAME [slow] [server] [daemon] [network] -->
@@ -11,13 +11,14 @@ NAME picks its output check in ``tests/test_doc_examples.py`` (``CHECKS[NAME]``)
 block without a name, or a name without a check, fails that test, so a new example is
 picked up at once and cannot be added unchecked. Flags:
 
-- ``slow``: marked ``@pytest.mark.slow`` (left out of CI).
-- ``server``: a real ``contextd server`` is started on a free port first; ``9090`` in the
-  block is that port.
+- ``slow``: marked ``@pytest.mark.slow``.
+- ``server``: marked ``@pytest.mark.server`` (as ``daemon`` is); a real ``contextd server``
+  is started on a free port first; ``9090`` in the block is that port.
 - ``daemon``: the block is one command that runs until interrupted (``contextd ui``,
   ``contextd server``): it is started, its check talks to it, then it gets Ctrl-C (SIGINT)
   and must exit. ``9090`` in it is a free port.
-- ``network``: needs the network (pip installs); runs only with CONTEXTD_TEST_NETWORK=1.
+- ``network``: needs the network (pip installs); marked ``@pytest.mark.network`` and run only
+  with CONTEXTD_TEST_NETWORK=1, in a fresh ``git clone`` of this checkout's HEAD.
 
 Blocks run in the order of the documents, in one copy of ``tests/fixtures/docs_project``
 (a git repository, indexed by the first example), with ``contextd`` on PATH running this

@@ -187,7 +187,10 @@ def _param(example: Example):
     marks = []
     if "slow" in example.flags:
         marks.append(pytest.mark.slow)
+    if example.flags & {"server", "daemon"}:
+        marks.append(pytest.mark.server)
     if "network" in example.flags:
+        marks.append(pytest.mark.network)
         marks.append(pytest.mark.skipif(not os.environ.get("CONTEXTD_TEST_NETWORK"),
                                         reason="needs the network (CONTEXTD_TEST_NETWORK=1)"))
     return pytest.param(example, id=example.id, marks=marks)
