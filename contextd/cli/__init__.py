@@ -36,6 +36,7 @@ COMMANDS = {
     "stats": "contextd.cli.query_cmds:stats_command",
     "serve": "contextd.cli.serve_cmd:serve",
     "plugins": "contextd.cli.plugins_cmd:plugins_command",
+    "docs": "contextd.cli.docs_cmd:docs_group",
     "search": "contextd.cli.search_cmd:search_command",
     "report": "contextd.cli.report_cmd:report_command",
     "ui": "contextd.cli.ui_cmd:ui_group",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import functools
+import inspect
 import logging
 import queue
 import threading
@@ -36,6 +37,9 @@ from contextd.server.schemas import (
 from contextd.server.stash_tools import stash_tools
 
 log = logging.getLogger("contextd.server")
+
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+TOOL_GROUP = "Project context and indexing"
 
 INSTRUCTIONS = """\
 contextd indexes this project (code, docs, config) and answers with the few snippets that
@@ -145,10 +149,12 @@ def _compatibility(handle: EngineHandle) -> str:
         return "none"
 
 
-def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
-    """The server with every tool registered, talking to the engine behind ``handle``: the
-    context tools here, then each capability's own (Index Manager, agent memory, knowledge
-    base, search sessions and reports), all with the same error handling and strictness."""
+def registered_tools(handle: EngineHandle) -> list[Tool]:
+    """Every tool of the server, in the order ``tools/list`` answers them: the context tools
+    here, then each capability's own (Index Manager, agent memory, knowledge base, search
+    sessions and reports, administration), all with the same error handling and strictness.
+    The reference in docs/MCP_TOOLS.md is generated from this list
+    (:mod:`contextd.server.reference`)."""
     from contextd.server import session_tools
 
     tools = [
@@ -160,14 +166,24 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
         *session_tools.tool_functions(handle),
         *admin_tools(handle, _compatibility(handle)),
     ]
-    registered = [_strict(ContextdTool.from_function(_tool_errors(function), name=name,
-                                             annotations=annotations))
-                  for name, function, annotations in tools]
+    # Descriptions without the docstrings' indentation: agents pay for every space.
+    return [_strict(ContextdTool.from_function(_tool_errors(function), name=name,
+                                               description=inspect.cleandoc(function.__doc__ or ""),
+                                               annotations=annotations))
+            for name, function, annotations in tools]
+
+
+def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
+    """The server with every tool of :func:`registered_tools` and the template resources,
+    talking to the engine behind ``handle``."""
+    from contextd.server import session_tools
+
     resources = session_tools.template_resources(handle)
     app = session_tools.ListingServer("contextd", version=importlib.metadata.version("contextd"),
                                       instructions=INSTRUCTIONS, log_level=log_level,
                                       middleware=[start_after_handshake(handle)],
-                                      tools=registered, listers=(resources.listing,))
+                                      tools=registered_tools(handle),
+                                      listers=(resources.listing,))
     session_tools.register_resources(app, resources)
     return app
 

@@ -22,6 +22,9 @@ from contextd.records import ContextScope, to_dict
 from contextd.server.render import listing
 from contextd.server.schemas import HARD_MAX_TOKENS, MAX_K
 
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+TOOL_GROUP = "Knowledge base"
+
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
                          open_world_hint=False)

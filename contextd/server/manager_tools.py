@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from contextd.config.project import Project
 from contextd.web import registry
 
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+TOOL_GROUP = "The web Index Manager"
+
 
 class ManagerInfo(BaseModel):
     """A running Index Manager."""

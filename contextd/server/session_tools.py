@@ -29,6 +29,9 @@ from contextd.sessions.records import (
     ReportResult, SearchRequest, SearchResults, SearchSession, SessionHit, SessionList,
 )
 
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+TOOL_GROUP = "Research sessions and reports"
+
 SCHEMA_MIME = "application/json"
 RESOURCE_URI = "template://{name}/schema"
 

@@ -21,6 +21,9 @@ from contextd.stash.model import (
     StashResult,
 )
 
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+TOOL_GROUP = "Agent memory"
+
 TypeName = Literal[tuple(t.value for t in SegmentType)]  # type: ignore[valid-type]
 SESSION_HELP = (f"Your session id (default {DEFAULT_SESSION!r}); sessions are isolated, so use "
                 "the same one to stash and to retrieve.")
