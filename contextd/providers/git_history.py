@@ -145,6 +145,12 @@ class GitHistoryProvider(ContextProvider):
             commits.append(Commit(sha, author, int(stamp), subject, files))
         return commits
 
+    def catch_up(self, generation: int | None) -> None:
+        """Read the git log and the catalog it looks named files up in."""
+        if self.is_available():
+            self.commits()
+            self.context.catalog.sync(generation)
+
     def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
         query = ProviderQuery.of(query)

@@ -315,6 +315,16 @@ class SemanticProvider(ContextProvider):
     def warm_up(self) -> None:
         self.ready_index()
 
+    def catch_up(self, generation: int | None) -> None:
+        self.ready_index(generation)
+
+    def share_indexed(self) -> float:
+        """Chunks with a vector / chunks (1.0 when the store searches vectors itself)."""
+        index = self.index
+        if not isinstance(index, VectorIndex):
+            return 1.0
+        return min(1.0, len(index) / max(1, len(self.context.catalog.rows)))
+
     def answers_from_memory(self, generation: int | None) -> bool:
         embedder = self._embedder()
         return (embedder is not None and self.index is not None

@@ -127,6 +127,9 @@ class SymbolProvider(ContextProvider):
     def answers_from_memory(self, generation: int | None) -> bool:
         return self.context is not None and self.context.catalog.is_current(generation)
 
+    def catch_up(self, generation: int | None) -> None:
+        self.context.catalog.sync(generation)
+
     def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
         query = ProviderQuery.of(query)

@@ -4,7 +4,8 @@
             → providers in parallel, each sent the query meant for its kind (isolated,
               time-limited; a hybrid provider fuses its own sub-providers)
             → fuse (reciprocal rank fusion) → boost (intent x file role, exact evidence)
-            → de-duplicate → calibrate (absolute scores, "no strong match", ``min_score``)
+            → translations the query did not ask for step back → de-duplicate (overlaps in
+              a file, near-copies across files) → calibrate (absolute scores, "no strong match", ``min_score``)
             → MMR on embeddings within the token budget
             → mark the lines that matched → record usage
             → TaskContext (snippets, tokens, attribution, timings), or a QueryResponse with
@@ -29,9 +30,13 @@ from contextd.errors import StoreError, UsageError
 from contextd.knowledge.scope import KnowledgeScope
 from contextd.providers.base import DEFAULT_CANDIDATES, ProviderContext, ProviderQuery
 from contextd.providers.catalog import ChunkCatalog
+from contextd.providers.hybrid import fusion_weights
 from contextd.providers.runner import ProviderRun, run_providers
 from contextd.query.budget import BudgetManager
 from contextd.query.calibration import NO_MATCH_NOTE, calibrate
+from contextd.query.duplicates import (
+    TranslationGroups, collapse_near_duplicates, step_back_translations,
+)
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
 from contextd.query.records import FileResult, Hit, QueryRequest, QueryResponse
@@ -86,6 +91,8 @@ class QueryPipeline:
         self._latency: dict[str, collections.deque] = collections.defaultdict(
             lambda: collections.deque(maxlen=PERFORMANCE_WINDOW))
         self._usage = UsageRecorder(store)
+        # (the catalog's path mapping, its translation groups), found again after a write.
+        self._translation_groups: tuple[dict, TranslationGroups] | None = None
 
     # ----- providers ----------------------------------------------------------------------
     def provider_factories(self) -> dict[str, Any]:
@@ -197,7 +204,8 @@ class QueryPipeline:
         runs, candidates, notes = self._gather(selected, provider_query, scope, budget)
         if understood:
             candidates = apply_boosts(candidates, understood, self.config.ranking)
-        unique, confidence = calibrate(deduplicate(candidates),
+        candidates = step_back_translations(candidates, self._translations(generation), query)
+        unique, confidence = calibrate(collapse_near_duplicates(deduplicate(candidates)),
                                        understood.exact if understood else None)
         if unique and confidence < self.config.ranking.strong_match_confidence:
             notes.append(NO_MATCH_NOTE.format(confidence))
@@ -251,6 +259,14 @@ class QueryPipeline:
         paths = self.catalog.file_paths(generation) if scope.paths else ()
         check_scope(scope, languages, paths)
 
+    def _translations(self, generation: int) -> TranslationGroups:
+        """The project's translation groups, found again when the indexed paths changed."""
+        paths = self.catalog.file_paths(generation)  # a new mapping after every write
+        cached = self._translation_groups
+        if cached is None or cached[0] is not paths:
+            cached = self._translation_groups = (paths, TranslationGroups(paths))
+        return cached[1]
+
     def _understand(self, query: str) -> UnderstoodQuery | None:
         """The per-provider texts and boost inputs of a query, or None when
         ``query.understanding_enabled`` is off (every provider then gets the raw text and no
@@ -281,7 +297,7 @@ class QueryPipeline:
         if len(ranked) == 1:
             return runs, next(iter(ranked.values())), notes
         hybrid = self.config.provider(HYBRID_ID)
-        weights = {pid: self.config.provider(pid).weight for pid in ranked}
+        weights = fusion_weights({p.id: p for p in ready if p.id in ranked}, self.config)
         fused = fuse(ranked, weights, FusionStrategy(hybrid.fusion_strategy), hybrid.rrf_k,
                      order=list(ranked))
         return runs, fused, notes
