@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from contextd.providers.base import ContextProvider, ProviderQuery
-from contextd.providers.runner import ProviderRun, run_providers
+from contextd.providers.runner import ProviderRun, left_out_notes, run_providers
 from contextd.query.fusion import FusionStrategy, fuse
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 
@@ -72,8 +72,7 @@ class HybridProvider(ContextProvider):
         config = self.context.config
         runs = run_providers(providers, query, scope, budget,
                              lambda pid: config.provider(pid).timeout_ms)
-        notes += [f"provider {pid} left out: {run.error}" for pid, run in runs.items()
-                  if run.error]
+        notes += left_out_notes(runs)
         ranked = {pid: run.snippets for pid, run in runs.items() if not run.error}
         weights = fusion_weights({p.id: p for p in providers if p.id in ranked}, config)
         fused = fuse(ranked, weights, FusionStrategy(self.settings.fusion_strategy),

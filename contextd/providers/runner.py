@@ -52,6 +52,23 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
         return _pool
 
 
+# How an answer names a provider whose results it lacks (failed, timed out, still loading).
+LEFT_OUT_NOTE = "provider {} left out: {}"
+
+
+def left_out_notes(runs: "dict[str, ProviderRun]") -> list[str]:
+    """A note per provider whose run failed."""
+    return [LEFT_OUT_NOTE.format(pid, run.error) for pid, run in runs.items() if run.error]
+
+
+def left_out_providers(notes: Sequence[str]) -> list[str]:
+    """The ids of the providers an answer's notes say were left out."""
+    head, _sep, _rest = LEFT_OUT_NOTE.partition("{}")
+    tail = LEFT_OUT_NOTE.split("{}")[1]
+    return [note[len(head):note.index(tail)] for note in notes
+            if note.startswith(head) and tail in note]
+
+
 @dataclass
 class ProviderRun:
     """What one provider did for one query."""

@@ -31,7 +31,7 @@ from contextd.knowledge.scope import KnowledgeScope
 from contextd.providers.base import DEFAULT_CANDIDATES, ProviderContext, ProviderQuery
 from contextd.providers.catalog import ChunkCatalog
 from contextd.providers.hybrid import fusion_weights
-from contextd.providers.runner import ProviderRun, run_providers
+from contextd.providers.runner import ProviderRun, left_out_notes, run_providers
 from contextd.query.budget import BudgetManager
 from contextd.query.calibration import NO_MATCH_NOTE, calibrate
 from contextd.query.duplicates import (
@@ -291,8 +291,7 @@ class QueryPipeline:
                 notes.append(provider.pending_note())
         runs = run_providers(ready, query, scope, budget,
                              lambda pid: self.config.provider(pid).timeout_ms)
-        notes += [f"provider {pid} left out: {run.error}" for pid, run in runs.items()
-                  if run.error]
+        notes += left_out_notes(runs)
         ranked = {pid: run.snippets for pid, run in runs.items() if not run.error}
         if len(ranked) == 1:
             return runs, next(iter(ranked.values())), notes

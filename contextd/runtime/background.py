@@ -23,9 +23,10 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from contextd.config.project import Project
+from contextd.runtime.indexing_notes import ready_results
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +49,12 @@ class Handoff:
     def handed_off(self) -> bool:
         return self.pending > 0
 
-    def note(self) -> str:
+    def note(self, notes: Sequence[str] = ()) -> str:
+        """The note of an answer handed off (``notes``: the answer's other notes, which say
+        whether a provider was left out)."""
         return (f"semantic results are still being computed in the background "
-                f"({self.pending:,} chunks to embed); this answer comes from the lexical and "
-                "symbol indexes. 'contextd stats' shows how far the embedding is")
+                f"({self.pending:,} chunks to embed); {ready_results(notes)}. 'contextd stats' "
+                "shows how far the embedding is")
 
 
 def index_for_command(engine: Any, project: Project, progress: Any) -> Handoff:
