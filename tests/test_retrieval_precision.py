@@ -208,6 +208,10 @@ def test_file_roles_from_path_conventions_and_language():
     assert file_role("CHANGES.rst", "rst") is FileRole.DOC
     assert file_role("README", "") is FileRole.DOC
     assert file_role("pyproject.toml", "toml") is FileRole.CONFIG
+    # Example folders named with a suffix (fastapi's docs_src/) show usage too.
+    assert file_role("docs_src/handling_errors/tutorial001.py", "python") is FileRole.DOC
+    assert file_role("examples-js/app.js", "javascript") is FileRole.DOC
+    assert file_role("src/docstrings/parse.py", "python") is FileRole.SOURCE
     assert file_role(".github/workflows/ci.yml", "yaml") is FileRole.CONFIG
 
 

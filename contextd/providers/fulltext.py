@@ -33,6 +33,8 @@ from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
+from contextd.query.roles import FileRole, file_role
+from contextd.query.duplicates import TRANSLATION_DEPTH, own_language_first, translation_groups
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 from contextd.text.stemming import light_stem
 from contextd.store.base import ChunkRow
@@ -53,6 +55,9 @@ TOKENS_VERSION = 1
 # of the frozen ones.
 RESAVE_MIN_DOCS = 2000
 RESAVE_SHARE = 0.1
+# The share of its candidates the full-text provider keeps for source files (see
+# FullTextProvider._with_source_share).
+SOURCE_SHARE = 0.25
 _NO_SLOTS = np.zeros(0, dtype=np.int64)
 _NO_TF = np.zeros(0, dtype=np.float32)
 
@@ -586,9 +591,15 @@ class FullTextProvider(ContextProvider):
         with index.lock:
             index.sync(query.generation)
             rows = self.context.catalog.rows
+            groups = translation_groups(self.context.catalog.file_paths(query.generation))
             accept = None if scope_filter.unrestricted else (
                 lambda cid: (row := rows.get(cid)) is not None and scope_filter.accepts_row(row))
-            hits = index.bm25.top(tokens, query.limit, accept)
+            depth = query.limit * TRANSLATION_DEPTH if groups.member else query.limit
+            hits = own_language_first(
+                index.bm25.top(tokens, depth, accept),
+                lambda hit: (row := rows.get(hit[0])) and row.file_path, groups, query.text,
+                query.limit)
+            hits = self._with_source_share(tokens, hits, rows, accept, query.limit)
             coverage = index.bm25.coverage(tokens, [cid for cid, _ in hits])
         if not hits:
             return []
@@ -598,6 +609,28 @@ class FullTextProvider(ContextProvider):
                                     {"bm25": round(score, 4), "bm25_coverage": round(cov, 4)})
                    for (cid, score), cov in zip(hits, coverage) if cid in rows]
         return [s for s in results if s.score >= query.min_score]
+
+    def _with_source_share(self, tokens: list[str], hits: list[tuple[str, float]],
+                           rows: dict[str, ChunkRow], accept: Callable[[str], bool] | None,
+                           limit: int) -> list[tuple[str, float]]:
+        """``hits`` holding at least :data:`SOURCE_SHARE` of ``limit`` source chunks when the
+        index has them: on a project whose prose outnumbers its code ten to one (fastapi's
+        documentation and examples), the words of a question match the pages about a feature
+        better than the code that implements it, and the ranking's file-role factors
+        (``[ranking] implementation_*``) can only put source first if some reach it."""
+        def is_source(cid: str) -> bool:
+            row = rows.get(cid)
+            return row is not None and file_role(row.file_path, row.language) is FileRole.SOURCE
+
+        wanted = int(SOURCE_SHARE * limit)
+        held = sum(1 for cid, _ in hits if is_source(cid))
+        if held >= wanted:
+            return hits
+        seen = {cid for cid, _ in hits}
+        more = self.index.bm25.top(
+            tokens, wanted, lambda cid: cid not in seen and is_source(cid)
+            and (accept is None or accept(cid)))
+        return sorted(hits + more[:wanted - held], key=lambda hit: -hit[1])
 
     def stats(self) -> dict[str, Any]:
         if self.index is None:

@@ -24,6 +24,7 @@ from contextd.providers.base import (
 )
 from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
 from contextd.vectors.quantized import approximate_scores, exact_top, quantize
+from contextd.query.duplicates import TRANSLATION_DEPTH, own_language_first, translation_groups
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 from contextd.vectors.similarity import similarities
 
@@ -339,8 +340,14 @@ class SemanticProvider(ContextProvider):
             return []
         vector = self._embed_query(self._embedder(), query.text)
         min_score = max(query.min_score, self.context.config.query.min_score_threshold)
+        catalog = self.context.catalog
+        groups = translation_groups(catalog.file_paths(query.generation))
+        depth = query.limit * TRANSLATION_DEPTH if groups.member else query.limit
         with index.lock:
-            hits = index.search(vector, query.limit, ScopeFilter(scope), min_score)
+            hits = index.search(vector, depth, ScopeFilter(scope), min_score)
+        hits = own_language_first(
+            hits, lambda hit: (row := catalog.rows.get(hit[0])) and row.file_path, groups,
+            query.text, query.limit)
         rows = self.context.rows([cid for cid, _ in hits], query.generation)
         return [snippet_from_row(rows[cid], score, self.id, {"cosine": round(score, 4)})
                 for cid, score in hits if cid in rows]

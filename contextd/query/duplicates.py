@@ -26,11 +26,13 @@ Both rules read paths and texts only, never lists kept per repository.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import re
+import threading
 from collections import defaultdict
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
 from contextd.records import ContextSnippet
 from contextd.text.stemming import light_stem
@@ -47,6 +49,11 @@ MIN_DUPLICATE_WORDS = 12
 # Only the best candidates are compared pairwise (what the answer can show).
 NEAR_DUPLICATE_WINDOW = 80
 DEFAULT_LANGUAGE = "en"
+# How many times its limit a provider fetches when the project has translations, so that
+# the copies it puts last do not leave it short of candidates.
+TRANSLATION_DEPTH = 4
+# Translation groupings kept (one per project path mapping a process answers for).
+GROUPINGS_KEPT = 8
 
 # ISO 639-1 codes (the two letters before an optional region or script: pt-BR, zh-hant,
 # pt_BR, sr@latin).
@@ -133,6 +140,45 @@ class TranslationGroups:
         languages = self.languages[key]
         wanted = query_language if query_language in languages else DEFAULT_LANGUAGE
         return language == wanted or wanted not in languages
+
+
+_groupings: "collections.OrderedDict[int, tuple[Mapping, TranslationGroups]]" = \
+    collections.OrderedDict()
+_groupings_lock = threading.Lock()
+
+
+def translation_groups(paths: Mapping[str, int]) -> TranslationGroups:
+    """The translation groups of a catalog's path mapping, found once per mapping (the
+    catalog makes a new one after every write)."""
+    with _groupings_lock:
+        found = _groupings.get(id(paths))
+        if found is not None and found[0] is paths:
+            _groupings.move_to_end(id(paths))
+            return found[1]
+    groups = TranslationGroups(paths)
+    with _groupings_lock:
+        _groupings[id(paths)] = (paths, groups)
+        while len(_groupings) > GROUPINGS_KEPT:
+            _groupings.popitem(last=False)
+    return groups
+
+
+Hit = TypeVar("Hit")
+
+
+def own_language_first(hits: Sequence[Hit], path_of: Callable[[Hit], str | None],
+                       groups: TranslationGroups, query: str, limit: int) -> list[Hit]:
+    """A provider's hits (best first, fetched :data:`TRANSLATION_DEPTH` times deeper) with
+    the translations the query did not ask for moved behind the others, cut to ``limit``:
+    fourteen copies of one page must not use up its candidates."""
+    if not groups.member:
+        return list(hits[:limit])
+    language = query_language(query)
+    first, last = [], []
+    for hit in hits:
+        path = path_of(hit)
+        (first if path is None or groups.preferred(path, language) else last).append(hit)
+    return (first + last)[:limit]
 
 
 @functools.lru_cache(maxsize=4096)

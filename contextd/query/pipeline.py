@@ -35,7 +35,7 @@ from contextd.providers.runner import ProviderRun, left_out_notes, run_providers
 from contextd.query.budget import BudgetManager
 from contextd.query.calibration import NO_MATCH_NOTE, calibrate
 from contextd.query.duplicates import (
-    TranslationGroups, collapse_near_duplicates, step_back_translations,
+    collapse_near_duplicates, step_back_translations, translation_groups,
 )
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
@@ -91,8 +91,6 @@ class QueryPipeline:
         self._latency: dict[str, collections.deque] = collections.defaultdict(
             lambda: collections.deque(maxlen=PERFORMANCE_WINDOW))
         self._usage = UsageRecorder(store)
-        # (the catalog's path mapping, its translation groups), found again after a write.
-        self._translation_groups: tuple[dict, TranslationGroups] | None = None
 
     # ----- providers ----------------------------------------------------------------------
     def provider_factories(self) -> dict[str, Any]:
@@ -204,7 +202,8 @@ class QueryPipeline:
         runs, candidates, notes = self._gather(selected, provider_query, scope, budget)
         if understood:
             candidates = apply_boosts(candidates, understood, self.config.ranking)
-        candidates = step_back_translations(candidates, self._translations(generation), query)
+        candidates = step_back_translations(
+            candidates, translation_groups(self.catalog.file_paths(generation)), query)
         unique, confidence = calibrate(collapse_near_duplicates(deduplicate(candidates)),
                                        understood.exact if understood else None)
         if unique and confidence < self.config.ranking.strong_match_confidence:
@@ -258,14 +257,6 @@ class QueryPipeline:
         languages = self.store.stats().get("languages", {}) if scope.languages else ()
         paths = self.catalog.file_paths(generation) if scope.paths else ()
         check_scope(scope, languages, paths)
-
-    def _translations(self, generation: int) -> TranslationGroups:
-        """The project's translation groups, found again when the indexed paths changed."""
-        paths = self.catalog.file_paths(generation)  # a new mapping after every write
-        cached = self._translation_groups
-        if cached is None or cached[0] is not paths:
-            cached = self._translation_groups = (paths, TranslationGroups(paths))
-        return cached[1]
 
     def _understand(self, query: str) -> UnderstoodQuery | None:
         """The per-provider texts and boost inputs of a query, or None when
