@@ -191,3 +191,35 @@ def test_translated_copies_of_a_page_do_not_fill_the_top_5(tmp_path):
     finally:
         module.shutdown()
         store.close()
+
+
+def test_a_readme_repeating_the_question_does_not_outrank_the_code(tmp_path):
+    """The project's README shows its main command with the very question as the example;
+    the code that answers the question comes first."""
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    question = "how does the indexer resume an interrupted bootstrap"
+    (root / "README.md").write_text(
+        "# tool\n\nIndex this repository and answer a query:\n\n```bash\n"
+        f'tool query "{question}"\n```\n\nThe first run builds the index.\n')
+    (root / "src" / "indexer.py").write_text(
+        "class Indexer:\n"
+        "    def resume_bootstrap(self, job):\n"
+        "        \"\"\"Resume an interrupted bootstrap from the files its job has not done.\"\"\"\n"
+        "        pending = [f for f in job.files if f not in job.done]\n"
+        "        return self.index_files(pending)\n")
+    for i in range(30):  # other files, so that the question's words are rare (BM25's IDF)
+        (root / "src" / f"module_{i}.py").write_text(
+            f"def handler_{i}(request):\n    return render_page(request, {i})\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    config = _config(tmp_path, 10_000)
+    project = Project(root=root, config=config)
+    store = open_store(project)
+    Indexer(project, store, embed=False).ensure_indexed()
+    module = ContextModule(project, store)
+    try:
+        answer = module.query(QueryRequest(question, k=5, providers=LEXICAL))
+        assert [h.file_path for h in answer.hits][:1] == ["src/indexer.py"], answer.hits
+    finally:
+        module.shutdown()
+        store.close()
