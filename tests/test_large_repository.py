@@ -223,3 +223,46 @@ def test_a_readme_repeating_the_question_does_not_outrank_the_code(tmp_path):
     finally:
         module.shutdown()
         store.close()
+
+
+_LIMITER = '''class TokenBucketLimiter:
+    """Allow a burst of requests, then refill the bucket at a steady rate per second."""
+
+    def __init__(self, capacity: int, refill_per_second: float):
+        self.capacity, self.refill_per_second = capacity, refill_per_second
+        self.tokens, self.updated = capacity, 0.0
+
+    def allow(self, now: float) -> bool:
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.refill_per_second)
+        self.updated = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+'''
+
+
+def test_copies_of_a_file_collapse_into_one_hit(tmp_path):
+    """A generated mirror and a copied-in package repeat the source: one hit, naming them."""
+    root = tmp_path / "repo"
+    for folder in ("src/app", "generated/app", "third_party/app"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "limiter.py").write_text(_LIMITER)
+    for i in range(30):
+        (root / "src" / "app" / f"view_{i}.py").write_text(
+            f"def view_{i}(request):\n    return render_page(request, {i})\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    config = _config(tmp_path, 10_000)
+    project = Project(root=root, config=config)
+    store = open_store(project)
+    Indexer(project, store, embed=False).ensure_indexed()
+    module = ContextModule(project, store)
+    try:
+        answer = module.query(QueryRequest("token bucket limiter refill rate", k=5,
+                                           providers=LEXICAL))
+        limiters = [h for h in answer.hits if h.file_path.endswith("limiter.py")]
+        assert len({h.file_path for h in limiters}) == 1, [h.file_path for h in answer.hits]
+        assert len(limiters[0].metadata.get("duplicates", ())) == 2
+    finally:
+        module.shutdown()
+        store.close()
