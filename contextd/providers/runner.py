@@ -54,6 +54,7 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
 
 # How an answer names a provider whose results it lacks (failed, timed out, still loading).
 LEFT_OUT_NOTE = "provider {} left out: {}"
+_LEFT_OUT_HEAD, _LEFT_OUT_TAIL = LEFT_OUT_NOTE.split("{}")[:2]
 
 
 def left_out_notes(runs: "dict[str, ProviderRun]") -> list[str]:
@@ -63,10 +64,8 @@ def left_out_notes(runs: "dict[str, ProviderRun]") -> list[str]:
 
 def left_out_providers(notes: Sequence[str]) -> list[str]:
     """The ids of the providers an answer's notes say were left out."""
-    head, _sep, _rest = LEFT_OUT_NOTE.partition("{}")
-    tail = LEFT_OUT_NOTE.split("{}")[1]
-    return [note[len(head):note.index(tail)] for note in notes
-            if note.startswith(head) and tail in note]
+    return [note[len(_LEFT_OUT_HEAD):note.index(_LEFT_OUT_TAIL)] for note in notes
+            if note.startswith(_LEFT_OUT_HEAD) and _LEFT_OUT_TAIL in note]
 
 
 @dataclass
