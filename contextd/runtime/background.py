@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from contextd.config.project import Project
-from contextd.runtime.indexing_notes import ready_results
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +51,10 @@ class Handoff:
     def note(self, notes: Sequence[str] = ()) -> str:
         """The note of an answer handed off (``notes``: the answer's other notes, which say
         whether a provider was left out)."""
+        # Imported here: the owner process starts from this module and must take the index
+        # over at once, before the query stack (numpy and the providers) is loaded.
+        from contextd.runtime.indexing_notes import ready_results
+
         return (f"semantic results are still being computed in the background "
                 f"({self.pending:,} chunks to embed); {ready_results(notes)}. 'contextd stats' "
                 "shows how far the embedding is")
