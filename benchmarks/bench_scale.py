@@ -155,7 +155,8 @@ def first_answer(root: Path, keep_index: bool) -> None:
     query = questions(root)[0]["query"]
     wall, answer, _err = cli(root, "query", query, "--k", str(TOP))
     files = hit_files(answer)
-    print(f"first answer: {wall:,.0f} ms (chunking included), {len(files)} files in the top "
+    what = "a cold process on the kept index" if keep_index else "chunking included"
+    print(f"first answer: {wall:,.0f} ms ({what}), {len(files)} files in the top "
           f"{TOP}, providers left out: {left_out(answer) or 'none'}")
 
 
