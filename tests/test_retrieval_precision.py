@@ -229,6 +229,10 @@ def test_hits_carry_roles_and_a_role_scope_keeps_only_those(module):
 @pytest.mark.parametrize("query, intent", [
     ("Fix the retry delay growing without bound", QueryIntent.IMPLEMENTATION),
     ("Add a jitter to the backoff", QueryIntent.IMPLEMENTATION),
+    # Commit subjects of a large project (wagtail) open with these verbs too.
+    ("Exclude items in descendants of private collections", QueryIntent.IMPLEMENTATION),
+    ("Normalize rich_text_schema result to envelope format", QueryIntent.IMPLEMENTATION),
+    ("Align document API fields with images", QueryIntent.IMPLEMENTATION),
     ("where is the retry delay computed", QueryIntent.IMPLEMENTATION),
     ("how are timeouts configured", QueryIntent.IMPLEMENTATION),
     ("the retry delay should not exceed 30 seconds", QueryIntent.IMPLEMENTATION),
