@@ -63,3 +63,33 @@ def test_code_aware_tokens_keep_identifier_and_parts():
     tokens = code_tokens("parseHTTPResponse max_retries")
     assert "parsehttpresponse" in tokens and {"pars", "http", "respons"} <= set(tokens)
     assert "max_retries" in tokens and "retry" in tokens
+
+
+def test_frozen_index_with_changes_saved_and_loaded_matches_a_fresh_reference(tmp_path):
+    """The array form (built in one pass, persisted, loaded) scores as rank_bm25 does, also
+    with documents removed from the arrays and added to the delta, and after a freeze."""
+    corpus = _corpus()
+    ids = [str(i) for i in range(len(corpus))]
+    index = BM25Index.build(zip(ids, corpus))
+    assert index.frozen_count == len(ids) and index.delta_count == 0
+    _assert_same(index, ids, corpus)
+    removed = set(ids[::3])
+    for doc_id in removed:
+        index.remove(doc_id)
+    fresh = code_tokens("def fresh_wrapper(text, width): return wrap(text, width)")
+    index.add("new", fresh)
+    kept = [i for i in ids if i not in removed] + ["new"]
+    docs = [corpus[int(i)] for i in kept[:-1]] + [fresh]
+    _assert_same(index, kept, docs)
+    incremental = BM25Index()
+    for doc_id, tokens in zip(kept, docs):
+        incremental.add(doc_id, tokens)
+    query = code_tokens("wrap text width json")
+    assert index.coverage(query, kept) == pytest.approx(incremental.coverage(query, kept))
+    index.freeze()
+    assert index.delta_count == 0 and index.frozen_count == len(kept)
+    _assert_same(index, kept, docs)
+    index.save(tmp_path / "bm25.npz", {}, {"generation": 7})
+    loaded, meta, _arrays = BM25Index.load(tmp_path / "bm25.npz")
+    assert meta["generation"] == 7 and len(loaded) == len(kept)
+    _assert_same(loaded, kept, docs)

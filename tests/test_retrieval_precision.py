@@ -208,6 +208,10 @@ def test_file_roles_from_path_conventions_and_language():
     assert file_role("CHANGES.rst", "rst") is FileRole.DOC
     assert file_role("README", "") is FileRole.DOC
     assert file_role("pyproject.toml", "toml") is FileRole.CONFIG
+    # Example folders named with a suffix (fastapi's docs_src/) show usage too.
+    assert file_role("docs_src/handling_errors/tutorial001.py", "python") is FileRole.DOC
+    assert file_role("examples-js/app.js", "javascript") is FileRole.DOC
+    assert file_role("src/docstrings/parse.py", "python") is FileRole.SOURCE
     assert file_role(".github/workflows/ci.yml", "yaml") is FileRole.CONFIG
 
 
@@ -225,6 +229,10 @@ def test_hits_carry_roles_and_a_role_scope_keeps_only_those(module):
 @pytest.mark.parametrize("query, intent", [
     ("Fix the retry delay growing without bound", QueryIntent.IMPLEMENTATION),
     ("Add a jitter to the backoff", QueryIntent.IMPLEMENTATION),
+    # Commit subjects of a large project (wagtail) open with these verbs too.
+    ("Exclude items in descendants of private collections", QueryIntent.IMPLEMENTATION),
+    ("Normalize rich_text_schema result to envelope format", QueryIntent.IMPLEMENTATION),
+    ("Align document API fields with images", QueryIntent.IMPLEMENTATION),
     ("where is the retry delay computed", QueryIntent.IMPLEMENTATION),
     ("how are timeouts configured", QueryIntent.IMPLEMENTATION),
     ("the retry delay should not exceed 30 seconds", QueryIntent.IMPLEMENTATION),

@@ -159,7 +159,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
                                           or _without_semantic(project))
         response = engine.query(request)
         if handoff.handed_off:
-            response = dataclasses.replace(response, notes=response.notes + (handoff.note(),))
+            response = dataclasses.replace(response, notes=response.notes + (handoff.note(response.notes),))
             start_background_owner(project)
     finally:
         engine.close()

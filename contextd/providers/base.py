@@ -209,6 +209,19 @@ class ContextProvider:
         the pool, under their timeout."""
         return False
 
+    def share_indexed(self) -> float:
+        """The share of the project's chunks this provider can find (default 1.0). Fusion
+        scales the provider's weight by it: a semantic index holding the first 2% of the
+        vectors ranks its best among those 2% first, which says little about the project."""
+        return 1.0
+
+    def catch_up(self, generation: int | None) -> None:
+        """Bring in-memory state up to date with the store at ``generation`` (default:
+        nothing to do). The runner calls it before the provider's ``timeout_ms`` starts: on a
+        never-queried index this loads or builds a whole index, which is not the slowness the
+        timeout guards against, and cutting it off left the first answer without its lexical
+        results."""
+
     def query(self, query: ProviderQuery, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
         """Ranked snippets for ``query`` (a :class:`ProviderQuery` or a string) inside

@@ -71,9 +71,9 @@ class Blamer:
         self._head = ""
         self._cache: collections.OrderedDict[tuple, Any] = collections.OrderedDict()
 
-    def _git(self, *args: str) -> str:
+    def _git(self, *args: str, timeout_s: float = GIT_TIMEOUT_S) -> str:
         return subprocess.run(["git", "-C", str(self.root), *args], capture_output=True,
-                              text=True, timeout=GIT_TIMEOUT_S, check=True).stdout
+                              text=True, timeout=max(0.05, timeout_s), check=True).stdout
 
     def _cached(self, head: str, key: tuple, compute) -> Any:
         with self._lock:
@@ -84,30 +84,42 @@ class Blamer:
                 self._cache.move_to_end(key)
                 return self._cache[key]
         value = compute()
+        if value is None:  # cut off by its time limit: another query may have more time
+            return None
         with self._lock:
             self._cache[key] = value
             while len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
         return value
 
-    def lines(self, head: str, path: str, start: int, end: int) -> list[LineChange]:
+    def lines(self, head: str, path: str, start: int, end: int,
+              timeout_s: float = GIT_TIMEOUT_S) -> list[LineChange] | None:
         """The last change of each line ``start..end`` of ``path`` at HEAD (committed lines
-        only; empty when git cannot blame the file, e.g. it is not committed yet)."""
-        def blame() -> list[LineChange]:
+        only; empty when git cannot blame the file, e.g. it is not committed yet; None when
+        git took longer than ``timeout_s``: blaming a long-lived file of a large history can
+        take seconds)."""
+        def blame() -> list[LineChange] | None:
             try:
                 out = self._git("blame", "--porcelain", "-L", f"{start},{end}", head, "--",
-                                path)
+                                path, timeout_s=timeout_s)
+            except subprocess.TimeoutExpired:
+                return None
             except (subprocess.SubprocessError, OSError):
                 return []
             return [c for c in parse_porcelain(out) if c.sha != _UNCOMMITTED]
 
         return self._cached(head, ("blame", path, start, end), blame)
 
-    def diff(self, head: str, sha: str, path: str) -> str:
-        """The change ``sha`` made to ``path`` (at most DIFF_LINES lines, hunks only)."""
-        def show() -> str:
+    def diff(self, head: str, sha: str, path: str, timeout_s: float = GIT_TIMEOUT_S
+             ) -> str | None:
+        """The change ``sha`` made to ``path`` (at most DIFF_LINES lines, hunks only; None
+        past ``timeout_s``)."""
+        def show() -> str | None:
             try:
-                out = self._git("show", "--format=", "--no-color", "-U1", sha, "--", path)
+                out = self._git("show", "--format=", "--no-color", "-U1", sha, "--", path,
+                                timeout_s=timeout_s)
+            except subprocess.TimeoutExpired:
+                return None
             except (subprocess.SubprocessError, OSError):
                 return ""
             hunks = out[out.find("\n@@") + 1:] if "\n@@" in out else ""

@@ -52,6 +52,9 @@ MIN_SHARED_COMMITS = 2
 COMMITS_IN_METADATA = 3
 # Hits whose lines are blamed (a subprocess each, cached per HEAD).
 BLAMED_HITS = 3
+# The share of the provider's timeout_ms its blame lookups may use (git blame of a file with
+# a long history takes seconds; the hits and their commits are the answer, blame enriches it).
+BLAME_SHARE = 0.25
 HEAD_CHECK_INTERVAL_S = 2.0
 GIT_TIMEOUT_S = 10.0
 _RECORD_SEP, _FIELD_SEP = "\x1e", "\x1f"
@@ -145,11 +148,18 @@ class GitHistoryProvider(ContextProvider):
             commits.append(Commit(sha, author, int(stamp), subject, files))
         return commits
 
+    def catch_up(self, generation: int | None) -> None:
+        """Read the git log and the catalog it looks named files up in."""
+        if self.is_available():
+            self.commits()
+            self.context.catalog.sync(generation)
+
     def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
         query = ProviderQuery.of(query)
         if not self.is_available():
             return []
+        blame_until = time.monotonic() + BLAME_SHARE * self.settings.timeout_ms / 1000
         commits = self.commits()
         words = set(code_tokens(query.text))
         if not commits or not words:
@@ -162,7 +172,7 @@ class GitHistoryProvider(ContextProvider):
             if touching:
                 _offer(found, path, NAMED_FILE_WEIGHT, "recent_commits", touching)
         self._co_changes(commits, set(found) | seeds, found)
-        return self._snippets(found, words, scope, query)
+        return self._snippets(found, words, scope, query, blame_until)
 
     def _by_message(self, commits: list[Commit], words: set[str],
                     found: dict[str, tuple[float, str, list[Commit]]]) -> None:
@@ -204,7 +214,8 @@ class GitHistoryProvider(ContextProvider):
                            together)
 
     def _snippets(self, found: dict[str, tuple[float, str, list[Commit]]], words: set[str],
-                  scope: ContextScope, query: ProviderQuery) -> list[ContextSnippet]:
+                  scope: ContextScope, query: ProviderQuery, blame_until: float
+                  ) -> list[ContextSnippet]:
         catalog = self.context.catalog
         paths = catalog.file_paths(query.generation)
         scope_filter = ScopeFilter(scope)
@@ -222,20 +233,29 @@ class GitHistoryProvider(ContextProvider):
             if path in best:
                 score, reason, commits = found[path]
                 meta = {"reason": reason}
-                if len(out) < BLAMED_HITS:
-                    meta.update(self._blame(best[path], commits))
+                blamed = self._blame(best[path], commits, blame_until) \
+                    if len(out) < BLAMED_HITS else None
+                if blamed is not None:
+                    meta.update(blamed)
                 else:
                     meta["file_commits"] = [c.describe() for c in commits[:COMMITS_IN_METADATA]]
                 if score >= query.min_score:
                     out.append(snippet_from_row(best[path], score, self.id, meta))
         return out
 
-    def _blame(self, row: ChunkRow, commits: list[Commit]) -> dict[str, Any]:
+    def _blame(self, row: ChunkRow, commits: list[Commit], until: float
+               ) -> dict[str, Any] | None:
         """Blame of a hit's lines, its last change's diff, and the commits behind the hit
-        that last changed those lines (see the module docstring)."""
+        that last changed those lines (see the module docstring); None when git cannot
+        blame them before ``until`` (a monotonic time)."""
+        if time.monotonic() >= until:
+            return None
         if self._blamer is None:
             self._blamer = Blamer(Path(self.context.project.root))
-        changes = self._blamer.lines(self._head, row.file_path, row.start_line, row.end_line)
+        changes = self._blamer.lines(self._head, row.file_path, row.start_line, row.end_line,
+                                     until - time.monotonic())
+        if changes is None:
+            return None
         touched = {c.sha for c in changes}
         meta: dict[str, Any] = {
             "commits": [c.describe() for c in commits if c.sha in touched][:COMMITS_IN_METADATA]}
@@ -244,8 +264,11 @@ class GitHistoryProvider(ContextProvider):
             meta["blame"] = blame
             latest = max(changes, key=lambda c: c.timestamp)
             # An old version may hold a secret since removed: the diff is scrubbed too.
-            meta["recent_change"] = {**latest.describe(), "diff": scrub_secrets(
-                self._blamer.diff(self._head, latest.sha, row.file_path)).text}
+            diff = self._blamer.diff(self._head, latest.sha, row.file_path,
+                                     until - time.monotonic())
+            if diff is not None:
+                meta["recent_change"] = {**latest.describe(),
+                                         "diff": scrub_secrets(diff).text}
         return meta
 
     def stats(self) -> dict[str, Any]:
@@ -263,4 +286,8 @@ def _offer(found: dict[str, tuple[float, str, list[Commit]]], path: str, score: 
 
 
 def _overlap(row: ChunkRow, words: set[str]) -> int:
-    return len(words & set(code_tokens(f"{row.label}\n{row.text}")))
+    """How many of the query's words (stems, lower-cased) a chunk's label and text hold, as
+    substrings: a hit's file is read chunk by chunk (hundreds in a large module) to show the
+    chunk most about the query, and tokenising each took seconds on a large project."""
+    text = f"{row.label}\n{row.text}".lower()
+    return sum(1 for word in words if word in text)

@@ -9,12 +9,22 @@ and named in the result's notes; the others still answer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from contextd.providers.base import ContextProvider, ProviderQuery
-from contextd.providers.runner import ProviderRun, run_providers
+from contextd.providers.runner import ProviderRun, left_out_notes, run_providers
 from contextd.query.fusion import FusionStrategy, fuse
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
+
+
+def fusion_weights(providers: Mapping[str, Any], config: Any) -> dict[str, float]:
+    """Each provider's fusion weight: its configured ``weight`` times the share of the
+    project it can search (``share_indexed``: vectors still being computed)."""
+    weights = {}
+    for pid, provider in providers.items():
+        share = getattr(provider, "share_indexed", None)
+        weights[pid] = config.provider(pid).weight * (share() if share is not None else 1.0)
+    return weights
 
 
 @dataclass
@@ -49,6 +59,14 @@ class HybridProvider(ContextProvider):
                 notes.append(provider.pending_note())
         return ready, notes
 
+    def catch_up(self, generation: int | None) -> None:
+        """The sub-providers' catch-up (run_providers does it again, at no cost, when the
+        hybrid itself is not run under a timeout)."""
+        for provider in self.sub_providers()[0]:
+            catch_up = getattr(provider, "catch_up", None)
+            if catch_up is not None:
+                catch_up(generation)
+
     def query_detailed(self, query: ProviderQuery | str, scope: ContextScope,
                        budget: TokenBudget) -> HybridResult:
         """Fused snippets with per-provider runs (timings, errors) and notes."""
@@ -57,10 +75,9 @@ class HybridProvider(ContextProvider):
         config = self.context.config
         runs = run_providers(providers, query, scope, budget,
                              lambda pid: config.provider(pid).timeout_ms)
-        notes += [f"provider {pid} left out: {run.error}" for pid, run in runs.items()
-                  if run.error]
+        notes += left_out_notes(runs)
         ranked = {pid: run.snippets for pid, run in runs.items() if not run.error}
-        weights = {pid: config.provider(pid).weight for pid in ranked}
+        weights = fusion_weights({p.id: p for p in providers if p.id in ranked}, config)
         fused = fuse(ranked, weights, FusionStrategy(self.settings.fusion_strategy),
                      self.settings.rrf_k, order=self.settings.combines, limit=query.limit)
         fused = [s for s in fused if s.score >= query.min_score]

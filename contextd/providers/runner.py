@@ -12,6 +12,12 @@ built-in semantic, symbol and full-text providers on a warm index) run on the ca
 instead, while the pooled ones work: a hand-off to a pool thread and back costs a few
 milliseconds on a loaded 2-core machine, more than their whole answer. Their exceptions are
 isolated the same way.
+
+A provider's ``timeout_ms`` bounds its answer, not the loading of its index: before the timers
+start, every provider with something to catch up on (``catch_up``: a never-queried index, a
+backlog of written files) does so, in parallel, bounded only by :data:`CATCH_UP_LIMIT_S`. A
+cold first query on a large project used to drop its full-text results ("timed out after
+2000 ms" while BM25 was still being built) and answer from whatever was left.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ from contextd.records import ContextScope, ContextSnippet, TokenBudget
 log = logging.getLogger(__name__)
 
 POOL_THREADS = 32
+# The longest the providers' catch-up may take before the query goes on without the ones not
+# done: only a plugin that never returns reaches it (loading a 100k-chunk index takes seconds).
+CATCH_UP_LIMIT_S = 120.0
 
 _pool_lock = threading.Lock()
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -41,6 +50,22 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
             _pool = concurrent.futures.ThreadPoolExecutor(POOL_THREADS,
                                                           thread_name_prefix="contextd-provider")
         return _pool
+
+
+# How an answer names a provider whose results it lacks (failed, timed out, still loading).
+LEFT_OUT_NOTE = "provider {} left out: {}"
+_LEFT_OUT_HEAD, _LEFT_OUT_TAIL = LEFT_OUT_NOTE.split("{}")[:2]
+
+
+def left_out_notes(runs: "dict[str, ProviderRun]") -> list[str]:
+    """A note per provider whose run failed."""
+    return [LEFT_OUT_NOTE.format(pid, run.error) for pid, run in runs.items() if run.error]
+
+
+def left_out_providers(notes: Sequence[str]) -> list[str]:
+    """The ids of the providers an answer's notes say were left out."""
+    return [note[len(_LEFT_OUT_HEAD):note.index(_LEFT_OUT_TAIL)] for note in notes
+            if note.startswith(_LEFT_OUT_HEAD) and _LEFT_OUT_TAIL in note]
 
 
 @dataclass
@@ -76,16 +101,44 @@ def _in_memory(provider: Any, generation: int | None) -> bool:
         return False
 
 
+def _catch_up(providers: Sequence[Any], generation: int | None) -> dict[str, ProviderRun]:
+    """Let the providers that are behind the store catch up, in parallel; a failed run per
+    provider that raised or did not finish within :data:`CATCH_UP_LIMIT_S`."""
+    behind = [p for p in providers
+              if hasattr(p, "catch_up") and not _in_memory(p, generation)]
+    if not behind:
+        return {}
+    started = time.perf_counter()
+    futures = {p.id: _executor().submit(p.catch_up, generation) for p in behind}
+    failed = {}
+    for provider_id, future in futures.items():
+        left = max(0.0, CATCH_UP_LIMIT_S - (time.perf_counter() - started))
+        try:
+            future.result(left)
+        except concurrent.futures.TimeoutError:
+            failed[provider_id] = ProviderRun(
+                provider_id, elapsed_ms=CATCH_UP_LIMIT_S * 1000,
+                error=f"its index was still loading after {CATCH_UP_LIMIT_S:.0f} s")
+        except Exception as exc:  # isolation, as for query()
+            failed[provider_id] = ProviderRun(provider_id,
+                                              error=f"{type(exc).__name__}: {exc}")
+    for run in failed.values():
+        log.warning("provider %s left out: %s", run.provider_id, run.error)
+    return failed
+
+
 def run_providers(providers: Sequence[Any], query: ProviderQuery | str, scope: ContextScope,
                   budget: TokenBudget, timeout_ms: Callable[[str], int]
                   ) -> dict[str, ProviderRun]:
     """Query ``providers`` in parallel, each with the text meant for its kind
     (:meth:`ProviderQuery.for_kind`); a run per provider id, in the given order."""
-    started = time.perf_counter()
     query = ProviderQuery.of(query)
     generation = query.generation
-    inline = [p for p in providers if _in_memory(p, generation)]
-    pooled = [p for p in providers if p not in inline]
+    failed = _catch_up(providers, generation)
+    started = time.perf_counter()
+    live = [p for p in providers if p.id not in failed]
+    inline = [p for p in live if _in_memory(p, generation)]
+    pooled = [p for p in live if p not in inline]
     futures = {p.id: _executor().submit(_timed, p, query, scope, budget) for p in pooled}
     done = {p.id: _timed(p, query, scope, budget) for p in inline}
     runs = {}
@@ -98,4 +151,5 @@ def run_providers(providers: Sequence[Any], query: ProviderQuery | str, scope: C
                                             error=f"timed out after {limit_s * 1000:.0f} ms")
             log.warning("provider %s timed out after %.0f ms", provider_id, limit_s * 1000)
     runs.update(done)
+    runs.update(failed)
     return {p.id: runs[p.id] for p in providers}

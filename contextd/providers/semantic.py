@@ -24,6 +24,7 @@ from contextd.providers.base import (
 )
 from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
 from contextd.vectors.quantized import approximate_scores, exact_top, quantize
+from contextd.query.duplicates import TRANSLATION_DEPTH, own_language_first, translation_groups
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 from contextd.vectors.similarity import similarities
 
@@ -320,6 +321,16 @@ class SemanticProvider(ContextProvider):
     def warm_up(self) -> None:
         self.ready_index()
 
+    def catch_up(self, generation: int | None) -> None:
+        self.ready_index(generation)
+
+    def share_indexed(self) -> float:
+        """Chunks with a vector / chunks (1.0 when the store searches vectors itself)."""
+        index = self.index
+        if not isinstance(index, VectorIndex):
+            return 1.0
+        return min(1.0, len(index) / max(1, len(self.context.catalog.rows)))
+
     def answers_from_memory(self, generation: int | None) -> bool:
         embedder = self._embedder()
         return (embedder is not None and self.index is not None
@@ -333,8 +344,14 @@ class SemanticProvider(ContextProvider):
         if index is None or not query.text.strip():
             return []
         vector = self._embed_query(self._embedder(), query.text, query.counters)
+        catalog = self.context.catalog
+        groups = translation_groups(catalog.file_paths(query.generation))
+        depth = query.limit * TRANSLATION_DEPTH if groups.member else query.limit
         with index.lock:
-            hits = index.search(vector, query.limit, ScopeFilter(scope), query.min_score)
+            hits = index.search(vector, depth, ScopeFilter(scope), query.min_score)
+        hits = own_language_first(
+            hits, lambda hit: (row := catalog.rows.get(hit[0])) and row.file_path, groups,
+            query.text, query.limit)
         rows = self.context.rows([cid for cid, _ in hits], query.generation)
         return [snippet_from_row(rows[cid], score, self.id, {"cosine": round(score, 4)})
                 for cid, score in hits if cid in rows]

@@ -135,6 +135,9 @@ class SymbolProvider(ContextProvider):
         return {} if self.context is None or self.settings.index_ast else {
             "disabled": "index_ast = false in [providers.symbol]"}
 
+    def catch_up(self, generation: int | None) -> None:
+        self.context.catalog.sync(generation)
+
     def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
         query = ProviderQuery.of(query)

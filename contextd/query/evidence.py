@@ -105,6 +105,20 @@ def quotation_tier(query: ExactQuery, text: str) -> int:
     return 1 + int((coverage - QUOTE_COVERAGE) / QUOTE_STEP + 1e-9)
 
 
+# Text between quotes or backticks on one line: where an example shows a query being typed.
+_QUOTED_SPAN_RE = re.compile(r'"([^"\n]{8,})"|\'([^\'\n]{8,})\'|`([^`\n]{8,})`')
+
+
+def echoes_query(query: ExactQuery, text: str) -> bool:
+    """Whether ``text`` holds the query itself between quotes or backticks (a README's
+    ``contextd query "how does the indexer resume..."``, an example's sample input): it
+    repeats the question, it does not answer it."""
+    if not query.phrases or '"' not in text and "'" not in text and "`" not in text:
+        return False
+    return any(phrase_coverage(query, next(g for g in m.groups() if g)) >= QUOTE_COVERAGE
+               for m in _QUOTED_SPAN_RE.finditer(text))
+
+
 def names_present(query: ExactQuery, text: str) -> float:
     """The share of the query's names that ``text`` holds as whole words, case as written."""
     if not query.names:

@@ -47,6 +47,8 @@ removes removed drop drops handle handles avoid prevent ensure raise raises retu
 rename refactor replace use update change changes improve improves expose deprecate move
 correct show display respect honor honour accept reject skip preserve keep pass forward
 validate check enable disable introduce restore revert optimize optimise speed reduce
+exclude include ignore surface retrieve put apply align normalize normalise disallow convert
+simplify extract split merge migrate register wrap limit sort filter set clean cleanup unify
 """.split())
 _BUG_RE = re.compile(
     r"\b(?:should(?:n't|\s+not)?|must|bug|broken|crash(?:es|ed)?|fails?|failing|regression|"

@@ -4,7 +4,8 @@
             → providers in parallel, each sent the query meant for its kind (isolated,
               time-limited; a hybrid provider fuses its own sub-providers)
             → fuse (reciprocal rank fusion) → boost (intent x file role, exact evidence)
-            → de-duplicate → calibrate (absolute scores, "no strong match", ``min_score``)
+            → translations the query did not ask for step back → de-duplicate (overlaps in
+              a file, near-copies across files) → calibrate (absolute scores, "no strong match", ``min_score``)
             → MMR on embeddings within the token budget
             → mark the lines that matched → record usage
             → TaskContext (snippets, tokens, attribution, timings), or a QueryResponse with
@@ -31,10 +32,14 @@ from contextd.providers.base import (
     DEFAULT_CANDIDATES, ProviderContext, ProviderQuery, QueryCounters,
 )
 from contextd.providers.catalog import ChunkCatalog
-from contextd.providers.runner import ProviderRun, run_providers
+from contextd.providers.hybrid import fusion_weights
+from contextd.providers.runner import ProviderRun, left_out_notes, run_providers
 from contextd.query.budget import BudgetManager
 from contextd.query.projects import Projects, merge_pools
 from contextd.query.calibration import NO_MATCH_NOTE, calibrate
+from contextd.query.duplicates import (
+    collapse_near_duplicates, step_back_translations, translation_groups,
+)
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
 from contextd.query.records import FileResult, Hit, QueryRequest, QueryResponse
@@ -209,7 +214,9 @@ class QueryPipeline:
             runs, candidates, notes = self._gather(selected, provider_query, scope, budget)
         if understood:
             candidates = apply_boosts(candidates, understood, self.config.ranking)
-        unique, confidence = calibrate(deduplicate(candidates),
+        candidates = step_back_translations(
+            candidates, translation_groups(self.catalog.file_paths(generation)), query)
+        unique, confidence = calibrate(collapse_near_duplicates(deduplicate(candidates)),
                                        understood.exact if understood else None)
         if unique and confidence < self.config.ranking.strong_match_confidence:
             notes.append(NO_MATCH_NOTE.format(confidence))
@@ -290,13 +297,12 @@ class QueryPipeline:
                 notes.append(provider.pending_note())
         runs = run_providers(ready, query, scope, budget,
                              lambda pid: self.config.provider(pid).timeout_ms)
-        notes += [f"provider {pid} left out: {run.error}" for pid, run in runs.items()
-                  if run.error]
+        notes += left_out_notes(runs)
         ranked = {pid: run.snippets for pid, run in runs.items() if not run.error}
         if len(ranked) == 1:
             return runs, next(iter(ranked.values())), notes
         hybrid = self.config.provider(HYBRID_ID)
-        weights = {pid: self.config.provider(pid).weight for pid in ranked}
+        weights = fusion_weights({p.id: p for p in ready if p.id in ranked}, self.config)
         fused = fuse(ranked, weights, FusionStrategy(hybrid.fusion_strategy), hybrid.rrf_k,
                      order=list(ranked))
         return runs, fused, notes

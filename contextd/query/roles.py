@@ -6,7 +6,8 @@ from lists kept per repository, so it holds for a project nobody here has seen:
 - test: a file under ``tests/``, ``test/``, ``__tests__/``, ``spec/``, or named like a test
   (``test_x.py``, ``x_test.go``, ``x.test.ts``, ``x.spec.js``, ``XTest.java``, ``conftest.py``);
 - doc: prose (Markdown, reStructuredText, plain text, AsciiDoc), anything under ``docs/``,
-  ``doc/`` or ``examples/`` (usage shown, not implemented), and the project's letters to its
+  ``doc/``, ``examples/`` or ``samples/``, or a folder named so before a ``_``/``-``
+  (``docs_src/``, ``examples-js/``: usage shown, not implemented), and the project's letters to its
   readers (README, CHANGES, CHANGELOG, HISTORY, NEWS, CONTRIBUTING, LICENSE, AUTHORS);
 - config: data and build files (YAML, TOML, JSON, INI, XML, properties, ``.cfg``) and CI
   directories (``.github/``, ``.circleci/``);
@@ -38,7 +39,9 @@ class FileRole(str, enum.Enum):
 ROLE_NAMES = tuple(role.value for role in FileRole)
 
 _TEST_DIRS = frozenset({"test", "tests", "__tests__", "spec", "specs", "testing_utils"})
-_DOC_DIRS = frozenset({"docs", "doc", "documentation", "examples", "example"})
+_DOC_DIRS = frozenset({"docs", "doc", "documentation", "examples", "example", "samples",
+                       "sample"})
+_FOLDER_HEAD_RE = re.compile(r"[-_]")
 _CONFIG_DIRS = frozenset({".github", ".circleci", ".gitlab", ".devcontainer"})
 _TEST_NAME_RE = re.compile(
     r"^(?:test_.*\.py|conftest\.py|.*_test\.(?:py|go|rb|rs|exs?)|.*\.(?:test|spec)\.[cm]?[jt]sx?"
@@ -72,7 +75,8 @@ def file_role(path: str, language: str = "") -> FileRole:
     folders = {p.lower() for p in parts[:-1]}
     if folders & _TEST_DIRS or _TEST_NAME_RE.match(name):
         return FileRole.TEST
-    if _DOC_NAME_RE.match(name) or language.lower() in _DOC_LANGUAGES or folders & _DOC_DIRS:
+    if _DOC_NAME_RE.match(name) or language.lower() in _DOC_LANGUAGES or any(
+            _FOLDER_HEAD_RE.split(folder, 1)[0] in _DOC_DIRS for folder in folders):
         return FileRole.DOC
     if (folders & _CONFIG_DIRS or language.lower() in _CONFIG_LANGUAGES
             or name.lower().endswith(_CONFIG_SUFFIXES)):

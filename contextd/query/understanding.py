@@ -31,12 +31,14 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from contextd.config.sections import DEFAULT_ALLOWED_EXTENSIONS, RankingConfig
-from contextd.query.evidence import ExactQuery, exact_evidence, quotation_tier
+from contextd.query.evidence import ExactQuery, echoes_query, exact_evidence, quotation_tier
 from contextd.query.intent import QueryIntent, classify
 from contextd.records import ChunkKind, ContextSnippet, ProviderType
 from contextd.query.roles import FileRole, file_role
 from contextd.text.stemming import light_stem
 
+# Score factor of a non-source chunk that merely repeats the query between quotes.
+ECHO_FACTOR = 0.3
 _QUOTED_RE = re.compile(r"`([^`]+)`|\"([^\"]+)\"|'([^'\s][^']*[^'\s])'")
 _FILE_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+(\.[A-Za-z][A-Za-z0-9]{0,5}))(?![\w/])")
 # Names as written: a leading ``_``, ``$`` or ``#`` (JS private) belongs to the name.
@@ -245,6 +247,11 @@ def _implementation_factor(role: FileRole, settings: RankingConfig) -> float:
             FileRole.CONFIG: settings.implementation_config_factor}.get(role, 1.0)
 
 
+def _echo(snippet: ContextSnippet, query: UnderstoodQuery) -> bool:
+    return (file_role(snippet.file_path, snippet.language) is not FileRole.SOURCE
+            and echoes_query(query.exact, snippet.text))
+
+
 def apply_boosts(snippets: Sequence[ContextSnippet], query: UnderstoodQuery,
                  settings: RankingConfig) -> list[ContextSnippet]:
     """Snippets re-scored by :func:`boost_factor` and re-sorted; scores are divided by the
@@ -252,11 +259,15 @@ def apply_boosts(snippets: Sequence[ContextSnippet], query: UnderstoodQuery,
 
     A chunk quoting the query (:func:`contextd.query.evidence.quotation_tier`) ranks above every
     chunk that does not, whatever its fused score: its score is lifted by its tier times the
-    best score, then all are scaled back into [0, 1]."""
+    best score, then all are scaled back into [0, 1]. Except an *echo*: a file that is not
+    source code holding the query between quotes (the project's README showing the very
+    command, an example's sample input) repeats the question instead of answering it; it
+    steps back (ECHO_FACTOR) behind the code it describes."""
     scored = [(s, s.score * boost_factor(s, query, settings)) for s in snippets]
     top = max((score for _, score in scored), default=1.0) or 1.0
     if query.exact.phrases:
-        scored = [(s, score + top * quotation_tier(query.exact, s.text)) for s, score in scored]
+        scored = [(s, score * ECHO_FACTOR) if _echo(s, query) else
+                  (s, score + top * quotation_tier(query.exact, s.text)) for s, score in scored]
         top = max((score for _, score in scored), default=1.0)
     scale = 1.0 / top if top > 1.0 else 1.0
     boosted = [dataclasses.replace(s, score=score * scale) for s, score in scored]

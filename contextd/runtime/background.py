@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from contextd.config.project import Project
 
@@ -55,10 +55,16 @@ class Handoff:
     def handed_off(self) -> bool:
         return self.pending > 0
 
-    def note(self) -> str:
+    def note(self, notes: Sequence[str] = ()) -> str:
+        """The note of an answer handed off (``notes``: the answer's other notes, which say
+        whether a provider was left out)."""
+        # Imported here: the owner process starts from this module and must take the index
+        # over at once, before the query stack (numpy and the providers) is loaded.
+        from contextd.runtime.indexing_notes import ready_results
+
         return (f"semantic results are still being computed in the background "
-                f"({self.pending:,} chunks to embed); this answer comes from the lexical and "
-                "symbol indexes. 'contextd stats' shows how far the embedding is")
+                f"({self.pending:,} chunks to embed); {ready_results(notes)}. 'contextd stats' "
+                "shows how far the embedding is")
 
 
 def index_for_command(engine: Any, project: Project, progress: Any) -> Handoff:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
+
+from contextd.providers.runner import left_out_providers
 
 from contextd.indexer.progress import format_duration
 
@@ -54,7 +56,7 @@ def answer_while_indexing(indexer: Any, run: Callable[[], Any],
                 "('contextd list-indexable' shows what it would index, 'contextd check-file "
                 "PATH' why a file is left out)")
     elif indexer.embedding_under_way:
-        note = embedding_note(indexer)
+        note = embedding_note(indexer, response.notes)
     if note is None:
         return response
     return dataclasses.replace(response, notes=tuple(response.notes) + (note,))
@@ -77,7 +79,18 @@ def indexing_note(indexer: Any) -> str:
             f"miss files not read yet; {retry}")
 
 
-def embedding_note(indexer: Any) -> str:
-    """``semantic results cover 1,234 / 5,000 chunks so far (...)``."""
+def embedding_note(indexer: Any, notes: Sequence[str] = ()) -> str:
+    """``semantic results cover 1,234 / 5,000 chunks so far (...)``, and what the rest of
+    the answer holds (``notes``: the answer's other notes)."""
     return (f"semantic results are still being computed ({indexer.embedding_figures.text()}); "
-            "lexical and symbol results are complete")
+            f"{ready_results(notes)}")
+
+
+def ready_results(notes: Sequence[str]) -> str:
+    """What an answer given while vectors are computed rests on: the lexical and symbol
+    results, complete, unless its notes say a provider was left out (then never claimed)."""
+    missing = left_out_providers(notes)
+    if not missing:
+        return "lexical and symbol results are complete"
+    return (f"results of {', '.join(missing)} are missing from this answer (see the note "
+            "above), so it may miss what only they would find")

@@ -1,0 +1,268 @@
+"""Large, messy repositories answered right from the first query (issue 26).
+
+- a cold first query on a never-queried index of a few thousand generated files has lexical
+  hits and leaves no provider out: building the BM25 and symbol indexes is not cut off by
+  the providers' answer timeout (it used to be: ``provider full_text timed out after 2000 ms``
+  and one irrelevant hit), and its note claims nothing about providers left out;
+- the BM25 arrays are saved beside the index, and the next process loads them instead of
+  tokenising every chunk again, answering the same;
+- translations of one page (fastapi's ``docs/<lang>/``) do not fill the top 5, and a query in
+  one language prefers the page in that language.
+
+Real parts throughout: generated files in a tmp directory, the real indexer and DuckDB store,
+the real ContextModule; lexical and symbol providers only (no model needed).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from contextd import ContextModule
+from contextd.config.loading import config_from_dict
+from contextd.config.project import Project
+from contextd.indexer import Indexer
+from contextd.providers.fulltext import SAVED_INDEX
+from contextd.providers.runner import left_out_providers
+from contextd.query.records import QueryRequest
+from contextd.runtime.indexing_notes import ready_results
+from contextd.store import open_store
+
+GENERATED_FILES = 3000
+LEXICAL = ("full_text", "symbol")
+# Far below what building the indexes of 3,000 files takes, far above answering from them.
+TIGHT_TIMEOUT_MS = 150
+
+_MODULE = '''"""Inventory service number {i}: keeps the {noun} records of warehouse {i}."""
+
+
+class {cls}Repository:
+    """Stores {noun} rows for shelf {i}."""
+
+    def load_{noun}_batch(self, shelf_id: int) -> list[dict]:
+        rows = self.cursor.execute("SELECT * FROM {noun} WHERE shelf = ?", [shelf_id])
+        return [dict(r) for r in rows]
+
+    def reconcile_{noun}_counts(self, expected: int) -> bool:
+        return self.count_{noun}() == expected
+'''
+_NOUNS = ("pallet", "crate", "bin", "tote", "carton", "drum", "sack", "reel")
+
+
+def _generated_repository(root: Path) -> Path:
+    for i in range(GENERATED_FILES):
+        noun = _NOUNS[i % len(_NOUNS)]
+        folder = root / "services" / f"area{i // 100:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"inventory_{i:04d}.py").write_text(
+            _MODULE.format(i=i, noun=noun, cls=f"{noun.title()}{i}"))
+    (root / "services" / "refunds.py").write_text(
+        "def compute_refund_for_damaged_shipment(order, damage_report):\n"
+        "    \"\"\"Refund the damaged share of a shipment to the customer.\"\"\"\n"
+        "    return order.total * damage_report.damaged_share\n")
+    return root
+
+
+def _config(tmp_path: Path, timeout_ms: int):
+    return config_from_dict({
+        "storage": {"db_path": str(tmp_path / "index" / "context.duckdb")},
+        "providers": {pid: {"timeout_ms": timeout_ms} for pid in LEXICAL}})
+
+
+def _cold_module(root: Path, config) -> ContextModule:
+    project = Project(root=root, config=config)
+    return ContextModule(project, open_store(project))
+
+
+def test_cold_first_query_on_thousands_of_files_has_lexical_hits_and_no_timeout(tmp_path):
+    root = _generated_repository(tmp_path / "repo")
+    config = _config(tmp_path, TIGHT_TIMEOUT_MS)
+    project = Project(root=root, config=config)
+    store = open_store(project)
+    Indexer(project, store, embed=False).ensure_indexed()
+    store.close()
+
+    module = _cold_module(root, config)  # nothing built in memory yet
+    try:
+        response = module.query(QueryRequest("refund for a damaged shipment", k=5,
+                                             providers=LEXICAL))
+        assert not left_out_providers(response.notes), response.notes
+        assert response.hits and response.hits[0].file_path == "services/refunds.py"
+        assert {"full_text"} <= set(response.providers)
+        assert ready_results(response.notes) == "lexical and symbol results are complete"
+    finally:
+        module.shutdown()
+        module.store.close()
+
+    saved = tmp_path / "index" / SAVED_INDEX
+    assert saved.exists(), "the BM25 arrays are kept beside the index"
+    again = _cold_module(root, config)
+    try:
+        full_text = again.pipeline.provider("full_text")
+        second = again.query(QueryRequest("refund for a damaged shipment", k=5,
+                                          providers=LEXICAL))
+        bm25 = full_text.index.bm25
+        # Loaded, not rebuilt: every chunk sits in the frozen arrays read from the file.
+        assert bm25.frozen_count == len(bm25) == len(again.pipeline.catalog.rows)
+        assert [h.chunk_id for h in second.hits] == [h.chunk_id for h in response.hits]
+    finally:
+        again.shutdown()
+        again.store.close()
+
+
+def test_a_note_never_claims_complete_results_when_a_provider_was_left_out():
+    notes = ("provider full_text left out: timed out after 2000 ms",)
+    assert "complete" not in ready_results(notes) and "full_text" in ready_results(notes)
+
+
+_PAGE_CODE = """
+```python
+from fastapi import FastAPI, HTTPException
+
+app = FastAPI()
+
+@app.get("/items/{item_id}")
+async def read_item(item_id: str):
+    if item_id not in items:
+        raise HTTPException(status_code=404, detail="Item not found")
+    return {"item": items[item_id]}
+```
+"""
+_PROSE = {
+    "en": "Use HTTPException to return an error response with a status code to the client.",
+    "de": "Verwenden Sie HTTPException, um dem Client eine Fehlerantwort zu senden.",
+    "fr": "Utilisez HTTPException pour renvoyer une réponse d'erreur au client.",
+    "es": "Use HTTPException para devolver una respuesta de error al cliente.",
+    "pt": "Use HTTPException para retornar uma resposta de erro ao cliente.",
+    "ja": "HTTPException を使ってクライアントにエラーレスポンスを返します。",
+    "zh": "使用 HTTPException 向客户端返回错误响应。",
+    "ko": "HTTPException 을 사용하여 클라이언트에 오류 응답을 반환합니다.",
+    "ru": "Используйте HTTPException, чтобы вернуть клиенту ответ с ошибкой.",
+    "tr": "İstemciye bir hata yanıtı döndürmek için HTTPException kullanın.",
+}
+
+
+def _translated_repository(root: Path) -> Path:
+    for language, prose in _PROSE.items():
+        page = root / "docs" / language / "docs" / "tutorial" / "handling-errors.md"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(f"# Handling errors\n\n{prose}\n{_PAGE_CODE}\n{prose}\n")
+    source = root / "app" / "exception_handlers.py"
+    source.parent.mkdir(parents=True)
+    source.write_text(
+        "from starlette.responses import JSONResponse\n\n\n"
+        "async def http_exception_handler(request, exc: HTTPException) -> JSONResponse:\n"
+        "    \"\"\"Turn an HTTPException raised by an endpoint into its JSON error response.\"\"\"\n"
+        "    return JSONResponse({\"detail\": exc.detail}, status_code=exc.status_code,\n"
+        "                        headers=getattr(exc, \"headers\", None))\n")
+    (root / "app" / "exceptions.py").write_text(
+        "class HTTPException(Exception):\n"
+        "    \"\"\"An error with an HTTP status code, returned to the client as a response.\"\"\"\n\n"
+        "    def __init__(self, status_code: int, detail=None, headers=None):\n"
+        "        self.status_code, self.detail, self.headers = status_code, detail, headers\n")
+    (root / "app" / "routing.py").write_text(
+        "from app.exceptions import HTTPException\n\n\n"
+        "def error_response_for(exc: HTTPException):\n"
+        "    \"\"\"The error response of an HTTPException raised while routing.\"\"\"\n"
+        "    return {\"status\": exc.status_code, \"detail\": exc.detail}\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def test_translated_copies_of_a_page_do_not_fill_the_top_5(tmp_path):
+    root = _translated_repository(tmp_path / "repo")
+    config = _config(tmp_path, 10_000)
+    project = Project(root=root, config=config)
+    store = open_store(project)
+    Indexer(project, store, embed=False).ensure_indexed()
+    module = ContextModule(project, store)
+    try:
+        english = module.query(QueryRequest(
+            "how is an HTTPException turned into an error response", k=5, providers=LEXICAL))
+        files = [h.file_path for h in english.hits]
+        pages = [f for f in files if f.startswith("docs/")]
+        assert "app/exception_handlers.py" in files, files
+        assert {f.split("/")[1] for f in pages} <= {"en"}, f"translations in the top 5: {files}"
+
+        japanese = module.query(QueryRequest(
+            "HTTPException のエラーレスポンスはどう返しますか", k=5, providers=LEXICAL))
+        first_page = next(h.file_path for h in japanese.hits if h.file_path.startswith("docs/"))
+        assert first_page.startswith("docs/ja/"), [h.file_path for h in japanese.hits]
+    finally:
+        module.shutdown()
+        store.close()
+
+
+def test_a_readme_repeating_the_question_does_not_outrank_the_code(tmp_path):
+    """The project's README shows its main command with the very question as the example;
+    the code that answers the question comes first."""
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    question = "how does the indexer resume an interrupted bootstrap"
+    (root / "README.md").write_text(
+        "# tool\n\nIndex this repository and answer a query:\n\n```bash\n"
+        f'tool query "{question}"\n```\n\nThe first run builds the index.\n')
+    (root / "src" / "indexer.py").write_text(
+        "class Indexer:\n"
+        "    def resume_bootstrap(self, job):\n"
+        "        \"\"\"Resume an interrupted bootstrap from the files its job has not done.\"\"\"\n"
+        "        pending = [f for f in job.files if f not in job.done]\n"
+        "        return self.index_files(pending)\n")
+    for i in range(30):  # other files, so that the question's words are rare (BM25's IDF)
+        (root / "src" / f"module_{i}.py").write_text(
+            f"def handler_{i}(request):\n    return render_page(request, {i})\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    config = _config(tmp_path, 10_000)
+    project = Project(root=root, config=config)
+    store = open_store(project)
+    Indexer(project, store, embed=False).ensure_indexed()
+    module = ContextModule(project, store)
+    try:
+        answer = module.query(QueryRequest(question, k=5, providers=LEXICAL))
+        assert [h.file_path for h in answer.hits][:1] == ["src/indexer.py"], answer.hits
+    finally:
+        module.shutdown()
+        store.close()
+
+
+_LIMITER = '''class TokenBucketLimiter:
+    """Allow a burst of requests, then refill the bucket at a steady rate per second."""
+
+    def __init__(self, capacity: int, refill_per_second: float):
+        self.capacity, self.refill_per_second = capacity, refill_per_second
+        self.tokens, self.updated = capacity, 0.0
+
+    def allow(self, now: float) -> bool:
+        self.tokens = min(self.capacity, self.tokens + (now - self.updated) * self.refill_per_second)
+        self.updated = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return True
+        return False
+'''
+
+
+def test_copies_of_a_file_collapse_into_one_hit(tmp_path):
+    """A generated mirror and a copied-in package repeat the source: one hit, naming them."""
+    root = tmp_path / "repo"
+    for folder in ("src/app", "generated/app", "third_party/app"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "limiter.py").write_text(_LIMITER)
+    for i in range(30):
+        (root / "src" / "app" / f"view_{i}.py").write_text(
+            f"def view_{i}(request):\n    return render_page(request, {i})\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    config = _config(tmp_path, 10_000)
+    project = Project(root=root, config=config)
+    store = open_store(project)
+    Indexer(project, store, embed=False).ensure_indexed()
+    module = ContextModule(project, store)
+    try:
+        answer = module.query(QueryRequest("token bucket limiter refill rate", k=5,
+                                           providers=LEXICAL))
+        limiters = [h for h in answer.hits if h.file_path.endswith("limiter.py")]
+        assert len({h.file_path for h in limiters}) == 1, [h.file_path for h in answer.hits]
+        assert len(limiters[0].metadata.get("duplicates", ())) == 2
+    finally:
+        module.shutdown()
+        store.close()
