@@ -26,6 +26,7 @@ that passed every cheaper filter.
 from __future__ import annotations
 
 import enum
+import errno
 import logging
 import os
 import re
@@ -481,8 +482,12 @@ class Boundary:
             is_last = i == len(parts) - 1
             try:
                 st = os.lstat(child_abs)
-            except OSError:
-                return self._missing(rel, layers)
+            except OSError as exc:
+                if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                    return self._missing(rel, layers)
+                return RejectReason.UNREADABLE, (
+                    f"{child_rel} cannot be reached: {exc.strerror} (the folder "
+                    f"{cur_rel or '.'} is not readable)")
             if stat_mod.S_ISLNK(st.st_mode):
                 target = self._link_target(child_abs, child_rel, cur_real, depth, layers)
                 if not isinstance(target, _Hop):
