@@ -105,9 +105,10 @@ def read_first_line(proc: subprocess.Popen, timeout: float = START_TIMEOUT_S) ->
 
 
 @contextlib.contextmanager
-def running_manager(base: Path):
-    """``contextd ui`` on a fresh repository; stopped (SIGTERM) afterwards."""
-    root = manager_repo(base / "repo")
+def running_manager(base: Path, make_repo_at=manager_repo):
+    """``contextd ui`` on a fresh repository (``make_repo_at(path)``: the shared one of
+    :func:`manager_repo` by default); stopped (SIGTERM) afterwards."""
+    root = make_repo_at(base / "repo")
     env = server_env(base / "run")
     proc = subprocess.Popen(ui_command(root), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=open(base / "manager.log", "w"), env=env, cwd=str(root))

@@ -203,16 +203,26 @@ class Indexer:
             raise UsageError(f"{shown(path)} {reason or 'is the project root, not a file'}")
         return rel
 
+    def indexable(self, path: str, on_disk: bool = True) -> str:
+        """``path`` as a root-relative path the boundary lets in; UsageError with the reason
+        otherwise. ``on_disk``: the file must also exist (it is to be read from disk)."""
+        rel = self.relative(path)
+        decision = self.boundary.check(rel)
+        if decision.reason == RejectReason.NOT_FOUND:
+            if on_disk:
+                raise UsageError(f"{rel} does not exist on disk: send its text as content, "
+                                 "or create the file first")
+        elif not decision.indexable:
+            raise UsageError(f"{rel} is outside what this project indexes: {decision.detail}")
+        return rel
+
     def push(self, path: str, data: bytes, progress: Progress | None = None) -> IndexReport:
         """Index ``data`` as the content of project file ``path`` (the service's
         ``add_context``): same scrubbing, chunking and embedding as a file read from disk.
         Recorded with :data:`PUSHED_MTIME_NS`, so a file that exists on disk is re-indexed from
         disk at its next change or catch-up (the disk stays the truth), and a document with
         no file behind it stays until ``delete_context`` or a rebuild."""
-        rel = self.relative(path)
-        decision = self.boundary.check(rel)
-        if not decision.indexable and decision.reason != RejectReason.NOT_FOUND:
-            raise UsageError(f"{rel} is outside what this project indexes: {decision.detail}")
+        rel = self.indexable(path, on_disk=False)
         limit = self.config.indexing.max_file_size_mb * 1024 * 1024
         if len(data) > limit:
             raise UsageError(f"{rel}: {len(data)} bytes is over indexing.max_file_size_mb")
