@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contextd.config.project import Project
+from contextd.crypto import side_file
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ def start_background_owner(project: Project) -> int:
     if project.config.source:
         command += ["--config", str(project.config.source)]
     command.append("owner")
-    log_path = project.db_path.parent / OWNER_LOG
+    log_path = side_file(project, OWNER_LOG)
     with open(log_path, "ab") as log_file:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=log_file, start_new_session=True, close_fds=True,
