@@ -11,6 +11,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 from contextd.runtime.engine import Engine
 from contextd.indexer.progress import Progress
@@ -116,3 +118,80 @@ def test_generated_and_secret_files_are_skipped_with_the_reason_recorded(tmp_pat
     done = subprocess.run([sys.executable, "-m", "contextd", "--root", str(root), "stats"],
                           capture_output=True, text=True, cwd=root, timeout=120)
     assert "skipped: generated 3, secret_file 1" in done.stdout, done.stdout + done.stderr
+
+
+CHUNK_SCRIPT = textwrap.dedent("""
+    import sys
+    from contextd.runtime.engine import Engine
+    engine = Engine.open(sys.argv[1])
+    engine.indexer.embed = False
+    engine.ensure_indexed()
+""")
+
+
+def _children() -> dict[int, list[int]]:
+    """Every process's children, from /proc."""
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    parent = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            tree.setdefault(parent, []).append(int(entry))
+    return tree
+
+
+def _descendants(pid: int) -> set[int]:
+    tree, found, todo = _children(), set(), [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_sigkill_during_chunking_leaves_no_process_behind(tmp_path):
+    """Issue 28: the forkserver, its pool workers and the resource tracker outlived a
+    SIGKILLed indexing process, holding its stdout and stderr open."""
+    root = make_repo(tmp_path / "repo", {f"p{i % 20}/m{i}.py": FUNC.format(
+        name=f"f{i}", doc=f"Doc {i}.", n=i) * 20 for i in range(2000)})
+    (root / "context.toml").write_text("[bootstrap]\nparallel_workers = 2\n")
+    proc = subprocess.Popen([sys.executable, "-c", CHUNK_SCRIPT, str(root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    family: set[int] = set()
+    while time.monotonic() < deadline and len(family) < 4:  # tracker, forkserver, 2 workers
+        family = _descendants(proc.pid)
+        time.sleep(0.05)
+    assert len(family) >= 4 and proc.poll() is None, "no chunking pool to kill"
+    proc.kill()
+    proc.wait()
+    ended = threading.Event()
+
+    def read_to_eof() -> None:  # what a caller of the command does
+        proc.stdout.read()
+        proc.stderr.read()
+        ended.set()
+
+    threading.Thread(target=read_to_eof, daemon=True).start()
+    try:
+        assert ended.wait(15), "stdout/stderr still open: a child of the killed process " \
+                               "holds them"
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(_running(p) for p in family):
+            time.sleep(0.1)
+        assert not [p for p in family if _running(p)]
+    finally:
+        for pid in family:
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)

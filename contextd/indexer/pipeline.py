@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import multiprocessing
+import os
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -64,7 +65,7 @@ def outcomes(tasks: Sequence[FileTask], config: ContextConfig, workers: int,
         return
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker,
-                             initargs=(config,)) as pool:
+                             initargs=(config, os.getpid())) as pool:
         waiting = collections.deque(_task_batches(tasks))
         pending: collections.deque[Future] = collections.deque()
         try:
