@@ -5,8 +5,8 @@ After a crash the decrypted copy is still in ``/dev/shm`` (until reboot) and is 
 the sealed file: the next owner opens it rather than the sealed file, so nothing written
 since the last seal is lost. It does so only once its key has opened the sealed file
 (:func:`~contextd.crypto.sealed_file.verify_key`): the copy is in clear, so without that
-check any key would read it, and sealing it on close would lock out the owner's key. A file lock on the private directory keeps two processes from
-decrypting over each other (the owner protocol normally ensures that already).
+check any key would read it, and sealing it on close would lock out the owner's key. A
+file lock on the private directory keeps two processes from decrypting over each other (the owner protocol normally ensures that already).
 """
 
 from __future__ import annotations
