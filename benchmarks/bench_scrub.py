@@ -27,6 +27,7 @@ import sys
 import sysconfig
 import time
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -63,23 +64,31 @@ ORDINARY_SUFFIXES = (".py", ".yml", ".yaml", ".toml", ".md", ".rst", ".sh", ".cf
                      ".txt")
 
 
-def ordinary_texts(limit_lines: int) -> list[tuple[str, str]]:
-    """Files of the running venv's site-packages (real code and docs), sorted by path, until
-    ``limit_lines`` lines."""
-    root = Path(sysconfig.get_paths()["purelib"])
-    texts, lines = [], 0
+def read_texts(root: Path, suffixes: tuple[str, ...], limit: float,
+               measure: Callable[[str], float], skip: str | None = None
+               ) -> list[tuple[str, str]]:
+    """UTF-8 files under ``root`` with one of ``suffixes``, sorted by path, until their
+    ``measure`` (bytes, lines) adds up to ``limit``; folders named ``skip`` left out."""
+    texts, total = [], 0.0
     for path in sorted(root.rglob("*")):
-        if path.suffix not in ORDINARY_SUFFIXES or not path.is_file():
+        if path.suffix not in suffixes or skip in path.parts or not path.is_file():
             continue
         try:
             text = path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue
         texts.append((str(path.relative_to(root)), text))
-        lines += text.count("\n")
-        if lines >= limit_lines:
+        total += measure(text)
+        if total >= limit:
             break
     return texts
+
+
+def ordinary_texts(limit_lines: int) -> list[tuple[str, str]]:
+    """Files of the running venv's site-packages (real code and docs) until
+    ``limit_lines`` lines."""
+    return read_texts(Path(sysconfig.get_paths()["purelib"]), ORDINARY_SUFFIXES, limit_lines,
+                      lambda text: text.count("\n"))
 
 
 def ordinary_changes(limit_lines: int, show: int) -> None:
@@ -111,20 +120,8 @@ def throughput(label: str, texts: list[tuple[str, str]], runs: int) -> None:
 
 
 def stdlib_texts(limit_mb: float) -> list[tuple[str, str]]:
-    root = Path(sysconfig.get_paths()["stdlib"])
-    texts, size = [], 0
-    for path in sorted(root.rglob("*.py")):
-        if "site-packages" in path.parts:
-            continue
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue
-        texts.append((str(path.relative_to(root)), text))
-        size += len(text)
-        if size >= limit_mb * 2**20:
-            break
-    return texts
+    return read_texts(Path(sysconfig.get_paths()["stdlib"]), (".py",), limit_mb * 2**20, len,
+                      skip="site-packages")
 
 
 def main() -> None:

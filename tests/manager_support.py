@@ -37,6 +37,19 @@ def manager_repo(root: Path) -> Path:
     return root
 
 
+def send_raw(conn: http.client.HTTPConnection, method: str, path: str, data: bytes,
+             headers: dict[str, str | None]) -> tuple[int, dict, bytes]:
+    """One request with exactly ``headers`` (None: left out; no Host or Accept-Encoding of
+    http.client's own), on a connection the caller keeps or closes."""
+    conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+    for name, value in {**headers, "Content-Length": str(len(data))}.items():
+        if value is not None:
+            conn.putheader(name, value)
+    conn.endheaders(data)
+    response = conn.getresponse()
+    return response.status, dict(response.getheaders()), response.read()
+
+
 @dataclass
 class Manager:
     proc: subprocess.Popen
@@ -57,23 +70,17 @@ class Manager:
         """A raw request (``body`` as JSON, or bytes as they are); ``headers`` replace the
         defaults (a valid Host and cookie, and our Origin on a POST)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
         data = body if isinstance(body, bytes) else \
             json.dumps(body).encode() if body is not None else b""
         defaults = {"Host": f"127.0.0.1:{self.port}",
-                    "Cookie": f"contextd_manager={self.token}",
-                    "Content-Length": str(len(data))}
+                    "Cookie": f"contextd_manager={self.token}"}
         if method == "POST":
             defaults["Origin"] = f"http://127.0.0.1:{self.port}"
             defaults["Content-Type"] = "application/json"
-        for name, value in {**defaults, **headers}.items():
-            if value is not None:
-                conn.putheader(name, value)
-        conn.endheaders(data)
-        response = conn.getresponse()
-        payload = response.read()
-        conn.close()
-        return response.status, dict(response.getheaders()), payload
+        try:
+            return send_raw(conn, method, path, data, {**defaults, **headers})
+        finally:
+            conn.close()
 
     def json(self, path: str) -> dict:
         status, _, payload = self.request("GET", path)

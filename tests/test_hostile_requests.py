@@ -11,6 +11,7 @@ import os
 import pytest
 
 from contextd.server.guard import MAX_REQUEST_BYTES, top_level_id
+from manager_support import send_raw
 from test_mcp_http import INITIALIZE as HTTP_INITIALIZE
 from test_mcp_http import http_server
 from test_mcp_server import _read_answer, _request, _start_raw
@@ -111,6 +112,10 @@ def test_malformed_requests_over_http(tmp_path):
             assert 400 <= status < 500, name
             if status != 413:  # the body limit answers before any JSON is read
                 assert body["error"]["code"] in (-32700, -32600, -32602), (name, body)
+        for value in ("{}", "null", "1.5"):  # as over stdio (issue 28)
+            status, body = _post_bytes(
+                port, b'{"jsonrpc":"2.0","id":%s,"method":"tools/list"}' % value.encode())
+            assert status == 400 and body["error"]["code"] == -32600, (value, body)
         status, body = _post_bytes(port, json.dumps(HTTP_INITIALIZE).encode())
         assert status == 200 and proc.poll() is None
     assert "Traceback" not in (tmp_path / "server.log").read_text()
@@ -132,21 +137,16 @@ def _call(port: int, method: str, path: str, body: bytes | dict | None = None,
     own = conn is None
     conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     data = body if isinstance(body, bytes) else json.dumps(body).encode() if body else b""
-    defaults = {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
-                "Content-Length": str(len(data))}
-    conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-    for name, value in {**defaults, **headers}.items():
-        if value is not None:
-            conn.putheader(name, value)
-    conn.endheaders(data)
-    response = conn.getresponse()
-    payload = response.read()
-    if own:
-        conn.close()
+    defaults = {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json"}
     try:
-        return response.status, json.loads(payload)
+        status, _, payload = send_raw(conn, method, path, data, {**defaults, **headers})
+    finally:
+        if own:
+            conn.close()
+    try:
+        return status, json.loads(payload)
     except ValueError:
-        return response.status, None
+        return status, None
 
 
 @pytest.fixture(scope="module")
@@ -287,7 +287,8 @@ def test_index_manager_answers_hostile_buttons(small_manager):
     status, _, payload = small_manager.request("POST", "/api/refresh",
                                                {"paths": ["../../etc/passwd"]})
     assert status == 400 and b"outside the project root" in payload, payload
-    status, _, payload = small_manager.request("POST", "/api/rebuild", b"[" * 30_000 + b"]" * 30_000)
+    deep = b"[" * 30_000 + b"]" * 30_000
+    status, _, payload = small_manager.request("POST", "/api/rebuild", deep)
     assert status == 400, payload
     status, _, payload = small_manager.request("POST", "/api/rebuild", {"confirm": "yes"})
     assert status == 400 and b"confirm=true" in payload

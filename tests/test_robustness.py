@@ -80,7 +80,38 @@ def test_files_deleted_during_a_rebuild_are_gone_when_it_ends(tmp_path):
     assert progress.deleted is not None and report.files_indexed + report.files_failed >= 1199
     assert progress.deleted not in indexer.store.file_states()
     assert report.files_removed >= 1
+    # Issue 28: the run reported the deleted file among those indexed, and did not name it.
+    assert report.files_indexed == len(indexer.store.file_states())
+    assert progress.deleted in report.vanished and report.files_vanished >= 1
+    assert f"deleted while indexing ({progress.deleted}" in report.summary
     indexer.store.close()
+
+
+def test_a_refresh_after_a_killed_rebuild_leaves_no_stale_left_out_rows(tmp_path):
+    """Issue 28: after a killed rebuild, a refresh indexed everything, but stats went on
+    saying "N files left out by an interrupted run"."""
+    root = make_repo(tmp_path / "repo", {f"p{i % 10}/m{i}.py": FUNC.format(
+        name=f"f{i}", doc=f"Doc {i}.", n=i) * 3 for i in range(600)})
+    script = REBUILD_SCRIPT.replace(  # killed once it has stored some files, not all
+        'engine.store.get_job(result.job_id).status != "in_progress"',
+        "not engine.store.get_job(result.job_id).files_processed")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(root)],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip(), "the rebuild did not start"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+    indexer = open_indexer(root)
+    try:
+        assert indexer.status()["left_out"] > 0  # what the killed run left
+        indexer.refresh()
+        status = indexer.status()
+        assert len(indexer.store.file_states()) == 600
+        assert status["left_out"] == 0 and "left out" not in status["text"], status
+    finally:
+        indexer.store.close()
 
 
 def test_generated_and_secret_files_are_skipped_with_the_reason_recorded(tmp_path):
@@ -195,3 +226,31 @@ def test_sigkill_during_chunking_leaves_no_process_behind(tmp_path):
         for pid in family:
             if _running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _skips_after_a_run(root) -> dict[str, str]:
+    indexer = open_indexer(root)
+    try:
+        indexer.refresh()
+        return {s.path: s.reason for s in indexer.store.list_skips()}
+    finally:
+        indexer.store.close()
+
+
+def test_fifos_and_links_left_out_are_named(tmp_path):
+    """Issue 28: FIFOs, link loops and links out of the project were counted, never named."""
+    root = make_repo(tmp_path / "repo", {"app.py": FUNC.format(name="main", doc="Entry.", n=1),
+                                         "context.toml": "[indexing]\nfollow_symlinks = true\n"})
+    os.mkfifo(root / "events.pipe")
+    os.symlink("loop_b", root / "loop_a")
+    os.symlink("loop_a", root / "loop_b")
+    os.symlink("/etc", root / "etc_link")
+    os.symlink("/etc/hostname", root / "host.txt")
+    skips = _skips_after_a_run(root)
+    assert skips.get("events.pipe") == "not_a_regular_file", skips
+    assert skips.get("loop_a") == skips.get("loop_b") == "symlink_loop", skips
+    assert skips.get("etc_link") == skips.get("host.txt") == "symlink_escape", skips
+    (root / "context.toml").write_text("")  # links not followed (the default): named too
+    skips = _skips_after_a_run(root)
+    assert {skips.get(p) for p in ("loop_a", "etc_link", "host.txt")} == \
+        {"symlink_not_followed"}, skips

@@ -65,7 +65,7 @@ def scrubber() -> Scrubber:
     # Issue 28: forms the rules missed ...
     ('c = "DefaultEndpointsProtocol=https;AccountName=logs;AccountKey=Zm9vYmFy+x7Q2w==;"',
      f'c = "DefaultEndpointsProtocol=https;AccountName=logs;AccountKey={REDACTED};"'),
-    ("REDIS_URL = 'redis://:pw7Hq2x9@cache:6379/0'", f"REDIS_URL = 'redis://:{REDACTED}@cache:6379/0'"),
+    ("REDIS_URL = 'redis://:pw7Hq2x9@c:6379/0'", f"REDIS_URL = 'redis://:{REDACTED}@c:6379/0'"),
     ("curl -u deploy:Hq2x9pw7 https://ci", f"curl -u deploy:{REDACTED} https://ci"),
     ("curl --user=admin:Hq2x9pw7 localhost", f"curl --user=admin:{REDACTED} localhost"),
     ('r = requests.get(url, auth=("admin", "Hq2x9pw7"))',

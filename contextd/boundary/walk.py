@@ -99,7 +99,15 @@ class RejectReason(str, enum.Enum):
 # Rejections of files the project would otherwise index: recorded by full indexing runs
 # (skipped_files) so stats can say what was left out and why.
 SKIP_REASONS = frozenset({RejectReason.TOO_LARGE, RejectReason.BINARY, RejectReason.GENERATED,
-                          RejectReason.SECRET_FILE, RejectReason.UNREADABLE})
+                          RejectReason.SECRET_FILE, RejectReason.UNREADABLE,
+                          RejectReason.NOT_A_REGULAR_FILE, RejectReason.SYMLINK_NOT_FOLLOWED,
+                          RejectReason.SYMLINK_ESCAPE, RejectReason.SYMLINK_LOOP,
+                          RejectReason.SYMLINK_TOO_DEEP})
+# ... and of folders, whose files are all left out: an unreadable one, a link that loops or
+# leads out of the project (named, not just counted: the user can fix them).
+SKIP_DIR_REASONS = frozenset({RejectReason.UNREADABLE, RejectReason.SYMLINK_NOT_FOLLOWED,
+                              RejectReason.SYMLINK_ESCAPE, RejectReason.SYMLINK_LOOP,
+                              RejectReason.SYMLINK_TOO_DEEP})
 
 
 IGNORE_FILES = {".gitignore": RejectReason.GITIGNORE,

@@ -20,6 +20,7 @@ import ctypes
 import os
 import signal
 import threading
+from pathlib import Path
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 CHECK_S = 1.0
@@ -39,14 +40,18 @@ def die_with(owner_pid: int) -> None:
 
 
 def alive(pid: int) -> bool:
-    """Whether process ``pid`` exists."""
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: trust the signal
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def _watch(owner_pid: int) -> None:

@@ -184,6 +184,7 @@ class Writer:
             report.files_unchanged += len(self._same)
         if self._vanished:
             report.files_removed += store.delete_files(self._vanished)
+            report.note_vanished(self._vanished)
         if self._failed:
             # A file that failed is stored without chunks, under its size and mtime: it is
             # not read again until it changes, and its stale chunks (if any) go away.

@@ -147,7 +147,8 @@ def is_placeholder(value: str) -> bool:
         return True
     if _NAMING_VALUE.fullmatch(v.replace("%20", " ")) and _NAME_WORD.search(v):
         return True
-    return (v.lower() in _LITERALS or _REGEX_VALUE.search(v) is not None or _REFERENCE.fullmatch(v) is not None
+    return (v.lower() in _LITERALS or _REGEX_VALUE.search(v) is not None
+            or _REFERENCE.fullmatch(v) is not None
             or _DUMMY.search(v) is not None)
 
 
