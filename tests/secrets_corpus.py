@@ -113,6 +113,19 @@ class _Values:
         return self.chars(B64, n)
 
 
+# Issue 28's forms together, as pasted into a stashed error or a runbook: the values that
+# must not come back from the stash or the knowledge base.
+ISSUE_28_SECRETS = {"azure": "Q2x9pw7Hq2x9pw7Hq2x9pw7Hq2x9pw7Hq2x9pw7+/Zm9vYmFy==",
+                    "redis": "rEd1sPw7Hq2x9", "curl": "cUrlPw7Hq2x9", "auth": "tUplePw7Hq2x9"}
+ISSUE_28_TRACE = (
+    'Traceback (most recent call last):\n  File "sync.py", line 12, in <module>\n'
+    f'    resp = requests.post(URL, auth=("bot", "{ISSUE_28_SECRETS["auth"]}"))\n'
+    "requests.exceptions.ConnectionError: storage DefaultEndpointsProtocol=https;"
+    f"AccountName=logs;AccountKey={ISSUE_28_SECRETS['azure']};EndpointSuffix=core.windows.net\n"
+    f"cache at redis://:{ISSUE_28_SECRETS['redis']}@cache:6379/0 refused; retried with\n"
+    f"$ curl -u deploy:{ISSUE_28_SECRETS['curl']} https://ci.example.com/hooks\n")
+
+
 # Templates: (file suffix, kind, template). ``{v}`` is the planted value; every template is
 # one place a secret (or a look-alike) is found in real projects.
 SECRET_TEMPLATES: tuple[tuple[str, str, str], ...] = (

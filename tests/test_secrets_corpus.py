@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from contextd.scrub.scrubber import REDACTED, scrub_secrets
-from secrets_corpus import generate
+from secrets_corpus import ISSUE_28_SECRETS, generate
 from test_mcp_server import make_repo, mcp_session, server_env, structured
 
 QUERIES = ("stripe api key", "Authorization Bearer token", "aws secret access key",
@@ -176,8 +176,7 @@ def test_git_history_diff_context_lines_are_scrubbed(tmp_path):
     from contextd.providers import ProviderQuery
     from contextd.records import ContextScope, TokenBudget
 
-    secrets = {"azure": "Q2x9pw7Hq2x9pw7Hq2x9pw7Hq2x9pw7Hq2x9pw7+/Zm9vYmFy==",
-               "redis": "rEd1sPw7Hq2x9", "curl": "cUrlPw7Hq2x9", "auth": "tUplePw7Hq2x9"}
+    secrets = ISSUE_28_SECRETS
     lines = ['STORAGE = "DefaultEndpointsProtocol=https;AccountName=logs;'
              f'AccountKey={secrets["azure"]};EndpointSuffix=core.windows.net"',
              f'CACHE_URL = "redis://:{secrets["redis"]}@cache:6379/0"',
