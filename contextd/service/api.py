@@ -75,7 +75,7 @@ class QueryContextRequest(_Strict):
 class BackupRequest(_Strict):
     """Take a backup now."""
 
-    destination: str | None = Field(None, max_length=255, description="Name of a new file "
+    destination: str | None = Field(None, max_length=4096, description="Name of a new file "
                                     "in the service's backup folder (no '..', no path "
                                     "elsewhere); default: a dated file there.")
 
