@@ -37,6 +37,19 @@ def manager_repo(root: Path) -> Path:
     return root
 
 
+def send_raw(conn: http.client.HTTPConnection, method: str, path: str, data: bytes,
+             headers: dict[str, str | None]) -> tuple[int, dict, bytes]:
+    """One request with exactly ``headers`` (None: left out; no Host or Accept-Encoding of
+    http.client's own), on a connection the caller keeps or closes."""
+    conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+    for name, value in {**headers, "Content-Length": str(len(data))}.items():
+        if value is not None:
+            conn.putheader(name, value)
+    conn.endheaders(data)
+    response = conn.getresponse()
+    return response.status, dict(response.getheaders()), response.read()
+
+
 @dataclass
 class Manager:
     proc: subprocess.Popen
@@ -57,23 +70,17 @@ class Manager:
         """A raw request (``body`` as JSON, or bytes as they are); ``headers`` replace the
         defaults (a valid Host and cookie, and our Origin on a POST)."""
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
         data = body if isinstance(body, bytes) else \
             json.dumps(body).encode() if body is not None else b""
         defaults = {"Host": f"127.0.0.1:{self.port}",
-                    "Cookie": f"contextd_manager={self.token}",
-                    "Content-Length": str(len(data))}
+                    "Cookie": f"contextd_manager={self.token}"}
         if method == "POST":
             defaults["Origin"] = f"http://127.0.0.1:{self.port}"
             defaults["Content-Type"] = "application/json"
-        for name, value in {**defaults, **headers}.items():
-            if value is not None:
-                conn.putheader(name, value)
-        conn.endheaders(data)
-        response = conn.getresponse()
-        payload = response.read()
-        conn.close()
-        return response.status, dict(response.getheaders()), payload
+        try:
+            return send_raw(conn, method, path, data, {**defaults, **headers})
+        finally:
+            conn.close()
 
     def json(self, path: str) -> dict:
         status, _, payload = self.request("GET", path)
@@ -105,9 +112,10 @@ def read_first_line(proc: subprocess.Popen, timeout: float = START_TIMEOUT_S) ->
 
 
 @contextlib.contextmanager
-def running_manager(base: Path):
-    """``contextd ui`` on a fresh repository; stopped (SIGTERM) afterwards."""
-    root = manager_repo(base / "repo")
+def running_manager(base: Path, make_repo_at=manager_repo):
+    """``contextd ui`` on a fresh repository (``make_repo_at(path)``: the shared one of
+    :func:`manager_repo` by default); stopped (SIGTERM) afterwards."""
+    root = make_repo_at(base / "repo")
     env = server_env(base / "run")
     proc = subprocess.Popen(ui_command(root), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=open(base / "manager.log", "w"), env=env, cwd=str(root))

@@ -113,6 +113,19 @@ class _Values:
         return self.chars(B64, n)
 
 
+# Issue 28's forms together, as pasted into a stashed error or a runbook: the values that
+# must not come back from the stash or the knowledge base.
+ISSUE_28_SECRETS = {"azure": "Q2x9pw7Hq2x9pw7Hq2x9pw7Hq2x9pw7Hq2x9pw7+/Zm9vYmFy==",
+                    "redis": "rEd1sPw7Hq2x9", "curl": "cUrlPw7Hq2x9", "auth": "tUplePw7Hq2x9"}
+ISSUE_28_TRACE = (
+    'Traceback (most recent call last):\n  File "sync.py", line 12, in <module>\n'
+    f'    resp = requests.post(URL, auth=("bot", "{ISSUE_28_SECRETS["auth"]}"))\n'
+    "requests.exceptions.ConnectionError: storage DefaultEndpointsProtocol=https;"
+    f"AccountName=logs;AccountKey={ISSUE_28_SECRETS['azure']};EndpointSuffix=core.windows.net\n"
+    f"cache at redis://:{ISSUE_28_SECRETS['redis']}@cache:6379/0 refused; retried with\n"
+    f"$ curl -u deploy:{ISSUE_28_SECRETS['curl']} https://ci.example.com/hooks\n")
+
+
 # Templates: (file suffix, kind, template). ``{v}`` is the planted value; every template is
 # one place a secret (or a look-alike) is found in real projects.
 SECRET_TEMPLATES: tuple[tuple[str, str, str], ...] = (
@@ -167,6 +180,21 @@ SECRET_TEMPLATES: tuple[tuple[str, str, str], ...] = (
     (".env.example", "sendgrid", "SENDGRID_API_KEY={v}"),
     (".env.example", "password", "POSTGRES_PASSWORD={v}"),
     (".env.example", "aws_id", "AWS_ACCESS_KEY_ID={v}"),
+    # Issue 28's forms: an Azure connection string's key, a URL password with an empty user,
+    # curl's -u and a requests-style auth tuple (in code and in a pasted traceback).
+    (".py", "azure", 'conn_str = "DefaultEndpointsProtocol=https;AccountName=prodlogs;'
+                     'AccountKey={v};EndpointSuffix=core.windows.net"'),
+    (".json", "azure", '  "AzureWebJobsStorage": "DefaultEndpointsProtocol=https;'
+                       'AccountName=fnstore;AccountKey={v}",'),
+    (".cs", "azure", 'var bus = "Endpoint=sb://orders.servicebus.windows.net/;'
+                     'SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey={v}";'),
+    (".py", "urlpass", 'REDIS_URL = "redis://:{v}@cache.internal:6379/0"'),
+    (".yaml", "urlpass", "  broker_url: redis://:{v}@redis:6379/0"),
+    (".sh", "password", "curl -sf -u deploy:{v} https://ci.example.com/api/builds"),
+    (".md", "password", "    $ curl --user admin:{v} https://nexus.example.com/service/rest"),
+    (".py", "password", 'session.auth = ("svc-reporting", "{v}")'),
+    (".md", "password", 'File "sync.py", line 12, in <module>\n'
+                        '    resp = requests.post(URL, auth=("bot", "{v}"))'),
 )
 
 LOOKALIKE_TEMPLATES: tuple[tuple[str, str, str], ...] = (
@@ -206,6 +234,14 @@ LOOKALIKE_TEMPLATES: tuple[tuple[str, str, str], ...] = (
     (".ts", "identifier", "const {v} = new SecretManagerServiceClient();"),
     (".toml", "word", 'keywords = ["auth", "jwt", "{v}"]'),
     (".css", "color", "  --key-color: #{v};"),
+    # Issue 28's false positives, from real code.
+    (".yml", "dummy", "permissions:\n  id-token: write\n  contents: read"),
+    (".py", "dummy", "quote, token = \"'\", token[0][1:-1]"),
+    (".py", "dummy", "credentials = '{{0}}:{{1}}'.format(user, password)"),
+    (".py", "dummy", 'assert urlsplit("http://u:p@host/path").password == "p"'),
+    (".py", "dummy", 'PROXY = "http://a:b@proxy.test:3128"'),
+    (".sh", "dummy", "docker run --rm -u 1000:1000 -v $PWD:/src builder"),
+    (".sh", "dummy", 'curl -u "$CI_USER:$CI_TOKEN" https://ci.example.com/api'),
 )
 
 
@@ -223,6 +259,7 @@ def _value(values: _Values, kind: str) -> str:
         + str(values.rng.randint(1, 9)),
         "sshpub": lambda: "AAAAC3NzaC1lZDI1NTE5AAAAI" + values.b64(43),
         "etag": lambda: values.hex(32),
+        "azure": lambda: values.b64(86) + "==", "urlpass": lambda: values.chars(ALNUM, 20),
         "version": lambda: f"0.{values.rng.randint(10, 30)}.{values.rng.randint(0, 9)}",
     }
     return generators.get(kind, getattr(values, kind, None) or values.token)()

@@ -53,7 +53,8 @@ def test_backup_delete_restore_answers_the_same(tmp_path) -> None:
 def test_restore_refuses_a_file_that_is_not_an_index(tmp_path) -> None:
     root = make_project(tmp_path / "proj")
     env = env_for(tmp_path / "run")
-    bogus = tmp_path / "bogus.duckdb"
+    bogus = root / ".contextd" / "backups" / "bogus.duckdb"
+    bogus.parent.mkdir(parents=True)
     bogus.write_bytes(b"not a database" * 100)
     done = cli(root, env, "restore", str(bogus))
     assert done.returncode == 1 and "not a usable contextd index" in done.stderr

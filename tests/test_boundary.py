@@ -272,12 +272,20 @@ def test_unreadable_file_for_an_unprivileged_user() -> None:
     finally:
         os.chmod(root / "locked", 0o755)
         shutil.rmtree(root)
-    assert results == {"ok.py": None, "secret.py": "unreadable", "locked": "unreadable"}
+    assert results == {"ok.py": None, "secret.py": "unreadable", "locked": "unreadable",
+                       # check-file on a file in the locked folder: unreadable, and why;
+                       # it exists (it used to say "does not exist")
+                       "check locked/inner.py": "unreadable",
+                       "why locked/inner.py": "locked/inner.py cannot be reached: Permission "
+                                              "denied (the folder locked is not readable)"}
 
 
 def _unreadable_verdicts(root: Path) -> dict[str, str | None]:
-    found = verdicts(Boundary(project(root)))
-    return {path: reason.value if reason else None for path, reason in found.items()}
+    boundary = Boundary(project(root))
+    found = verdicts(boundary)
+    inner = boundary.check("locked/inner.py")
+    return {**{path: reason.value if reason else None for path, reason in found.items()},
+            "check locked/inner.py": inner.reason.value, "why locked/inner.py": inner.detail}
 
 
 def _run_as_nobody(func):

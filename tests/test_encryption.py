@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from contextd.crypto import plaintext_dir
+import pytest
+
+from contextd.crypto import plaintext_dir, side_file
+from contextd.crypto.sealed_file import WrongKey, verify_key
+from contextd.web.feed import ProgressFeed
 from contextd.config.project import Project
 from service_helpers import cli, env_for, make_project
 
@@ -78,3 +82,62 @@ def test_writes_survive_an_owner_killed_before_it_sealed(tmp_path) -> None:
     done = cli(root, env, "--json", "query", "wombat migration runbook", "--k", "1")
     assert json.loads(done.stdout)["hits"][0]["file_path"] == "docs/late.md"
     _no_plaintext(Project.open(str(root)).db_path)
+
+
+def _crash_after_indexing(root: Path, env: dict, name: str, text: str) -> None:
+    """An owner indexes a new file and dies without closing: its decrypted copy, newer than
+    the sealed file, stays in /dev/shm."""
+    (root / "docs" / name).write_text(text)
+    script = ("import os\nfrom contextd.runtime.engine import Engine\n"
+              f"engine = Engine.open({str(root)!r})\nengine.refresh()\nos._exit(0)\n")
+    assert subprocess.run([sys.executable, "-c", script], env=env, timeout=120).returncode == 0
+
+
+def test_a_crashed_owners_copy_opens_only_with_the_right_key(tmp_path) -> None:
+    """Issue 28: the leftover copy was reopened with any key, and sealed with it on exit."""
+    root = make_project(tmp_path / "proj", "[security]\nencrypt_db = true\n")
+    env = env_for(tmp_path / "run", CONTEXTD_DB_KEY=KEY)
+    db = Project.open(str(root)).db_path
+    assert cli(root, env, "refresh").returncode == 0
+    _crash_after_indexing(root, env, "late.md", "# Late\n\nThe wombat migration runbook.\n")
+    assert list(plaintext_dir(db).glob("context.duckdb"))  # the leftover copy
+    wrong = {**env, "CONTEXTD_DB_KEY": "another key entirely"}
+    done = cli(root, wrong, "--json", "query", "wombat migration runbook", "--k", "1")
+    assert done.returncode == 1 and "wrong key" in done.stderr, done.stdout
+    verify_key(db, KEY.encode())  # still sealed with the owner's key
+    done = cli(root, env, "--json", "query", "wombat migration runbook", "--k", "1")
+    assert json.loads(done.stdout)["hits"][0]["file_path"] == "docs/late.md"
+    verify_key(db, KEY.encode())
+    with pytest.raises(WrongKey):
+        verify_key(db, b"another key entirely")
+
+
+def test_rotation_reencrypts_the_database_a_restore_replaced(tmp_path) -> None:
+    root = make_project(tmp_path / "proj", "[security]\nencrypt_db = true\n")
+    env = env_for(tmp_path / "run", CONTEXTD_DB_KEY=KEY, NEW_DB_KEY="a brand new key of ours")
+    db = Project.open(str(root)).db_path
+    assert cli(root, env, "refresh").returncode == 0
+    backup = json.loads(cli(root, env, "--json", "backup").stdout)["path"]
+    assert cli(root, env, "restore", backup).returncode == 0
+    replaced = db.with_name(db.name + ".before-restore")
+    verify_key(replaced, KEY.encode())
+    rotated = cli(root, env, "--json", "keys", "rotate-db-key", "--new-key-env", "NEW_DB_KEY")
+    assert rotated.returncode == 0, rotated.stderr
+    assert str(replaced.resolve()) in json.loads(rotated.stdout)["reencrypted"]
+    verify_key(replaced, b"a brand new key of ours")
+    with pytest.raises(WrongKey):
+        verify_key(replaced, KEY.encode())
+
+
+def test_side_files_stay_off_the_disk_while_encrypted(tmp_path) -> None:
+    """progress.jsonl and the process logs name files and jobs: with encrypt_db on they go
+    to the private memory-backed directory, never beside the sealed database."""
+    sealed = Project.open(str(make_project(tmp_path / "a", "[security]\nencrypt_db = true\n")))
+    plain = Project.open(str(make_project(tmp_path / "b")))
+    for name in ("progress.jsonl", "owner.log", "index-manager.log"):
+        assert side_file(sealed, name).parent == plaintext_dir(sealed.db_path)
+        assert side_file(plain, name) == plain.db_path.parent / name
+    feed = ProgressFeed(None, side_file(sealed, "progress.jsonl"), 100)
+    feed._append([{"event": "start", "file": "src/secret_plans.py"}])
+    assert feed.entries()[0]["file"] == "src/secret_plans.py"
+    assert not list(sealed.db_path.parent.glob("progress*"))

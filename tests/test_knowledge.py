@@ -273,6 +273,15 @@ def test_secrets_in_documents_are_scrubbed(env):
     found = _search(engine, "database access password primary", k=20)
     texts = "".join(h.snippet for h in found.hits)
     assert "Database access" in texts and "Sup3rS3cretValue" not in texts
+    # Issue 28's forms, as pasted into a runbook.
+    from secrets_corpus import ISSUE_28_SECRETS, ISSUE_28_TRACE
+
+    runbook = make_markdown(root / "ops" / "sync.md", {"Sync outage": ISSUE_28_TRACE})
+    assert engine.knowledge_add([str(runbook)]).documents[0].secrets_redacted >= 4
+    texts = "".join(h.snippet for h in _search(engine, "sync outage traceback", k=20).hits)
+    assert "Sync outage" in texts
+    for name, value in ISSUE_28_SECRETS.items():
+        assert value not in texts, name
 
 
 def test_project_queries_stay_project_only_and_reindexing_keeps_documents(env):

@@ -62,6 +62,24 @@ def scrubber() -> Scrubber:
     (f"key = {AWS_KEY}", f"key = {REDACTED}"),
     ("max_tokens = \"256\"", "max_tokens = \"256\""),
     ("token = get_token()", "token = get_token()"),
+    # Issue 28: forms the rules missed ...
+    ('c = "DefaultEndpointsProtocol=https;AccountName=logs;AccountKey=Zm9vYmFy+x7Q2w==;"',
+     f'c = "DefaultEndpointsProtocol=https;AccountName=logs;AccountKey={REDACTED};"'),
+    ("REDIS_URL = 'redis://:pw7Hq2x9@c:6379/0'", f"REDIS_URL = 'redis://:{REDACTED}@c:6379/0'"),
+    ("curl -u deploy:Hq2x9pw7 https://ci", f"curl -u deploy:{REDACTED} https://ci"),
+    ("curl --user=admin:Hq2x9pw7 localhost", f"curl --user=admin:{REDACTED} localhost"),
+    ('r = requests.get(url, auth=("admin", "Hq2x9pw7"))',
+     f'r = requests.get(url, auth=("admin", "{REDACTED}"))'),
+    # ... and lines of real code they changed.
+    ("  id-token: write", "  id-token: write"),
+    ("quote, token = \"'\", token[0][1:-1]", "quote, token = \"'\", token[0][1:-1]"),
+    ("credentials = '{0}:{1}'.format(user, pw)", "credentials = '{0}:{1}'.format(user, pw)"),
+    ('u = urlsplit("http://u:p@host/x")', 'u = urlsplit("http://u:p@host/x")'),
+    ("docker run -u 1000:1000 img", "docker run -u 1000:1000 img"),
+    ('webhook_secret="my_secret_key"', 'webhook_secret="my_secret_key"'),
+    ('api_key="hf_...",  # your token', 'api_key="hf_...",  # your token'),
+    ("MLKEM768X25519PrivateKey = rust.MLKEM768X25519PrivateKey",
+     "MLKEM768X25519PrivateKey = rust.MLKEM768X25519PrivateKey"),
 ])
 def test_patterns_keep_structure(scrubber, before, after):
     assert scrubber.scrub(before, "x.py").text == after

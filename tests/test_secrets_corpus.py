@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from contextd.scrub.scrubber import REDACTED, scrub_secrets
-from secrets_corpus import generate
+from secrets_corpus import ISSUE_28_SECRETS, generate
 from test_mcp_server import make_repo, mcp_session, server_env, structured
 
 QUERIES = ("stripe api key", "Authorization Bearer token", "aws secret access key",
@@ -164,5 +164,44 @@ def test_commit_subjects_in_git_history_hits_are_scrubbed(tmp_path):
         subjects = [c["subject"] for h in hits for c in h.metadata.get("commits", [])]
         assert any("vat rounding with [REDACTED]" in s for s in subjects), subjects
         assert key not in json.dumps([h.metadata for h in hits])
+    finally:
+        engine.close()
+
+
+def test_git_history_diff_context_lines_are_scrubbed(tmp_path):
+    """A hit's ``recent_change`` diff shows the lines around the change: a credential there
+    (issue 28's forms) is redacted like one on a changed line."""
+    from contextd.runtime.engine import Engine
+    from contextd.config.project import Project
+    from contextd.providers import ProviderQuery
+    from contextd.records import ContextScope, TokenBudget
+
+    secrets = ISSUE_28_SECRETS
+    lines = ['STORAGE = "DefaultEndpointsProtocol=https;AccountName=logs;'
+             f'AccountKey={secrets["azure"]};EndpointSuffix=core.windows.net"',
+             f'CACHE_URL = "redis://:{secrets["redis"]}@cache:6379/0"',
+             f'DEPLOY = "curl -u deploy:{secrets["curl"]} https://ci.example.com/hooks"',
+             f'SESSION_AUTH = ("reporting", "{secrets["auth"]}")',
+             'def settle_ledger(amount):', '    return amount * 2']
+    root = make_repo(tmp_path / "repo", {"src/ledger.py": "\n".join(lines) + "\n"})
+    (root / "src/ledger.py").write_text("\n".join(lines[:-1] + ["    return amount * 3"]) + "\n")
+    env = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "HOME": str(tmp_path),
+           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com",
+           "PATH": os.environ["PATH"]}
+    subprocess.run(["git", "-C", str(root), "commit", "-qam", "triple the ledger"],
+                   check=True, env={**env, "GIT_COMMITTER_DATE": "2099-01-01T00:00:00",
+                                    "GIT_AUTHOR_DATE": "2099-01-01T00:00:00"})
+    engine = Engine(Project.open(str(root)))
+    try:
+        engine.indexer.embed = False
+        engine.ensure_indexed()
+        hits = engine.module.provider("git_history").query(
+            ProviderQuery("settle ledger amount", 10), ContextScope(), TokenBudget())
+        diffs = [h.metadata["recent_change"]["diff"] for h in hits
+                 if "recent_change" in h.metadata]
+        assert diffs and any("return amount * 3" in d for d in diffs), hits
+        shown = json.dumps([h.metadata for h in hits]) + json.dumps([h.text for h in hits])
+        for name, value in secrets.items():
+            assert value not in shown, name
     finally:
         engine.close()

@@ -19,6 +19,7 @@ from contextd.embedders import onnx_factory
 from contextd.runtime.engine import Engine
 from contextd.errors import StashFullError, UsageError
 from contextd.hookspecs import hookimpl
+from secrets_corpus import ISSUE_28_SECRETS, ISSUE_28_TRACE
 from contextd.plugins.manager import get_plugin_manager
 from contextd.config.project import Project
 from contextd.query.records import QueryRequest
@@ -387,3 +388,13 @@ def test_credentials_in_a_stashed_message_are_redacted_like_a_config_file(tmp_pa
         assert all("hunter2" not in t for t in texts)
     finally:
         engine.close()
+
+
+def test_issue_28_credential_forms_are_scrubbed_before_stashing(memory):
+    engine, _ = memory
+    done = stash(engine, seg(ISSUE_28_TRACE, "error_log", source="pytest"))
+    assert done.secrets_redacted == 4
+    shown = engine.merge_stashed(list(done.segment_ids)).segments[0].text
+    assert "requests.post(URL" in shown and "curl -u deploy:" in shown
+    for name, value in ISSUE_28_SECRETS.items():
+        assert value not in shown, name

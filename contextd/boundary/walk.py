@@ -26,6 +26,7 @@ that passed every cheaper filter.
 from __future__ import annotations
 
 import enum
+import errno
 import logging
 import os
 import re
@@ -99,7 +100,15 @@ class RejectReason(str, enum.Enum):
 # Rejections of files the project would otherwise index: recorded by full indexing runs
 # (skipped_files) so stats can say what was left out and why.
 SKIP_REASONS = frozenset({RejectReason.TOO_LARGE, RejectReason.BINARY, RejectReason.GENERATED,
-                          RejectReason.SECRET_FILE, RejectReason.UNREADABLE})
+                          RejectReason.SECRET_FILE, RejectReason.UNREADABLE,
+                          RejectReason.NOT_A_REGULAR_FILE, RejectReason.SYMLINK_NOT_FOLLOWED,
+                          RejectReason.SYMLINK_ESCAPE, RejectReason.SYMLINK_LOOP,
+                          RejectReason.SYMLINK_TOO_DEEP})
+# ... and of folders, whose files are all left out: an unreadable one, a link that loops or
+# leads out of the project (named, not just counted: the user can fix them).
+SKIP_DIR_REASONS = frozenset({RejectReason.UNREADABLE, RejectReason.SYMLINK_NOT_FOLLOWED,
+                              RejectReason.SYMLINK_ESCAPE, RejectReason.SYMLINK_LOOP,
+                              RejectReason.SYMLINK_TOO_DEEP})
 
 
 IGNORE_FILES = {".gitignore": RejectReason.GITIGNORE,
@@ -518,8 +527,12 @@ class Boundary:
             is_last = i == len(parts) - 1
             try:
                 st = os.lstat(child_abs)
-            except OSError:
-                return self._missing(rel, layers)
+            except OSError as exc:
+                if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                    return self._missing(rel, layers)
+                return RejectReason.UNREADABLE, (
+                    f"{child_rel} cannot be reached: {exc.strerror} (the folder "
+                    f"{cur_rel or '.'} is not readable)")
             if stat_mod.S_ISLNK(st.st_mode):
                 target = self._link_target(child_abs, child_rel, cur_real, depth, layers)
                 if not isinstance(target, _Hop):

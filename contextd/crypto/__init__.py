@@ -62,3 +62,15 @@ def plaintext_dir(sealed: Path) -> Path:
     path = top / digest
     path.mkdir(mode=0o700, exist_ok=True)
     return path
+
+
+def side_file(project: Any, name: str) -> Path:
+    """Where a side file of the index (progress log, process logs) goes: beside the
+    database, or, while ``encrypt_db`` is on, in the private memory-backed directory of the
+    decrypted database. Such files name the project's files and jobs; written in clear
+    beside a sealed index they would tell what it keeps secret."""
+    db = Path(project.db_path)
+    if project.config.security.encrypt_db:
+        return plaintext_dir(db) / name
+    db.parent.mkdir(parents=True, exist_ok=True)
+    return db.parent / name

@@ -84,23 +84,41 @@ def unseal(source: Path, target: Path, secret: bytes) -> None:
         raise
 
 
-def _unseal_stream(src: BinaryIO, out: BinaryIO, secret: bytes, name: Path) -> None:
+def verify_key(source: Path, secret: bytes) -> None:
+    """Raise :class:`WrongKey` unless ``secret`` opens ``source``: its first segment is
+    decrypted and authenticated (with the header), which no other key can do. Cheap (one
+    segment), so it runs before anything trusts a key, a leftover decrypted copy included."""
+    with open(source, "rb") as src:
+        header, prefix, segment, aes = _read_header(src, secret, source)
+        block = src.read(segment + TAG_BYTES)
+        _decrypt(aes, header, prefix, 0, block, not src.read(1), source)
+
+
+def _read_header(src: BinaryIO, secret: bytes, name: Path) -> tuple[bytes, bytes, int, AESGCM]:
     header = src.read(_HEADER.size)
     if len(header) != _HEADER.size or not header.startswith(MAGIC):
         raise StoreError(f"{name} is not an encrypted contextd index (security.encrypt_db is "
                          "on); restore an encrypted backup or turn encryption off")
     _, salt, prefix, segment = _HEADER.unpack(header)
-    aes = AESGCM(derive(secret, salt))
+    return header, prefix, segment, AESGCM(derive(secret, salt))
+
+
+def _decrypt(aes: AESGCM, header: bytes, prefix: bytes, index: int, block: bytes, last: bool,
+             name: Path) -> bytes:
+    try:
+        return aes.decrypt(prefix + struct.pack(">I", index), block, _aad(header, index, last))
+    except InvalidTag:
+        raise WrongKey(f"cannot decrypt {name}: wrong key (security.key_env / key_file), "
+                       "or the file is damaged") from None
+
+
+def _unseal_stream(src: BinaryIO, out: BinaryIO, secret: bytes, name: Path) -> None:
+    header, prefix, segment, aes = _read_header(src, secret, name)
     index, block = 0, src.read(segment + TAG_BYTES)
     while True:
         following = src.read(segment + TAG_BYTES)
         last = not following
-        try:
-            out.write(aes.decrypt(prefix + struct.pack(">I", index), block,
-                                  _aad(header, index, last)))
-        except InvalidTag:
-            raise WrongKey(f"cannot decrypt {name}: wrong key (security.key_env / key_file), "
-                           "or the file is damaged") from None
+        out.write(_decrypt(aes, header, prefix, index, block, last, name))
         if last:
             return
         index, block = index + 1, following

@@ -15,7 +15,8 @@ import threading
 import time
 from typing import Any, Sequence
 
-from contextd.boundary.walk import SKIP_REASONS, Boundary, FileEntry, RejectReason
+from contextd.boundary.walk import (SKIP_DIR_REASONS, SKIP_REASONS, Boundary, FileEntry,
+                                    RejectReason)
 from contextd.chunkers.chunking import chunking_signature
 from contextd.contextualizers.stage import (contextualizer_signature, counters_since, needs_store,
                                    stage_stats)
@@ -192,7 +193,12 @@ class Indexer:
             report.files_seen, report.files_unchanged = plan.seen, \
                 report.files_unchanged + plan.unchanged
             if not report.cancelled:
-                report.files_removed += self._drop_vanished(entries)
+                gone = self._drop_vanished(entries)
+                report.files_removed += len(gone)
+                # Stored by this run, then deleted before it ended: not in the index.
+                written = {t.path for t in plan.tasks}
+                report.files_indexed -= sum(1 for path in gone if path in written)
+                report.note_vanished(gone)
             self._finish_bootstrap(job_id, report)
             return report
 
@@ -214,16 +220,26 @@ class Indexer:
             raise UsageError(f"{shown(path)} {reason or 'is the project root, not a file'}")
         return rel
 
+    def indexable(self, path: str, on_disk: bool = True) -> str:
+        """``path`` as a root-relative path the boundary lets in; UsageError with the reason
+        otherwise. ``on_disk``: the file must also exist (it is to be read from disk)."""
+        rel = self.relative(path)
+        decision = self.boundary.check(rel)
+        if decision.reason == RejectReason.NOT_FOUND:
+            if on_disk:
+                raise UsageError(f"{rel} does not exist on disk: send its text as content, "
+                                 "or create the file first")
+        elif not decision.indexable:
+            raise UsageError(f"{rel} is outside what this project indexes: {decision.detail}")
+        return rel
+
     def push(self, path: str, data: bytes, progress: Progress | None = None) -> IndexReport:
         """Index ``data`` as the content of project file ``path`` (the service's
         ``add_context``): same scrubbing, chunking and embedding as a file read from disk.
         Recorded with :data:`PUSHED_MTIME_NS`, so a file that exists on disk is re-indexed from
         disk at its next change or catch-up (the disk stays the truth), and a document with
         no file behind it stays until ``delete_context`` or a rebuild."""
-        rel = self.relative(path)
-        decision = self.boundary.check(rel)
-        if not decision.indexable and decision.reason != RejectReason.NOT_FOUND:
-            raise UsageError(f"{rel} is outside what this project indexes: {decision.detail}")
+        rel = self.indexable(path, on_disk=False)
         limit = self.config.indexing.max_file_size_mb * 1024 * 1024
         if len(data) > limit:
             raise UsageError(f"{rel}: {len(data)} bytes is over indexing.max_file_size_mb")
@@ -423,7 +439,22 @@ class Indexer:
         report.files_unchanged += plan.unchanged
         report.files_removed += removed
         report.refused = [dataclasses.asdict(r) for r in refused]
+        if not report.cancelled:
+            self._settle_left_out(rels)
         return report
+
+    def _settle_left_out(self, rels: list[str] | None) -> None:
+        """A finished refresh has looked at every file under ``rels`` (None: the project),
+        so whatever an interrupted run left pending there is now indexed or gone: its
+        bootstrap rows must not go on saying "files left out"."""
+        _, pending = self.store.progress_pending()
+        if rels is None:
+            if pending:
+                self.store.progress_clear()
+            return
+        settled = [p for p in pending if in_scope(p, rels)]
+        if settled:
+            self.store.progress_mark(settled, "completed")
 
     def _entries_for(self, rels: list[str] | None) -> list[FileEntry]:
         """Files on disk in scope: a full walk for the project or a directory, one boundary
@@ -442,12 +473,14 @@ class Indexer:
             entries += self._walk(walk)
         return entries
 
-    def _drop_vanished(self, entries: Sequence[FileEntry]) -> int:
+    def _drop_vanished(self, entries: Sequence[FileEntry]) -> list[str]:
         """Remove the files of a finished run that were deleted while it ran (after being
         read, so they were stored): the index then matches the disk when the run ends, not
         at the next refresh."""
         gone = [e.path for e in entries if not os.path.lexists(e.abs_path)]
-        return self.store.delete_files(gone) if gone else 0
+        if gone:
+            self.store.delete_files(gone)
+        return gone
 
     def _walk(self, prefixes: Sequence[str] | None) -> list[FileEntry]:
         """The files in scope on disk (all, or under ``prefixes``). What the boundary refused
@@ -457,8 +490,10 @@ class Indexer:
             prefixes = None
         scan = self.boundary.scan(collect_rejections=True)
         skips = [SkippedFile(r.path, r.reason.value, r.detail) for r in scan.rejected
-                 if r.reason in SKIP_REASONS and not r.is_dir and in_scope(r.path, prefixes)]
-        self.store.replace_skips(skips, sorted(r.value for r in SKIP_REASONS), prefixes)
+                 if r.reason in (SKIP_DIR_REASONS if r.is_dir else SKIP_REASONS)
+                 and in_scope(r.path, prefixes)]
+        self.store.replace_skips(skips, sorted(r.value for r in SKIP_REASONS | SKIP_DIR_REASONS),
+                                 prefixes)
         return [e for e in scan.accepted if in_scope(e.path, prefixes)]
 
     def _run(self, tasks: list[FileTask], mode: str, progress: Progress | None,

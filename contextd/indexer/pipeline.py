@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import multiprocessing
+import os
 import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -64,7 +65,7 @@ def outcomes(tasks: Sequence[FileTask], config: ContextConfig, workers: int,
         return
     context = multiprocessing.get_context("forkserver")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=init_worker,
-                             initargs=(config,)) as pool:
+                             initargs=(config, os.getpid())) as pool:
         waiting = collections.deque(_task_batches(tasks))
         pending: collections.deque[Future] = collections.deque()
         try:
@@ -183,6 +184,7 @@ class Writer:
             report.files_unchanged += len(self._same)
         if self._vanished:
             report.files_removed += store.delete_files(self._vanished)
+            report.note_vanished(self._vanished)
         if self._failed:
             # A file that failed is stored without chunks, under its size and mtime: it is
             # not read again until it changes, and its stale chunks (if any) go away.

@@ -8,6 +8,8 @@ from typing import Any
 
 # Failed files named in the one-line summary (``errors`` holds more).
 FAILURES_IN_SUMMARY = 3
+# Files deleted while the run read them, named in ``vanished`` (the count has them all).
+VANISHED_NAMED = 20
 
 
 @dataclass
@@ -24,6 +26,8 @@ class IndexReport:
     ``refused`` names each path argument that was not used (``path``, ``reason``).
     ``embedding`` is what a remote embedding server did for the run (requests, texts, tokens,
     retries, rate-limit waits, texts per second); empty for a local model.
+    ``vanished`` names files deleted while the run read them (the first
+    :data:`VANISHED_NAMED`; ``files_vanished`` counts them all): they are not in the index.
     """
 
     mode: str = "refresh"
@@ -45,6 +49,13 @@ class IndexReport:
     contextualizer: dict[str, Any] = field(default_factory=dict)
     refused: list[dict[str, str]] = field(default_factory=list)
     embedding: dict[str, Any] = field(default_factory=dict)
+    files_vanished: int = 0
+    vanished: list[str] = field(default_factory=list)
+
+    def note_vanished(self, paths: list[str]) -> None:
+        """Count and name files that were deleted while this run read them."""
+        self.files_vanished += len(paths)
+        self.vanished += paths[:max(0, VANISHED_NAMED - len(self.vanished))]
 
     @property
     def summary(self) -> str:
@@ -67,6 +78,10 @@ class IndexReport:
                      f"{e['rate_limit_wait_s']:.1f} s rate-limit waits")
         if self.embedding_error:
             text += f"; embeddings unavailable: {self.embedding_error}"
+        if self.files_vanished:
+            more = " ..." if self.files_vanished > len(self.vanished) else ""
+            text += (f"; {self.files_vanished:,} deleted while indexing "
+                     f"({', '.join(self.vanished[:FAILURES_IN_SUMMARY])}{more})")
         if self.refused:
             text += "; refused: " + "; ".join(f"'{r['path']}' {r['reason']}"
                                              for r in self.refused)

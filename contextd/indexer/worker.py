@@ -19,6 +19,7 @@ import blake3
 from contextd.chunkers.chunking import chunk_file
 from contextd.config.sections import ContextConfig
 from contextd.contextualizers.stage import index_texts
+from contextd.indexer.lifeline import die_with
 from contextd.indexer.plan import FileTask
 from contextd.scrub.scrubber import Scrubber, get_scrubber
 from contextd.store.base import FileRecord, IndexedChunk
@@ -115,12 +116,14 @@ def count_lines(data: bytes) -> int:
 _worker_config: ContextConfig | None = None
 
 
-def init_worker(config: ContextConfig) -> None:
-    """Pool initializer: keep the configuration for every batch this process handles, and
-    leave Ctrl-C to the parent (the terminal sends SIGINT to the whole process group; a
-    worker would print its own KeyboardInterrupt traceback, while the parent stops the pool
-    and records where the run stopped)."""
+def init_worker(config: ContextConfig, owner_pid: int) -> None:
+    """Pool initializer: end with the indexing process ``owner_pid`` (even SIGKILLed:
+    :mod:`contextd.indexer.lifeline`), keep the configuration for every batch this process
+    handles, and leave Ctrl-C to the parent (the terminal sends SIGINT to the whole process
+    group; a worker would print its own KeyboardInterrupt traceback, while the parent stops
+    the pool and records where the run stopped)."""
     global _worker_config
+    die_with(owner_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_config = config
 

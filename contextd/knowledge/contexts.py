@@ -134,7 +134,7 @@ def delete_context(store: IndexStore, name: str, confirm: bool) -> ContextDelete
     if info.is_default:
         raise KnowledgeError("the 'default' context cannot be deleted (documents added "
                              "without a context go there); remove its documents instead")
-    if not confirm:
+    if confirm is not True:  # a JSON true, not "yes" or 1
         what = (f"deleting context {info.name!r} removes it and its {info.documents} "
                 "document link(s)")
         raise KnowledgeError(f"{what}: repeat with confirm=true",

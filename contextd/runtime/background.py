@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from contextd.config.project import Project
+from contextd.crypto import side_file
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +96,9 @@ def start_background_owner(project: Project) -> int:
     """Start ``contextd owner`` for ``project``, detached (own session: a Ctrl-C in the
     terminal does not reach it), logging to ``<db dir>/owner.log``; returns its pid."""
     command = contextd_command(project.root, project.config.source) + ["owner"]
-    log_path = project.db_path.parent / OWNER_LOG
-    # A PostgreSQL project has no database file, so nothing has made the folder yet.
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    # Beside the database, or in the private folder of a decrypted one; made if missing (a
+    # PostgreSQL project has no database file, so nothing has made the folder yet).
+    log_path = side_file(project, OWNER_LOG)
     with open(log_path, "ab") as log_file:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=log_file, start_new_session=True, close_fds=True,

@@ -7,7 +7,10 @@ go on committing while it runs (measured in ``benchmarks/bench_service.py --back
 CHECKPOINT plus file copy would have to hold every writer for the whole copy).
 
 Backups live in ``<db dir>/backups/`` as ``context-YYYYmmdd-HHMMSS.duckdb``; the newest
-``storage.backup_keep`` are kept. ``restore`` refuses while any process owns the index
+``storage.backup_keep`` are kept. A named backup (``--to``, the service's ``destination``) and
+a restore's source are confined to that folder too (:func:`inside_backups`): the service
+takes a destination from the network, and a path elsewhere would let a caller write a full
+copy of the index anywhere the owner may write. ``restore`` refuses while any process owns the index
 (the owner lock is taken for the duration), opens the backup and runs a query on it before
 replacing the database, and keeps the replaced file beside it as ``*.before-restore``.
 """
@@ -46,11 +49,30 @@ def list_backups(project: Any) -> list[Path]:
                   if p.name.startswith(BACKUP_PREFIX) and p.name.endswith(BACKUP_SUFFIX))
 
 
+def inside_backups(project: Any, name: str) -> Path:
+    """The file ``name`` names inside the backup folder: a name or relative path is taken
+    from that folder, an absolute path must lie in it; ``..``, NUL bytes and paths that lead
+    elsewhere (symbolic links included) are refused with the reason."""
+    folder = backup_dir(project)
+    if "\0" in name or not name.strip():
+        raise UsageError(f"{name!r} is not a file name")
+    given = Path(name).expanduser()
+    if ".." in given.parts:
+        raise UsageError(f"{name}: '..' is not allowed; backups are files of the "
+                         f"backup folder {folder}")
+    target = (given if given.is_absolute() else folder / given).resolve()
+    if target == folder or not target.is_relative_to(folder):
+        raise UsageError(f"{name} is outside the backup folder {folder}; backups are "
+                         "written and restored only there")
+    return target
+
+
 def take_backup(project: Any, store: Any, destination: str | None = None) -> dict[str, Any]:
-    """Snapshot ``store`` (open in this, the owner's, process) to ``destination`` or a new
-    file of the backup directory, then prune old backups. Returns path, size and seconds."""
+    """Snapshot ``store`` (open in this, the owner's, process) to ``destination`` (a new
+    file of the backup folder) or a new dated file there, then prune old dated backups.
+    Returns path, size and seconds."""
     if destination:
-        target = Path(destination).expanduser().resolve()
+        target = inside_backups(project, destination)
         if target.exists():
             raise UsageError(f"{target} exists; choose a new file for the backup")
     else:
@@ -123,7 +145,7 @@ def restore(project: Any, source: str) -> dict[str, Any]:
     database meanwhile; refuses when another process owns it."""
     from contextd.runtime.election import OwnerLock, lock_path
 
-    src = Path(source).expanduser().resolve()
+    src = inside_backups(project, source)
     if not src.is_file():
         raise UsageError(f"{src} is not a file")
     db = Path(project.db_path).resolve()

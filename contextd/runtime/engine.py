@@ -191,7 +191,7 @@ class Engine:
         the language is detected from the file name, as for every file, and a hint that
         disagrees is reported in ``notes``."""
         if content is None:
-            report = self.indexer.refresh([file_path])
+            report = self.indexer.refresh([self.indexer.indexable(file_path)])
         else:
             report = self.indexer.push(file_path, content.encode("utf-8"))
         rel = self.indexer.relative(file_path)

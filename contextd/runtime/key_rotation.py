@@ -1,4 +1,5 @@
-"""``contextd keys rotate-db-key``: re-encrypt the sealed index and its backups with a new key.
+"""``contextd keys rotate-db-key``: re-encrypt the sealed index, the database a restore
+replaced (``*.before-restore``) and the backups with a new key.
 
 Runs with the owner lock held (refused while a server, watcher or MCP session owns the
 index). The index is first opened and closed with the current key, so a decrypted copy
@@ -34,7 +35,10 @@ def rotate_db_key(project: Any, new_secret: bytes) -> dict[str, Any]:
         old = db_secret(project.config)
         EncryptedDuckDBStore(db, old).close()
         scratch = plaintext_dir(db) / "rotate.duckdb"
-        files = [db, *list_backups(project)]
+        # The database a restore replaced is a backup too: left on the old key, it would
+        # be the one copy the new key cannot open and the old one (maybe leaked) can.
+        replaced = db.with_name(db.name + ".before-restore")
+        files = [db, *([replaced] if replaced.exists() else []), *list_backups(project)]
         try:
             for path in files:
                 unseal(path, scratch, old)

@@ -62,7 +62,7 @@ TOKEN_MARKERS = tuple(sorted({m for _, markers, _ in TOKEN_FORMATS
 
 # Lower-case substrings that put a line under the name and context rules.
 KEYWORDS = ("pass", "pwd", "secret", "token", "key", "jwt", "bearer", "basic ", "auth",
-            "credential", "sign", "hmac", "://")
+            "credential", "sign", "hmac", "://", "-u ", "--user")
 
 # Names whose value is a secret whatever it looks like (placeholders aside) ...
 STRONG_NAME = (r"password|passwd|pwd|passphrase|secrets?|token|jwt|credentials?"
@@ -84,14 +84,34 @@ _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 # and the words people use for a stand-in.
 _LITERALS = frozenset({"[redacted]", "none", "null", "true", "false", "nil", "undefined", "",
                        "password", "secret", "token", "pass", "string", "str", "required",
-                       "optional"})
+                       "optional",
+                       # GitHub workflow permissions (``id-token: write``)
+                       "read", "write", "read-all", "write-all"})
+# Template fields and format specifiers: a value made of these and punctuation only
+# (``'{0}:{1}'``, ``"%s:%s"``, ``"'"``) holds no secret.
+_TEMPLATE_FIELD = re.compile(r"\{[\w.!:]*\}|%\(?\w*\)?[sdr]|\$\{?\w+\}?")
 _REFERENCE = re.compile(
     r"(?i)[x*.#_-]+|0+|<[^<>]*>|\$\{?[\w.:-]*\}?|\{\{.*\}\}|\{[\w.]*\}|%\(?\w*\)?s|\$\(.*\)"
     r"|(?:process\.env|os\.environ|env)[.\[][\w.\[\]\"']*")
 _DUMMY = re.compile(
     r"(?i)dummy|fake|example|sample|placeholder|change[_-]?me|replace[_-]?me|redacted"
     r"|not[_-]?(?:a[_-]?)?real|xxxx|your[_-]|insert[_-]|mock|^test(?:ing)?(?:[_-]?\w{0,12})$"
-    r"|^(?:foo|bar|baz|secret|password|token)\d*$")
+    r"|^(?:foo|bar|baz|foobar|secret|password|token)\d*$")
+# A value that names a secret instead of holding one: words (no digit) among which one says
+# what it stands for (``"my-secret"``, ``"X-Xet-Access-Token"``, ``"challengePassword"``,
+# ``"Use a User Access Token."``, ``get_token()``); a real password with a digit or a symbol
+# stays a secret.
+_NAMING_VALUE = re.compile(r"[A-Za-z _.,`()/-]+")
+_NAME_WORD = re.compile(r"(?i)pass(?:word|wd|phrase)?|pwd|secret|token|key|credential|jwt|auth")
+# Values cut short on purpose in documentation: ``"hf_..."``, ``"hf_***"``, ``"sk-…"``.
+_ELIDED = ("...", "…", "***")
+# A regular expression, not a secret: a character range or class, a group's flags.
+_REGEX_VALUE = re.compile(r"\[[^\]]*(?:a-z|A-Z|0-9)[^\]]*\]|\\[dwsDWS]|\(\?[:=!P<]")
+# Public constants that look random: the CACHEDIR.TAG signature (bford.info/cachedir).
+KNOWN_PUBLIC = frozenset({"8a477f597d28d172789f06886806bc55"})
+# In code, shorter than any secret worth the name (``{col_token: "min"}``); a configuration
+# file's ``API_KEY=xyz`` is still its value.
+MIN_CODE_SECRET_CHARS = 4
 
 # Random-looking values, and the look-alikes that are not secrets.
 _HEX = re.compile(r"[0-9a-fA-F]{32,}")
@@ -113,12 +133,22 @@ MIN_DIGIT_SWITCHES = 3
 MIN_MIXED_LENGTH = 24
 MIN_CLASS_SWITCH_SHARE = 0.35
 _TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/=_~.-]+")
+# An identifier ends with a capitalised word that says what it holds (random text ends so
+# about once in a million).
+_IDENTIFIER_END = re.compile(r"[A-Za-z0-9](?:Key|Keys|Token|Secret|Signer|Signature|Password)$")
 
 
 def is_placeholder(value: str) -> bool:
     """Whether a value assigned to a secret's name is a stand-in, not a secret."""
     v = value.strip()
-    return (v.lower() in _LITERALS or _REFERENCE.fullmatch(v) is not None
+    if not any(c.isalnum() for c in _TEMPLATE_FIELD.sub("", v)):
+        return True
+    if v.endswith(_ELIDED) or v in KNOWN_PUBLIC:
+        return True
+    if _NAMING_VALUE.fullmatch(v.replace("%20", " ")) and _NAME_WORD.search(v):
+        return True
+    return (v.lower() in _LITERALS or _REGEX_VALUE.search(v) is not None
+            or _REFERENCE.fullmatch(v) is not None
             or _DUMMY.search(v) is not None)
 
 
@@ -138,6 +168,8 @@ def looks_random(value: str) -> bool:
     stand-in words do not matter here (AWS's own example key is random)."""
     if len(value) < MIN_RANDOM_LENGTH or _UUID.fullmatch(value) or _REFERENCE.fullmatch(value):
         return False
+    if value.count(".") >= 3 or _IDENTIFIER_END.search(value) or value in KNOWN_PUBLIC:
+        return False  # a dotted name (package, host), ``MLKEM768X25519PrivateKey``
     if not _TOKEN_CHARS.fullmatch(value):  # calls, operators, format strings: code
         return False
     if _HEX.fullmatch(value):

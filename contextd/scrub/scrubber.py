@@ -22,7 +22,8 @@ from pathlib import PurePosixPath
 from typing import Callable, Sequence
 
 from contextd.config.sections import SecurityConfig
-from contextd.scrub.rules import (DIGEST_PREFIX, KEYWORDS, RANDOM_TOKEN, STRONG_NAME,
+from contextd.scrub.rules import (DIGEST_PREFIX, KEYWORDS, MIN_CODE_SECRET_CHARS,
+                                   RANDOM_TOKEN, STRONG_NAME,
                                    TOKEN_FORMATS, TOKEN_MARKERS, WEAK_NAME, has_context_word,
                                    is_placeholder, is_strong_name, looks_random)
 
@@ -30,7 +31,8 @@ REDACTED = "[REDACTED]"
 # Bumped by a change to what is redacted (rules here or in contextd.scrub.rules), so that
 # existing indexes are re-scrubbed: a credential an older version let through must not stay
 # in the index until its file happens to change (see scrubbing_signature).
-SCRUB_VERSION = 1
+SCRUB_VERSION = 2  # 2: Azure connection-string keys, URL passwords with no user, curl -u,
+# auth tuples (issue 28); PEM bodies hold no code; punctuation-only and permission values
 
 # ``name = "value"``, ``name: 'value'``, ``"name": "value"``, ``name => "value"``,
 # ``name: str = "value"`` (a type annotation between name and value), ``f(name="value")``.
@@ -53,16 +55,36 @@ _BARE_ASSIGNMENT = re.compile(
          (?P<key>{_KEY_NAME})[ \t]*[:=][ \t]*
          (?P<value>[^\s"'`#;,{{}}\[\]|&>][^\s"'`#;,]*)[ \t]*(?:[#;|].*)?$""")
 
-# Connection strings with a password: scheme://user:password@host.
-_URL_PASSWORD = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"]+:(?P<value>[^\s@'\"/]+)@")
+# Connection strings with a password: scheme://user:password@host, the user may be empty
+# (``redis://:password@host``).
+_URL_PASSWORD = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"]*:(?P<value>[^\s@'\"/]+)@")
+
+# ``key=value;`` connection strings (Azure storage and service bus, ADO.NET):
+# ``…;AccountKey=…;``, ``SharedAccessKey=…``, ``Password=…``.
+_CONNECTION_STRING_KEY = re.compile(
+    r"""(?i)(?:^|(?<=[;"'\s]))(?:AccountKey|SharedAccessKey|SharedAccessSignature|Password|Pwd)
+        \s*=\s*(?P<value>[^;"'\s]+)""", re.VERBOSE)
+
+# ``curl -u user:password``, ``--user user:password`` (also wget, httpie's -a is rare).
+_CLI_USER = re.compile(r"""(?:^|(?<=\s))(?:-u|--user)(?:[ \t]+|=)["']?(?P<user>[^\s:'"]*)"""
+                       r""":(?P<value>[^\s'"]+)""")
+
+# ``auth=("user", "password")`` (requests, httpx), ``session.auth = (…)``,
+# ``SESSION_AUTH = (…)``, ``HTTPBasicAuth("user", "password")``.
+_AUTH_TUPLE = re.compile(
+    r"""(?i)(?:(?<![a-z0-9])auth\s*=\s*|BasicAuth\s*)\(\s*(?P<q1>["'])[^"'\n]*(?P=q1)\s*,\s*
+        (?P<q>["'])(?P<value>(?:(?!(?P=q))[^\\\n]|\\.)+)(?P=q)""", re.VERBOSE)
 
 # HTTP authorization values: ``Authorization: Bearer …``, ``-H "Authorization: token …"``.
 _AUTH_HEADER = re.compile(r"(?i)\b(?:bearer|basic|token)[ \t]+(?P<value>[A-Za-z0-9._~+/-]{8,}=*)")
 
 # Private key blocks (PEM, OpenSSH, PGP).
+# The body holds base64 lines, PEM headers (``Proc-Type: 4,ENCRYPTED``) and, inside a
+# string literal, escaped newlines: never code, so the markers of a PEM parser (a BEGIN
+# constant here, the END one lines below) do not make the code between them a key.
 _PRIVATE_KEY = re.compile(
-    r"-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----(?P<value>.*?)"
-    r"-----END (?P=kind)-----", re.DOTALL)
+    r"-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
+    r"(?P<value>[A-Za-z0-9+/=\s:,.\\-]*?)-----END (?P=kind)-----")
 
 # Provider token formats that need no name around them.
 _TOKEN_FORMATS = re.compile(
@@ -110,7 +132,7 @@ def _credential_like(value: str) -> bool:
 def _named_value_is_secret(key: str, value: str, kind: str, quoted: bool) -> bool:
     """Whether ``value``, assigned to ``key`` in a file of ``kind``, is a secret."""
     value = value.strip()
-    if is_placeholder(value):
+    if is_placeholder(value) or (kind == "code" and len(value) < MIN_CODE_SECRET_CHARS):
         return False
     if not is_strong_name(key) or (not quoted and kind == "code"):
         return looks_random(value)
@@ -151,7 +173,14 @@ class _Redactor:
         the word "key" or "token")."""
         lower = line.lower()
         if "://" in line:
-            line = self.sub(_URL_PASSWORD, line, lambda m: not is_placeholder(m.group("value")))
+            line = self.sub(_URL_PASSWORD, line, lambda m: _url_password(m.group("value")))
+        if ";" in line and "=" in line:
+            line = self.sub(_CONNECTION_STRING_KEY, line,
+                            lambda m: not is_placeholder(m.group("value")))
+        if "-u" in line or "--user" in line:
+            line = self.sub(_CLI_USER, line, _cli_password)
+        if "auth" in lower and "(" in line:
+            line = self.sub(_AUTH_TUPLE, line, lambda m: not is_placeholder(m.group("value")))
         if has_marker:
             line = self.sub(_TOKEN_FORMATS, line, lambda m: True)
         if "bearer" in lower or "basic" in lower or "token" in lower:
@@ -170,11 +199,33 @@ class _Redactor:
         return line
 
 
+def _url_password(value: str) -> bool:
+    """A URL's password, unless a stand-in: a one-letter one (``http://u:p@host`` in a
+    test), a placeholder, or a piece of a URL pattern (``git://[path[:]][ref@]``)."""
+    return len(value) > 1 and "[" not in value and not is_placeholder(value)
+
+
+def _cli_password(match: re.Match) -> bool:
+    """``-u user:password``, not ``-u 1000:1000`` (docker's uid:gid) or a variable."""
+    value = match.group("value")
+    return not value.isdigit() and not match.group("user").isdigit() \
+        and not is_placeholder(value)
+
+
 def _random_unnamed(match: re.Match) -> bool:
     """A random-looking value on a line that talks about keys or tokens, unless it is a
     digest named by its algorithm (``sha512-…``, ``sha256:…``) or inline data."""
     before = match.string[max(0, match.start() - 24):match.start()]
+    if _NOT_A_VALUE_AFTER.match(match.string, match.end()) or _ID_BEFORE.search(before):
+        return False
     return DIGEST_PREFIX.search(before) is None and looks_random(match.group(0))
+
+
+# After a token: it is assigned, called, indexed or has an attribute read, so it is a name;
+# or it is cut short on purpose (``eyJhbGciOi...`` in documentation).
+_NOT_A_VALUE_AFTER = re.compile(r"\s*(?:=(?!=)|\(|\[|\.[A-Za-z_])|\.\.\.|…")
+# Before a token: it is an id (``--job-id 687f…``, ``JobInfo(id='687f…'``), not a secret.
+_ID_BEFORE = re.compile(r"""(?i)\bid[\s:="'-]*$|-id\s+$""")
 
 
 def _compile_custom(pattern: str) -> Callable[[str], tuple[str, int]]:

@@ -111,11 +111,16 @@ def _strict(tool: Tool) -> Tool:
     """Refuse unknown arguments instead of ignoring them: a misplaced or misspelt parameter
     (``maxTokens`` beside ``query`` instead of inside ``filters``) would otherwise be dropped
     without a word and the call would run with defaults. The schema says so too
-    (``additionalProperties: false``), as the nested objects' schemas already do."""
+    (``additionalProperties: false``), as the nested objects' schemas already do.
+
+    And take each argument as the JSON type its schema names (pydantic's strict mode): a
+    destructive flag is a JSON ``true``, never ``"yes"``, ``"1"`` or ``1``, and ``k`` is a
+    number, not ``"5"`` or ``true``."""
     base = tool.fn_metadata.arg_model
     strict = type(base.__name__, (base,), {
         "__module__": base.__module__,
-        "model_config": ConfigDict(**{**base.model_config, "extra": "forbid"})})
+        "model_config": ConfigDict(**{**base.model_config, "extra": "forbid",
+                                      "strict": True})})
     tool.fn_metadata.arg_model = strict
     tool.parameters = strict.model_json_schema(by_alias=True)
     return tool

@@ -51,7 +51,24 @@ def frame_error(line: str) -> types.JSONRPCError | None:
         where = ".".join(str(part) for part in first["loc"][-3:])
         return _error(line, types.INVALID_REQUEST,
                       f"Invalid Request: not a JSON-RPC 2.0 message ({where}: {first['msg']})")
-    return None
+    return _bad_id(line)
+
+
+def _bad_id(line: str) -> types.JSONRPCError | None:
+    """The error for a request whose ``id`` is neither a string nor an integer (an object,
+    null, 1.5, true): the SDK's parser takes such a frame for a notification and answers
+    nothing, so the client would wait for ever."""
+    if '"id"' not in line:
+        return None
+    message = json.loads(line)
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    value = message["id"]
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return None
+    return types.JSONRPCError(jsonrpc="2.0", id=None, error=types.ErrorData(
+        code=types.INVALID_REQUEST, message=f"Invalid Request: the id must be a string or an "
+                                            f"integer, not {json.dumps(value)[:40]}"))
 
 
 def _error(line: str, code: int, message: str) -> types.JSONRPCError:

@@ -1,8 +1,9 @@
 """The JSON API of the standalone service (spec 004 §8.2): request models and the OpenAPI
 schema built from them.
 
-Requests are pydantic models with ``extra="forbid"``: a misspelt field is refused with its
-name, never silently ignored. The OpenAPI document is generated from the same models, so it
+Requests are pydantic models with ``extra="forbid"`` and ``strict``: a misspelt field is
+refused with its name, never silently ignored, and a value of the wrong JSON type is refused
+rather than coerced. The OpenAPI document is generated from the same models, so it
 cannot drift from what the service accepts.
 """
 
@@ -20,7 +21,10 @@ MAX_BUDGET_TOKENS = 20000
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Unknown fields refused, and every value of the JSON type its schema names (``k`` is a
+    number, not ``"5"`` or ``true``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class AddContextRequest(_Strict):
@@ -71,8 +75,9 @@ class QueryContextRequest(_Strict):
 class BackupRequest(_Strict):
     """Take a backup now."""
 
-    destination: str | None = Field(None, description="New file on the service's machine; "
-                                    "default: the backup directory.")
+    destination: str | None = Field(None, max_length=4096, description="Name of a new file "
+                                    "in the service's backup folder (no '..', no path "
+                                    "elsewhere); default: a dated file there.")
 
 
 def as_list(value: str | list[str] | None) -> tuple[str, ...]:

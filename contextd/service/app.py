@@ -24,7 +24,7 @@ from starlette.routing import Route
 from contextd.errors import ContextdError, UsageError
 from contextd.records import ContextScope, to_dict
 from contextd.service import api
-from contextd.service.guard import BodyTooLarge, Guard, RateLimiter
+from contextd.service.guard import BodyTooLarge, Guard, RateLimiter, SiteCheck
 
 log = logging.getLogger("contextd.service")
 
@@ -53,13 +53,18 @@ class ServiceRoutes:
 
     @staticmethod
     async def _parse(request: Request, model: type[BaseModel]) -> BaseModel:
-        if "json" not in request.headers.get("content-type", ""):
-            raise HTTPException(415, "send the body as application/json")
+        media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type != "application/json":
+            raise HTTPException(415, "send the body as application/json (Content-Type: "
+                                "application/json)")
         raw = await request.body()
         try:
             data = json.loads(raw or b"null")
         except ValueError as exc:
             raise _Refusal(400, "malformed_json", f"the body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise _Refusal(400, "malformed_json", "the body is not valid JSON: nested too "
+                           "deep") from None
         if not isinstance(data, dict):
             raise _Refusal(400, "malformed_json", "the body must be a JSON object")
         try:
@@ -166,9 +171,11 @@ async def _on_crash(request: Request, exc: Exception) -> JSONResponse:
 
 
 def build_service(handle: Any, mcp_app: Starlette, keyring: Any, *, keys_required: bool,
-                  max_body: int, rate: float, burst: int, query_slots: int) -> Guard:
+                  max_body: int, rate: float, burst: int, query_slots: int,
+                  site: SiteCheck | None = None) -> Guard:
     """The whole service: JSON routes and the MCP app's routes in one Starlette app (its
-    lifespan runs the MCP session manager), behind the guard."""
+    lifespan runs the MCP session manager), behind the guard (``site``: the Host and Origin
+    check of a loopback service)."""
     routes = ServiceRoutes(handle, query_slots)
     json_routes = [Route(path, getattr(routes, path.strip("/").replace(".json", "")),
                          methods=[method])
@@ -181,4 +188,4 @@ def build_service(handle: Any, mcp_app: Starlette, keyring: Any, *, keys_require
                             BodyTooLarge: _on_too_large,
                             ContextdError: _on_contextd, Exception: _on_crash})
     return Guard(app, keyring, keys_required=keys_required, max_body=max_body,
-                 limiter=RateLimiter(rate, burst))
+                 limiter=RateLimiter(rate, burst), site=site)

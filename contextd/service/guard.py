@@ -1,5 +1,13 @@
-"""The service's gate, in front of every endpoint (the MCP one included): API keys, scopes,
-rate limits and the request-size limit, each refused with a structured JSON error.
+"""The service's gate, in front of every endpoint (the MCP one included): the Host and Origin
+of the request, API keys, scopes, rate limits and the request-size limit, each refused with
+a structured JSON error.
+
+On loopback without keys any web page the user opens can make the browser call the service.
+So there every request must name a loopback host in ``Host`` (a DNS-rebinding page's requests
+carry the attacker's host name: 421, as the MCP SDK answers on ``/mcp``) and carry no foreign
+``Origin`` (403). Together with the exact ``application/json`` media type the JSON routes
+demand (a cross-site page can only send it after a CORS preflight, which the service never
+grants), no other site can read from or write to it.
 
 A pure ASGI middleware rather than a Starlette one, so it also guards the MCP endpoint's
 streaming responses and wraps the request body as it is read (a body without a
@@ -70,12 +78,49 @@ class BodyTooLarge(Exception):
     """The request body passed the limit while it was read."""
 
 
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+class SiteCheck:
+    """Which ``Host`` and ``Origin`` headers a loopback service accepts: the loopback names
+    and the host it was bound to, on any port."""
+
+    def __init__(self, bound_host: str):
+        bound = bound_host.strip("[]").lower()
+        self.names = frozenset({*LOOPBACK_NAMES, f"[{bound}]" if ":" in bound else bound})
+
+    def refusal(self, headers: dict[str, str]) -> tuple | None:
+        """The error to answer, or None when the request may go on."""
+        host = headers.get("host", "")
+        if _host_name(host) not in self.names:
+            return (421, "misdirected_request", f"Host {host or '(none)'!r} is not this "
+                    "service: on loopback it answers only to 127.0.0.1, localhost or [::1]")
+        origin = headers.get("origin")
+        if origin is not None:
+            scheme, _, rest = origin.partition("://")
+            if scheme.lower() not in ("http", "https") or _host_name(rest) not in self.names:
+                return (403, "foreign_origin", f"requests from {origin!r} are refused: the "
+                        "service answers no other site")
+        return None
+
+
+def _host_name(host: str) -> str:
+    """``host[:port]`` without the port, lower case (IPv6 names keep their brackets)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[:host.find("]") + 1] if "]" in host else host
+    name, _, port = host.partition(":")
+    return name if port.isdigit() or not port else host
+
+
 class Guard:
-    """ASGI middleware: authenticate, authorise, rate-limit and bound the body."""
+    """ASGI middleware: check the site, authenticate, authorise, rate-limit and bound the
+    body."""
 
     def __init__(self, app: Any, keyring: KeyRing, *, keys_required: bool, max_body: int,
-                 limiter: RateLimiter):
+                 limiter: RateLimiter, site: SiteCheck | None = None):
         self.app = app
+        self.site = site
         self.keyring = keyring
         self.keys_required = keys_required
         self.max_body = max_body
@@ -89,6 +134,10 @@ class Guard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                    for k, v in scope.get("headers", [])}
         caller = (scope.get("client") or ("unknown",))[0]
+        refused = self.site.refusal(headers) if self.site is not None else None
+        if refused is not None:
+            await send_error(send, *refused)
+            return
         if needed is not None:
             outcome = self._authorise(headers, needed)
             if isinstance(outcome, tuple):

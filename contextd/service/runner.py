@@ -45,6 +45,7 @@ def serve_service(root: str | None, config_path: str | None, host: str | None,
     from contextd.server.engine_handle import EngineHandle
     from contextd.server.lifecycle import run_uvicorn
     from contextd.service.app import build_service
+    from contextd.service.guard import LOOPBACK_NAMES, SiteCheck
     from contextd.service.keys import KeyRing
 
     project = Project.open(root, config_path)
@@ -60,7 +61,7 @@ def serve_service(root: str | None, config_path: str | None, host: str | None,
     handle = EngineHandle(str(project.root), config_path)
     mcp = build_app(handle, log_level="DEBUG" if verbose > 1 else "WARNING")
     if loopback:
-        local = ("127.0.0.1", "localhost", "[::1]")
+        local = LOOPBACK_NAMES
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
             allowed_hosts=[f"{h}:*" for h in local] + list(local),
@@ -71,7 +72,8 @@ def serve_service(root: str | None, config_path: str | None, host: str | None,
     app = build_service(handle, mcp_app, keyring, keys_required=not loopback,
                         max_body=int(engine_cfg.max_body_mb * 1024 * 1024),
                         rate=engine_cfg.rate_limit_per_s, burst=engine_cfg.rate_limit_burst,
-                        query_slots=engine_cfg.max_concurrent_queries)
+                        query_slots=engine_cfg.max_concurrent_queries,
+                        site=SiteCheck(host) if loopback else None)
     tls = {"ssl_certfile": engine_cfg.tls_cert, "ssl_keyfile": engine_cfg.tls_key} \
         if engine_cfg.tls_cert else {}
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False,

@@ -141,9 +141,10 @@ class KnowledgeDocument:
 
 @dataclass(frozen=True)
 class SkippedFile:
-    """A file left out of the index: ``reason`` is a boundary reason (too_large, binary,
-    generated, secret_file, unreadable) or an indexing failure; ``size_bytes``/``mtime_ns``
-    are the file as it was then (None when unknown)."""
+    """A file (or folder) left out of the index: ``reason`` is a boundary reason (too_large,
+    binary, generated, secret_file, unreadable, not_a_regular_file, symlink_not_followed,
+    symlink_escape, symlink_loop, symlink_too_deep) or an indexing failure;
+    ``size_bytes``/``mtime_ns`` are the file as it was then (None when unknown)."""
 
     path: str
     reason: str

@@ -3,8 +3,10 @@ sealed back every :data:`SEAL_INTERVAL_S` when it changed, and on close.
 
 After a crash the decrypted copy is still in ``/dev/shm`` (until reboot) and is newer than
 the sealed file: the next owner opens it rather than the sealed file, so nothing written
-since the last seal is lost. A file lock on the private directory keeps two processes from
-decrypting over each other (the owner protocol normally ensures that already).
+since the last seal is lost. It does so only once its key has opened the sealed file
+(:func:`~contextd.crypto.sealed_file.verify_key`): the copy is in clear, so without that
+check any key would read it, and sealing it on close would lock out the owner's key. A
+file lock on the private directory keeps two processes from decrypting over each other (the owner protocol normally ensures that already).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import threading
 from pathlib import Path
 
 from contextd.crypto import plaintext_dir
-from contextd.crypto.sealed_file import seal, unseal
+from contextd.crypto.sealed_file import seal, unseal, verify_key
 from contextd.errors import StoreError
 from contextd.store.duckdb import DuckDBStore
 
@@ -42,6 +44,10 @@ class EncryptedDuckDBStore(DuckDBStore):
                              "process") from None
         plain = self.workdir / PLAIN_NAME
         try:
+            if plain.exists() and self.sealed.exists():
+                # The key must open the sealed file before the leftover copy is trusted:
+                # otherwise any key would read it, and close() would seal it with that key.
+                verify_key(self.sealed, secret)
             if plain.exists():
                 log.warning("encrypted index: reopening the decrypted copy a previous owner "
                             "left in %s (it holds its last writes)", self.workdir)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from contextd.boundary.path_args import check_paths, refusal_text
 from contextd.errors import ContextdError, JobConflictError
 from contextd.web.layout import esc, int_param, page
 from contextd.web.pages import PAGES, PageContext
@@ -97,6 +99,10 @@ def build_app(handle: Any, feed: Any, token: str, port: int, project: str) -> Ma
     async def refresh(request: Request) -> Response:
         body = await _json(request)
         paths = _paths(body.get("paths"))
+        if paths:  # refused now, with the reason, not after a 202 by a failed job
+            _, refused = check_paths(Path(project), paths)
+            if refused:
+                raise ApiError(400, f"refresh refused: {refusal_text(refused)}")
         if not refreshing.acquire(blocking=False):
             raise ApiError(409, "a refresh started here is still running")
 
@@ -113,6 +119,8 @@ def build_app(handle: Any, feed: Any, token: str, port: int, project: str) -> Ma
 
     async def cancel(request: Request) -> Response:
         status = await ctx.call("cancel_job", request.path_params["job_id"])
+        if status is None:
+            raise ApiError(404, f"no job {request.path_params['job_id']!r}: see the Jobs page")
         return JSONResponse({"job_id": status.job_id, "status": status.status,
                              "message": f"job {status.job_id}: {status.status}"
                              + (" (stops after its current batch)"
@@ -165,8 +173,8 @@ async def _json(request: Request) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(raw)
-    except ValueError:
-        raise ApiError(400, "the request body is not JSON") from None
+    except (ValueError, RecursionError):
+        raise ApiError(400, "the request body is not JSON (or is nested too deep)") from None
     if not isinstance(data, dict):
         raise ApiError(400, "the request body must be a JSON object")
     return data

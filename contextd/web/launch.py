@@ -13,6 +13,7 @@ from pathlib import Path
 from contextd.errors import ContextdError
 from contextd.config.project import Project
 from contextd.runtime.background import contextd_command
+from contextd.crypto import side_file
 from contextd.web import registry
 
 # How long a new manager may take to bind its port and register.
@@ -27,8 +28,7 @@ def ensure_manager(project: Project, config_path: str | None = None,
     running = registry.find(wid)
     if running is not None:
         return running, False
-    log_path = Path(project.db_path).parent / "index-manager.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path = side_file(project, "index-manager.log")
     command = contextd_command(project.root, config_path)
     with log_path.open("ab") as log:
         process = subprocess.Popen(command + ["ui"], stdin=subprocess.DEVNULL,

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from contextd.errors import ContextdError
+from contextd.indexer.lifeline import alive
 from contextd.runtime.election import runtime_dir
 
 
@@ -49,21 +50,6 @@ def _entry_path(wid: str) -> Path:
     return registry_dir() / f"{wid}.json"
 
 
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, exited but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc: trust the signal
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
 def register(entry: ManagerEntry) -> None:
     """Record a started manager (written whole, then renamed: readers never see half)."""
     path = _entry_path(entry.workspace_id)
@@ -87,7 +73,7 @@ def find(wid: str) -> ManagerEntry | None:
         entry = ManagerEntry(**json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
-    if not _alive(entry.pid):
+    if not alive(entry.pid):
         path.unlink(missing_ok=True)
         return None
     return entry
@@ -107,9 +93,9 @@ def stop(wid: str, timeout: float = 10.0) -> ManagerEntry:
         raise ContextdError(f"no Index Manager runs for workspace {wid!r} (running: {known})")
     os.kill(entry.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _alive(entry.pid) and time.monotonic() < deadline:
+    while alive(entry.pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if _alive(entry.pid):
+    if alive(entry.pid):
         raise ContextdError(f"the Index Manager of {entry.root} (pid {entry.pid}) did not stop "
                             f"within {timeout:.0f} s")
     _entry_path(wid).unlink(missing_ok=True)

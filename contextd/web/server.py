@@ -17,11 +17,11 @@ import socket
 import sys
 import webbrowser
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import TextIO
 
 from contextd.errors import ContextdError
 from contextd.config.project import Project
+from contextd.crypto import side_file
 from contextd.web import registry
 
 log = logging.getLogger("contextd.web")
@@ -66,7 +66,7 @@ def run_manager(project: Project, config_path: str | None, port: int | None = No
     from contextd.web.feed import ProgressFeed
 
     handle = EngineHandle(str(project.root), config_path)
-    feed = ProgressFeed(handle, Path(project.db_path).parent / "progress.jsonl",
+    feed = ProgressFeed(handle, side_file(project, "progress.jsonl"),
                         settings.progress_log_lines)
     app = build_app(handle, feed, token, actual, str(project.root))
     with _StopSignals() as stop:
