@@ -157,12 +157,14 @@ def test_expiry_protection_and_gc(memory):
     assert short not in visible and {kept, plain} <= visible
     collected = engine.gc_stash()
     assert collected.expired == (short,) and collected.aged_out == ()
-    clock.advance(days=200)  # past [stash] gc_max_age_days = 90
+    clock.advance(days=200)  # past [stash] gc_max_age_days = 30
     collected = engine.gc_stash()
     assert collected.aged_out == (plain,) and collected.remaining == 1
     assert [s.segment_id for s in engine.list_stashed(session_id="agent-1").segments] == [kept]
     engine.protect_stashed([kept], protected=False)
-    assert engine.list_stashed(session_id="agent-1").segments[0].protected is False
+    assert engine.list_stashed(session_id="agent-1").segments == ()  # expired: hidden
+    assert engine.list_stashed(session_id="agent-1",
+                               include_expired=True).segments[0].protected is False
     assert engine.gc_stash().aged_out == (kept,)
 
 

@@ -214,10 +214,11 @@ class Engine:
 
     def list_stashed(self, session_id: str = "", all_sessions: bool = False,
                      types: Sequence[str] = (), topic: str | None = None, limit: int = 50,
-                     offset: int = 0):
-        """A page of stored segments, newest first."""
+                     offset: int = 0, include_expired: bool = False):
+        """A page of stored segments, newest first (expired ones only when asked)."""
         return self.module.stash.list(session_id=session_id, all_sessions=all_sessions,
-                                      types=types, topic=topic, limit=limit, offset=offset)
+                                      types=types, topic=topic, limit=limit, offset=offset,
+                                      include_expired=include_expired)
 
     def delete_stashed(self, segment_ids: Sequence[str]):
         """Forget segments."""

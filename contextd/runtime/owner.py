@@ -169,10 +169,11 @@ class SharedEngine:
 
     def list_stashed(self, session_id: str = "", all_sessions: bool = False,
                      types: Sequence[str] = (), topic: str | None = None, limit: int = 50,
-                     offset: int = 0):
+                     offset: int = 0, include_expired: bool = False):
         return self._call("list_stashed", {"session_id": session_id,
                                            "all_sessions": all_sessions, "types": list(types),
-                                           "topic": topic, "limit": limit, "offset": offset})
+                                           "topic": topic, "limit": limit, "offset": offset,
+                                           "include_expired": include_expired})
 
     def delete_stashed(self, segment_ids: Sequence[str]):
         return self._call("delete_stashed", {"segment_ids": list(segment_ids)})

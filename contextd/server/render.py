@@ -36,6 +36,7 @@ def query_request(query: str, k: int, scope: Scope, max_tokens: int, min_score: 
                                            languages=tuple(scope.languages),
                                            kinds=tuple(scope.kinds), files=tuple(scope.files),
                                            folders=tuple(scope.folders), memory=scope.memory,
+                                           memory_min_similarity=scope.memory_min_similarity,
                                            roles=tuple(scope.roles)))
 
 
