@@ -130,6 +130,25 @@ class ProjectContext:
         """The ``<project_context>`` block of a TaskContext (spec 004 §7.1)."""
         return render_context(task_context, max_tokens)
 
+    def task_prompt(self, task: Any, task_context: TaskContext | None = None,
+                    max_tokens: int | None = None) -> str:
+        """The task prompt of spec 004 §7.2: the task's header, its ``<project_context>``
+        block and the Guidelines (the context is retrieved when not given)."""
+        from contextd.query.prompt import render_task_prompt
+
+        if task_context is None:
+            task_context = self.get_task_context(task)
+        return render_task_prompt(task, task_context, max_tokens)
+
+    # ----- contextual retrieval (seed 003) -------------------------------------------------------
+    @property
+    def contextual(self):
+        """Search with and without the contextual prefixes, and their statistics
+        (:class:`contextd.facade.contextual.ContextualRetrieval`)."""
+        from contextd.facade.contextual import ContextualRetrieval
+
+        return ContextualRetrieval(self)
+
     # ----- agent memory (see contextd.stash) ------------------------------------------------------
     @property
     def stash(self) -> Any:
@@ -199,6 +218,25 @@ class ProjectContext:
         return self.query(knowledge_request(query, list(contexts or ()), k, include_project,
                                             max_tokens, wait_for_model=True))
 
+    # ----- token usage agents report (spec 004 §7.3/§15) ----------------------------------------
+    def report_task_usage(self, task_id: str, op: str, tokens_input: int, tokens_output: int,
+                          agent: str | None = None, context_tokens: int | None = None,
+                          notes: str | None = None) -> dict[str, Any]:
+        """Record one task run's tokens (``op``: before_integration, a run without contextd,
+        or after_integration); returns the token-reduction report including it."""
+        from contextd.query.token_reduction import check_report
+
+        canonical = check_report(op, task_id, tokens_input, tokens_output)
+        self.store.record_task_usage(canonical, task_id.strip(), tokens_input, tokens_output,
+                                     agent or None, context_tokens, notes or None)
+        return self.token_reduction()
+
+    def token_reduction(self) -> dict[str, Any]:
+        """The token-reduction report (:mod:`contextd.query.token_reduction`)."""
+        from contextd.query.token_reduction import token_reduction
+
+        return token_reduction(self.store.task_usage())
+
     # ----- reporting and lifecycle ----------------------------------------------------------------
     def flush_usage(self) -> None:
         """Wait until every queued usage_metrics row is written (for readers of them)."""
@@ -211,6 +249,7 @@ class ProjectContext:
         providers = self.pipeline.provider_stats()
         storage = self.store.stats()
         return {"providers": providers, "storage": storage,
+                "cache_hit_rate": self.store.cache_hit_rate(),
                 "performance": self.pipeline.performance(),
                 "languages": storage.get("languages", {}),
                 "contextualizer": {**stage_stats(self.config, self.store),

@@ -255,6 +255,44 @@ class SharedEngine:
         """See :meth:`contextd.runtime.engine.Engine.backup`."""
         return self._call("backup", {"destination": destination})
 
+    # ----- contextual retrieval and task usage (see the Engine) ------------------------
+    def generate_context_for_chunk(self, chunk: str, document: str,
+                                   metadata: dict[str, Any] | None = None,
+                                   max_words: int = 100) -> dict[str, Any]:
+        return self._call("generate_context_for_chunk", {
+            "chunk": chunk, "document": document, "metadata": metadata,
+            "max_words": max_words})
+
+    def reindex_with_context(self, batch_size: int | None = None,
+                             max_workers: int | None = None, llm_provider: str | None = None,
+                             wait: bool = False) -> dict[str, Any]:
+        return self._call("reindex_with_context", {
+            "batch_size": batch_size, "max_workers": max_workers,
+            "llm_provider": llm_provider, "wait": wait})
+
+    def reindexing_progress(self) -> dict[str, Any]:
+        return self._call("reindexing_progress", {})
+
+    def contextual_search(self, query: str, limit: int = 10,
+                          score_threshold: float | None = None, ab: bool = False
+                          ) -> dict[str, Any]:
+        return self._call("contextual_search", {"query": query, "limit": limit,
+                                                "score_threshold": score_threshold, "ab": ab})
+
+    def contextual_stats(self) -> dict[str, Any]:
+        return self._call("contextual_stats", {})
+
+    def report_task_usage(self, task_id: str, op: str, tokens_input: int, tokens_output: int,
+                          agent: str | None = None, context_tokens: int | None = None,
+                          notes: str | None = None) -> dict[str, Any]:
+        return self._call("report_task_usage", {
+            "task_id": task_id, "op": op, "tokens_input": tokens_input,
+            "tokens_output": tokens_output, "agent": agent, "context_tokens": context_tokens,
+            "notes": notes})
+
+    def token_reduction(self) -> dict[str, Any]:
+        return self._call("token_reduction", {})
+
     # ----- routing ---------------------------------------------------------------------
     def _call(self, method: str, params: dict[str, Any], progress=None) -> Any:
         spec = rpc.METHODS[method]

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from contextd.errors import ContextdError, JobConflictError
 from contextd.boundary.path_args import check_paths, refusal_text
 from contextd.server import render
+from contextd.server.contextual_tools import TOOLS as CONTEXTUAL_TOOLS, ContextualTools
 from contextd.server.knowledge_tools import TOOLS as KNOWLEDGE_TOOLS, KnowledgeTools
 from contextd.server.engine_handle import EngineHandle, start_after_handshake
 from contextd.server.manager_tools import ManagerTools
@@ -109,6 +110,7 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
                   ManagerTools.ANNOTATIONS.items()),
         *stash_tools(handle),
         *_methods(KnowledgeTools(handle), KNOWLEDGE_TOOLS),
+        *_methods(ContextualTools(handle), CONTEXTUAL_TOOLS),
         *session_tools.tool_functions(handle),
     ]
     registered = [_strict(Tool.from_function(_tool_errors(function), name=name,

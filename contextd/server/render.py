@@ -104,6 +104,7 @@ def stats_result(stats: dict[str, Any], config) -> StatsResult:
         performance={"queries": storage.get("queries"),
                      "avgQueryLatencyMs": storage.get("avg_query_latency_ms"),
                      "avgTokensPerQuery": storage.get("avg_tokens_per_query"),
+                     "cacheHitRate": stats.get("cache_hit_rate"),
                      "providerLatencyMs": performance.get("avg_ms", {})},
         languages=stats.get("languages", {}), indexing=stats.get("indexing", {}),
         recentActivity=stats.get("recent_jobs", []), owner=stats.get("owner", {}),

@@ -135,7 +135,9 @@ class StatsResult(BaseModel):
     storage: dict[str, Any] = Field(description=(
         "totalFiles, totalChunks, totalEmbeddings, dbSizeMB, lastIndexed, errors."))
     performance: dict[str, Any] = Field(description=(
-        "queries, avgQueryLatencyMs, avgTokensPerQuery, providerLatencyMs."))
+        "queries, avgQueryLatencyMs, avgTokensPerQuery, providerLatencyMs, cacheHitRate "
+        "(share of recorded queries answered with a cache hit, from usage_metrics."
+        "cache_hits; null until a query records one)."))
     languages: dict[str, int] = Field(description="Chunks per language.")
     indexing: dict[str, Any] = Field(description=(
         "state (idle, indexing, embedding), files indexed / total with ETA, embeddings "

@@ -12,6 +12,7 @@ from contextd.store.postgres import connection
 from contextd.store.postgres.contents import ContentsMixin
 from contextd.store.postgres.knowledge import KnowledgeMixin
 from contextd.store.postgres.operations import OperationsMixin
+from contextd.store.postgres.reports import ReportsMixin
 from contextd.store.postgres.sessions import SearchSessionsMixin
 from contextd.store.postgres.skips import SkipsMixin
 from contextd.store.postgres.stash import StashMixin
@@ -30,7 +31,7 @@ WORKSPACE_TABLES = ("chunks", "symbols", "links", "file_state", "removed_files",
                     "search_sessions")
 
 
-class PostgresStore(ContentsMixin, VectorsMixin, KnowledgeMixin, StashMixin,
+class PostgresStore(ContentsMixin, VectorsMixin, KnowledgeMixin, StashMixin, ReportsMixin,
                     SearchSessionsMixin, SkipsMixin, UsageMixin, OperationsMixin, IndexStore):
     """One workspace of a PostgreSQL database with pgvector. Thread-safe; several processes
     on several machines may open the same workspace and write it at once.
