@@ -227,7 +227,8 @@ CREATE TABLE IF NOT EXISTS kb_documents (
     page_starts INTEGER[],              -- first line of each page (PDF), NULL without pages
     title TEXT,
     added_at TIMESTAMP NOT NULL DEFAULT now(),
-    updated_at TIMESTAMP NOT NULL DEFAULT now()
+    updated_at TIMESTAMP NOT NULL DEFAULT now(),
+    metadata JSON                       -- given at add (seed 000), NULL: none
 );
 
 CREATE TABLE IF NOT EXISTS kb_memberships (

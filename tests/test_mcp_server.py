@@ -40,6 +40,7 @@ TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_conte
          # knowledge contexts (tests/test_knowledge_surfaces.py)
          "knowledge_context_create", "knowledge_context_list", "knowledge_context_show",
          "knowledge_context_delete", "knowledge_add", "knowledge_remove", "knowledge_search",
+         "knowledge_show",
          # contextual retrieval and task token usage (tests/test_contextual_tools.py)
          "generate_context_for_chunk", "reindex_with_context", "get_reindexing_progress",
          "search_with_contextual_retrieval", "get_contextual_retrieval_stats",

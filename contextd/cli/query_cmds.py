@@ -77,7 +77,8 @@ def _print_hits(response: QueryResponse) -> None:
                    f"{hit.end_line}  {hit.label}  [{', '.join(hit.providers)}]{role}")
         for line_number, line in preview(hit):
             click.echo(f"  {line_number:>5} {line}")
-    click.echo(f"{len(response.hits)} of {response.total} found, {response.total_tokens} tokens, "
+    click.echo(f"{len(response.hits)} hits of {response.total} found, "
+               f"{response.total_tokens} tokens, "
                f"{response.timings_ms.get('total', 0):.0f} ms")
 
 

@@ -492,6 +492,8 @@ class KnowledgeConfig:
     max_pages: int = _opt(5000, min=1, help="PDFs with more pages are refused.")
     max_files_per_add: int = _opt(10000, min=1, help="A folder add stops with an error "
                                                      "beyond this many files.")
+    max_contexts: int = _opt(100, min=1, help="Most knowledge contexts ('default' counts); "
+                                              "creating one more is refused (seed 000).")
 
 
 # ----- [owner]: the background owner a CLI command hands a long first embedding to (issue 13)

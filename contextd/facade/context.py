@@ -201,10 +201,16 @@ class ProjectContext:
         return self.knowledge.delete_context(name, confirm)
 
     def knowledge_add(self, paths: Iterable[str], contexts: Iterable[str] | None = None,
-                      include: Iterable[str] = (), exclude: Iterable[str] = ()):
-        """Add files or folders to contexts (``default`` when none); an AddReport."""
+                      include: Iterable[str] = (), exclude: Iterable[str] = (),
+                      metadata: dict | None = None, force_ocr: bool = False):
+        """Add files or folders to contexts (``default`` when none); ``metadata`` is kept
+        with each document, ``force_ocr`` reads PDFs by OCR; an AddReport."""
         return self.knowledge.add(list(paths), list(contexts or ()), list(include),
-                                  list(exclude))
+                                  list(exclude), metadata=metadata, force_ocr=force_ocr)
+
+    def knowledge_list_documents(self, context: str | None = None, limit: int = 100):
+        """Documents of one context, or of every context (a DocumentList)."""
+        return self.knowledge.list_documents(context, limit)
 
     def knowledge_remove(self, paths: Iterable[str], contexts: Iterable[str] | None = None):
         """Take documents out of contexts (all when none); a RemoveReport."""
@@ -212,11 +218,14 @@ class ProjectContext:
 
     def knowledge_search(self, query: str, contexts: Iterable[str] | None = None,
                          k: int | None = None, include_project: bool = False,
-                         max_tokens: int | None = None) -> QueryResponse:
+                         max_tokens: int | None = None, min_relevance: float | None = None
+                         ) -> QueryResponse:
         """Search knowledge contexts (all when none is named), with the project's chunks
-        too when ``include_project``; hits carry contexts, document and page in metadata."""
+        too when ``include_project``; hits carry contexts, document, page and the
+        document's metadata in metadata; ``min_relevance`` drops hits scoring below it."""
         return self.query(knowledge_request(query, list(contexts or ()), k, include_project,
-                                            max_tokens, wait_for_model=True))
+                                            max_tokens, wait_for_model=True,
+                                            min_relevance=min_relevance))
 
     # ----- token usage agents report (spec 004 §7.3/§15) ----------------------------------------
     def report_task_usage(self, task_id: str, op: str, tokens_input: int, tokens_output: int,

@@ -1,4 +1,5 @@
--- Version 13 (issue 30): each chunk's contextual prefix quality (seed 003 FR-4, 0-1) and
+-- Version 13 (issue 30): the metadata a knowledge document was added with (seed 000); each
+-- chunk's contextual prefix quality (seed 003 FR-4, 0-1) and
 -- prefix tokens, kept instead of thrown away; and the agent-reported token usage of tasks
 -- (spec 004 §7.3/§15: op before/after, agent, tokens_input, tokens_output) behind the
 -- token-reduction report.
@@ -16,3 +17,4 @@ CREATE TABLE IF NOT EXISTS task_usage (
     context_tokens INTEGER,             -- of tokens_input, those of the context block
     notes TEXT
 );
+ALTER TABLE kb_documents ADD COLUMN IF NOT EXISTS metadata JSON;

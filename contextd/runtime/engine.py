@@ -306,10 +306,18 @@ class Engine:
 
     def knowledge_add(self, paths: Sequence[str], contexts: Sequence[str] | None = None,
                       include: Sequence[str] = (), exclude: Sequence[str] = (),
-                      via_mcp: bool = False):
-        """Add files or folders to contexts; ``via_mcp`` limits them to the allowed roots.
-        An AddReport."""
-        return self.module.knowledge.add(paths, contexts, include, exclude, via_mcp)
+                      via_mcp: bool = False, metadata: dict | None = None,
+                      force_ocr: bool = False):
+        """Add files or folders to contexts; ``via_mcp`` limits them to the allowed roots;
+        ``metadata`` is kept with each document, ``force_ocr`` reads PDFs by OCR. An
+        AddReport."""
+        return self.module.knowledge.add(paths, contexts, include, exclude, via_mcp,
+                                         metadata, force_ocr)
+
+    def knowledge_list_documents(self, context: str | None = None, limit: int = 100,
+                                 offset: int = 0):
+        """Documents of one context or of all (seed 000 knowledge-show); a DocumentList."""
+        return self.module.knowledge.list_documents(context, limit, offset)
 
     def knowledge_remove(self, paths: Sequence[str], contexts: Sequence[str] | None = None):
         """Take documents out of contexts (all when None); a RemoveReport."""

@@ -204,13 +204,21 @@ class SharedEngine:
 
     def knowledge_add(self, paths: Sequence[str], contexts: Sequence[str] | None = None,
                       include: Sequence[str] = (), exclude: Sequence[str] = (),
-                      via_mcp: bool = False):
+                      via_mcp: bool = False, metadata: dict | None = None,
+                      force_ocr: bool = False):
         """See :meth:`contextd.runtime.engine.Engine.knowledge_add`. Paths are made absolute here:
         the owner runs in another working directory."""
         return self._call("knowledge_add", {
             "paths": [os.path.abspath(os.path.expanduser(p)) for p in paths],
             "contexts": list(contexts) if contexts else None, "include": list(include),
-            "exclude": list(exclude), "via_mcp": via_mcp})
+            "exclude": list(exclude), "via_mcp": via_mcp, "metadata": metadata,
+            "force_ocr": force_ocr})
+
+    def knowledge_list_documents(self, context: str | None = None, limit: int = 100,
+                                 offset: int = 0):
+        """See :meth:`contextd.runtime.engine.Engine.knowledge_list_documents`."""
+        return self._call("knowledge_list_documents", {"context": context, "limit": limit,
+                                                       "offset": offset})
 
     def knowledge_remove(self, paths: Sequence[str], contexts: Sequence[str] | None = None):
         """See :meth:`contextd.runtime.engine.Engine.knowledge_remove` (paths made absolute)."""

@@ -103,6 +103,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
                result="contextd.knowledge.records:ContextDeleted"),
     MethodSpec("knowledge_add", result="contextd.knowledge.records:AddReport"),
     MethodSpec("knowledge_remove", result="contextd.knowledge.records:RemoveReport"),
+    MethodSpec("knowledge_list_documents", result="contextd.knowledge.records:DocumentList"),
     MethodSpec("embeddings_pending"),
     MethodSpec("add_context"),
     MethodSpec("delete_context"),

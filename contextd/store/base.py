@@ -126,6 +126,7 @@ class DocumentRecord:
     format: str
     page_starts: Sequence[int] = ()
     title: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ class KnowledgeDocument:
     format: str
     page_starts: tuple[int, ...]
     contexts: tuple[str, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -360,7 +362,7 @@ class IndexStore(abc.ABC):
                      paths: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Documents (of one context, or with these paths, or all), by path: path, source,
         format, pages, title, size_bytes, chunks, content_hash, contexts, added_at,
-        updated_at."""
+        updated_at, metadata (a dict)."""
 
     @abc.abstractmethod
     def kb_write_documents(self, documents: Sequence[DocumentRecord],

@@ -1,4 +1,4 @@
--- Version 9 (issue 30): chunk prefix quality and tokens (seed 003), agent-reported task
+-- Version 9 (issue 30): knowledge document metadata (seed 000), chunk prefix quality and tokens (seed 003), agent-reported task
 -- token usage (spec 004 §7.3/§15), as DuckDB's migration 013.
 ALTER TABLE chunks ADD COLUMN IF NOT EXISTS prefix_quality DOUBLE PRECISION;
 ALTER TABLE chunks ADD COLUMN IF NOT EXISTS prefix_tokens INTEGER DEFAULT 0;
@@ -15,3 +15,4 @@ CREATE TABLE IF NOT EXISTS task_usage (
     notes TEXT
 );
 CREATE INDEX IF NOT EXISTS task_usage_workspace ON task_usage (workspace_id, task_id);
+ALTER TABLE kb_documents ADD COLUMN IF NOT EXISTS metadata JSONB;
