@@ -13,20 +13,16 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
 from contextd.query.token_reduction import reduction_text
+from contextd.server.tool_kinds import APPEND, READ, REBUILD
 
-_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
-                         open_world_hint=False)
-_REINDEX = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
-                           open_world_hint=False)
-TOOLS = (("generate_context_for_chunk", _READ), ("reindex_with_context", _REINDEX),
-         ("get_reindexing_progress", _READ), ("search_with_contextual_retrieval", _READ),
-         ("get_contextual_retrieval_stats", _READ), ("report_token_usage", _WRITE),
-         ("get_token_reduction_report", _READ))
+TOOLS = (("generate_context_for_chunk", READ), ("reindex_with_context", REBUILD),
+         ("get_reindexing_progress", READ), ("search_with_contextual_retrieval", READ),
+         ("get_contextual_retrieval_stats", READ), ("report_token_usage", APPEND),
+         ("get_token_reduction_report", READ))
 
 
 def _answer(data: dict[str, Any], text: str) -> CallToolResult:

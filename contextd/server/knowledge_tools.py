@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
 from contextd.knowledge.records import (
@@ -21,12 +21,9 @@ from contextd.knowledge.records import (
 from contextd.records import ContextScope, to_dict
 from contextd.server.render import listing
 from contextd.server.schemas import HARD_MAX_TOKENS, MAX_K
+from contextd.server.tool_kinds import DELETE, READ, WRITE
 
-_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                         open_world_hint=False)
-_DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
-                          open_world_hint=False)
+_READ, _WRITE, _DELETE = READ, WRITE, DELETE
 # (tool name, annotations), in the order build_app registers them.
 TOOLS = (("knowledge_context_create", _WRITE), ("knowledge_context_list", _READ),
          ("knowledge_context_show", _READ), ("knowledge_context_delete", _DELETE),

@@ -83,7 +83,7 @@ class KnowledgeMixin(PostgresSession):
                        f.secrets_redacted,
                        array_agg(m.context ORDER BY m.context COLLATE "C")
                            FILTER (WHERE m.context IS NOT NULL) AS contexts,
-                       d.added_at, d.updated_at, coalesce(d.metadata, '{}'::jsonb) AS metadata
+                       d.added_at, d.updated_at, coalesce(d.metadata, '{{}}'::jsonb) AS metadata
                 FROM kb_documents d
                 JOIN file_state f ON f.workspace_id = d.workspace_id AND f.path = d.path
                 LEFT JOIN kb_memberships m ON m.workspace_id = d.workspace_id

@@ -28,7 +28,7 @@ WORKSPACE_TABLES = ("chunks", "symbols", "links", "file_state", "removed_files",
                     "usage_metrics", "bootstrap_progress", "bootstrap_errors", "jobs",
                     "project_config", "prefix_cache", "index_meta", "skipped_files",
                     "kb_contexts", "kb_documents", "kb_memberships", "stash_segments",
-                    "search_sessions")
+                    "search_sessions", "task_usage")
 
 
 class PostgresStore(ContentsMixin, VectorsMixin, KnowledgeMixin, StashMixin, ReportsMixin,
