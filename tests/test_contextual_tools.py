@@ -202,3 +202,20 @@ def test_cache_hit_rate_reads_usage_metrics(tmp_path):
         assert store.cache_hit_rate() == pytest.approx(2 / 3, abs=1e-4)
     finally:
         store.close()
+
+
+def test_token_usage_on_the_cli(tmp_path):
+    root = make_repo(tmp_path / "repo", {"README.md": "# Empty\n"})
+    env = server_env(tmp_path / "run")
+    for op, tokens in (("before_integration", ("5000", "2000")),
+                       ("after_integration", ("1000", "400"))):
+        added = _cli(root, env, "tokens", "add", "T-42", "--op", op, "--input", tokens[0],
+                     "--output", tokens[1], "--agent", "codex-cli")
+        assert added.returncode == 0, added.stderr
+    report = _cli(root, env, "tokens", "report")
+    assert "Reduction: 80% (meets the 80% goal; 1 task(s) with both)" in report.stdout
+    assert "- Total: 7000" in report.stdout and "- Total: 1400" in report.stdout
+    assert json.loads(_cli(root, env, "--json", "tokens", "report").stdout)["agents"] == [
+        "codex-cli"]
+    assert _cli(root, env, "tokens", "add", "T-1", "--op", "during", "--input", "1",
+                "--output", "1").returncode == 2

@@ -65,8 +65,9 @@ def query_text(result: QueryResult) -> str:
     # While the project is still being indexed the note says what is missing: an empty
     # answer is not "nothing matched".
     indexing = any(n.startswith(STILL_INDEXING) for n in result.notes)
-    return listing(f"{len(result.hits)} result(s) for {result.query!r} "
-                   f"({result.total_tokens} of {result.max_tokens} tokens).", result.notes,
+    return listing(f"{len(result.hits)} result(s) of {result.total} found for "
+                   f"{result.query!r} ({result.total_tokens} of {result.max_tokens} tokens).",
+                   result.notes,
                    "" if indexing else "Nothing matched: try other words, a wider scope, or "
                    "get_context_stats to check that the project is indexed.", entries)
 
