@@ -58,12 +58,14 @@ def _seconds(stamp: str | None, now: datetime) -> float | None:
     return max(0.0, (now - start).total_seconds())
 
 
-def progress(job: Job | None, failed: int = 0) -> dict[str, Any]:
+def progress(job: Job | None) -> dict[str, Any]:
     """The seed's progress answer for the latest re-index job (``none`` when there is
-    none): status, entities (files) processed of the total, failures, percentage, elapsed
-    and estimated remaining seconds."""
+    none): status, entities (files) processed of the total, failures (files that failed,
+    from the job's report once it ends), percentage, elapsed and estimated remaining
+    seconds."""
     if job is None:
         return {"status": "none", "message": "no re-index has run; call reindex_with_context"}
+    failed = int(job.metrics.get("files_failed") or 0)
     now = datetime.now(timezone.utc)
     total = job.files_total or 0
     done = job.files_processed

@@ -211,8 +211,7 @@ class Engine:
 
         job = next((j for j in self.store.list_jobs(limit=200)
                     if j.created_by == contextual_jobs.CREATED_BY), None)
-        failed = len(self.store.list_errors(limit=10_000)) if job is not None else 0
-        return contextual_jobs.progress(job, failed)
+        return contextual_jobs.progress(job)
 
     def contextual_search(self, query: str, limit: int = 10,
                           score_threshold: float | None = None, ab: bool = False

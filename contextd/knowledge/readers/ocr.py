@@ -3,9 +3,9 @@
 RapidOCR on ONNX Runtime (the ``rapidocr-onnxruntime`` wheel ships its detection,
 orientation and recognition models, ~16 MB, so nothing is downloaded) reads each image a page
 holds (pypdf extracts them). It is loaded once per process, on the first page that needs it,
-and used under a lock (the engine is not documented as thread-safe). Measured here: ~1.2 s to
-load, ~7 s per page image on a loaded 2-core machine; a scanned PDF is slow to add, never
-slow to search.
+and used under a lock (the engine is not documented as thread-safe). benchmarks/bench_ocr.py
+measured ~1.2-1.8 s to load and 7-20 s per page on a loaded 2-core machine: a scanned PDF is
+slow to add, never slow to search.
 """
 
 from __future__ import annotations
