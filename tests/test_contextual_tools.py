@@ -6,6 +6,7 @@ and ``ContextModule`` in Python, on a real git repository with the real embeddin
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -81,7 +82,7 @@ def test_seed_003_tools_over_mcp(project):
 
         found = structured(agent.call("search_with_contextual_retrieval", {
             "query": "what caching does the authentication service use", "limit": 3,
-            "ab": True}))
+            "ab": True, "expected_paths": ["src/auth/session.py", "nowhere.py"]}))
         assert found["success"] and found["count"] == len(found["results"]) <= 3
         top = found["results"][0]
         assert top["metadata"]["has_context"] and top["context"].startswith("File: ")
@@ -92,6 +93,10 @@ def test_seed_003_tools_over_mcp(project):
         assert ab["contextualized_chunks"] > 0 and ab["vectors_computed"] > 0
         assert all(item["other_rank"] is None or item["other_rank"] >= 1
                    for item in ab["with_context"] + ab["without_context"])
+        session, nowhere = ab["expected"]
+        assert session["path"] == "src/auth/session.py" and session["rank_with_context"] >= 1
+        assert session["rank_without_context"] >= 1
+        assert nowhere["rank_with_context"] is None
         with_scores = [i["score"] for i in ab["with_context"]]
         assert with_scores == sorted(with_scores, reverse=True)
         again = structured(agent.call("search_with_contextual_retrieval", {
@@ -120,10 +125,12 @@ def test_seed_003_tools_over_mcp(project):
 
 def test_query_ab_and_prompt_on_the_cli(project):
     root, env, _ = project
-    ab = _cli(root, env, "query", "where are login sessions cached", "--ab", "--k", "3")
+    ab = _cli(root, env, "query", "where are login sessions cached", "--ab", "--k", "3",
+              "--expect", "src/auth/session.py")
     assert ab.returncode == 0, ab.stderr
     assert "with contextual prefixes" in ab.stdout and "without them" in ab.stdout
     assert "in both lists" in ab.stdout
+    assert re.search(r"src/auth/session.py: #\d+ with prefixes, #\d+ without", ab.stdout)
     data = json.loads(_cli(root, env, "--json", "query", "invoice totals", "--ab").stdout)
     assert data["ab"]["chunks_compared"] > 0
 

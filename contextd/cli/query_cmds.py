@@ -128,6 +128,8 @@ def _print_files(response: QueryResponse) -> None:
 @click.option("--description", help="With --prompt: the task's description (searched too).")
 @click.option("--ab", "ab", is_flag=True, help="Rank with and without the contextual prefixes "
               "side by side (seed 003 A/B): what contextual retrieval changes here.")
+@click.option("--expect", "expect", multiple=True, help="With --ab: a file that answers "
+              "TEXT; its rank with and without prefixes is shown (repeatable).")
 @pass_state
 def query_command(state: CliState, text: str, k: int | None, providers: tuple[str, ...],
                   budget: int | None, paths: tuple[str, ...], excludes: tuple[str, ...],
@@ -136,7 +138,8 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
                   contexts: tuple[str, ...], min_score: float | None, memory: str | None,
                   memory_min_similarity: float | None, as_block: bool, by_file: bool,
                   as_prompt: bool, task_id: str, task_type: str | None,
-                  complexity: int | None, description: str | None, ab: bool) -> None:
+                  complexity: int | None, description: str | None, ab: bool,
+                  expect: tuple[str, ...]) -> None:
     """Search the project's context for TEXT.
 
     \b
@@ -153,8 +156,10 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
                          "contextd query \"where are tokens refreshed\"")
     if sum((by_file, as_block, as_prompt, ab)) > 1:
         raise UsageError("--files, --render, --prompt and --ab exclude each other")
+    if expect and not ab:
+        raise UsageError("--expect goes with --ab")
     if ab:
-        return _ab_command(state, text, k)
+        return _ab_command(state, text, k, expect)
     task = {"task_id": task_id, "title": text, "description": description,
             "task_type": task_type, "complexity": complexity}
     if description:
@@ -204,14 +209,15 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
         (_print_files if by_file else _print_hits)(response)
 
 
-def _ab_command(state: CliState, text: str, k: int | None) -> None:
+def _ab_command(state: CliState, text: str, k: int | None, expect: tuple[str, ...]) -> None:
     """``contextd query --ab``: the two dense rankings, side by side."""
     engine = open_engine(state)
     try:
         from contextd.runtime.background import index_for_command
 
         index_for_command(engine, state.project(), _progress(state))
-        data = engine.contextual_search(text, limit=k or 10, ab=True)
+        expect = tuple(root_relative(p, state.project().root) for p in expect)
+        data = engine.contextual_search(text, limit=k or 10, ab=True, expect=expect)
     finally:
         engine.close()
     emit(state, data, _print_ab)
@@ -232,6 +238,9 @@ def _print_ab(data: dict[str, Any]) -> None:
     click.echo(f"{ab['overlap']} of {len(ab['with_context'])} in both lists; "
                f"{ab['contextualized_chunks']} of {ab['chunks_compared']} chunks carry a "
                f"prefix; (#n) = rank in the other list")
+    for item in ab["expected"]:
+        click.echo(f"{item['path']}: #{item['rank_with_context'] or '-'} with prefixes, "
+                   f"#{item['rank_without_context'] or '-'} without")
     for note in ab["notes"]:
         click.echo(f"contextd: {note}", err=True)
     if ab["vectors_computed"]:

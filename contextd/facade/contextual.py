@@ -48,6 +48,16 @@ class RankedChunk:
 
 
 @dataclass(frozen=True)
+class ExpectedRank:
+    """Where a file the caller knows answers the query ranks on each side: the rank of its
+    best chunk (None: not indexed, or no vector)."""
+
+    path: str
+    rank_with_context: int | None
+    rank_without_context: int | None
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Dense rankings with and without the contextual prefixes, side by side."""
 
@@ -58,6 +68,7 @@ class Comparison:
     chunks_compared: int
     contextualized_chunks: int
     vectors_computed: int            # chunk-only vectors embedded by this comparison
+    expected: tuple[ExpectedRank, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -68,6 +79,14 @@ def _ranked(order: np.ndarray, scores: np.ndarray, rows: Sequence[Any], other: d
                              label=rows[i].label, score=round(float(scores[i]), 4),
                              other_rank=other.get(rows[i].chunk_id))
                  for n, i in enumerate(order[:limit], start=1))
+
+
+def _best_rank(order: np.ndarray, rows: Sequence[Any], path: str) -> int | None:
+    """1-based rank of the first chunk of file ``path`` in ``order`` (None: no chunk)."""
+    for n, i in enumerate(order, start=1):
+        if rows[i].file_path == path:
+            return n
+    return None
 
 
 class ContextualRetrieval:
@@ -86,10 +105,11 @@ class ContextualRetrieval:
         return embedder
 
     def search(self, query: str, limit: int = 10, score_threshold: float | None = None,
-               ab: bool = False) -> dict[str, Any]:
+               ab: bool = False, expect: Sequence[str] = ()) -> dict[str, Any]:
         """The hybrid search over the contextualized chunks (what query_context runs), each
         result with its prefix, the prefix's quality and tokens; with ``ab`` also the
-        :class:`Comparison`."""
+        :class:`Comparison` (``expect``: files known to answer the query, ranked on both
+        sides)."""
         if not 1 <= limit <= MAX_LIMIT:
             raise UsageError(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
         response = self.context.query(QueryRequest(query=query, k=limit,
@@ -115,11 +135,13 @@ class ContextualRetrieval:
                                   "strategy": self.config.contextualizer.strategy,
                                   "notes": list(response.notes)}
         if ab:
-            answer["ab"] = self.compare(query, limit)
+            answer["ab"] = self.compare(query, limit, expect)
         return answer
 
-    def compare(self, query: str, limit: int = 10) -> Comparison:
-        """Rank every indexed chunk by its index-text vector and by its chunk-text vector."""
+    def compare(self, query: str, limit: int = 10, expect: Sequence[str] = ()
+                ) -> Comparison:
+        """Rank every indexed chunk by its index-text vector and by its chunk-text vector;
+        ``expect`` names files that answer the query, whose best rank each side reports."""
         model = self._model()
         rows = [r for r in self.context.catalog.chunks_for_files(None)]
         if not rows:
@@ -149,13 +171,17 @@ class ContextualRetrieval:
         ranks = [{rows[i].chunk_id: n for n, i in enumerate(order[:RANK_DEPTH], start=1)}
                  for order, _ in sides]
         top = [set(list(r)[:limit]) for r in ranks]
+        expected = tuple(ExpectedRank(path, *(_best_rank(order, rows, path)
+                                              for order, _ in sides))
+                         for path in dict.fromkeys(p.strip().lstrip("./") for p in expect)
+                         if path)
         return Comparison(
             query=query,
             with_context=_ranked(*sides[0], rows, ranks[1], limit),
             without_context=_ranked(*sides[1], rows, ranks[0], limit),
             overlap=len(top[0] & top[1]), chunks_compared=len(rows),
             contextualized_chunks=contextualized, vectors_computed=computed,
-            notes=tuple(notes))
+            expected=expected, notes=tuple(notes))
 
     def _embed_missing(self, model: Any, rows: Sequence[Any], hashes: Sequence[str],
                        stored: dict[str, np.ndarray]) -> int:

@@ -214,10 +214,12 @@ class Engine:
         return contextual_jobs.progress(job)
 
     def contextual_search(self, query: str, limit: int = 10,
-                          score_threshold: float | None = None, ab: bool = False
-                          ) -> dict[str, Any]:
-        """search_with_contextual_retrieval, with the A/B comparison when ``ab``."""
-        return to_dict(self.module.contextual.search(query, limit, score_threshold, ab))
+                          score_threshold: float | None = None, ab: bool = False,
+                          expect: Sequence[str] = ()) -> dict[str, Any]:
+        """search_with_contextual_retrieval, with the A/B comparison when ``ab`` (``expect``:
+        files known to answer the query, whose rank each side reports)."""
+        return to_dict(self.module.contextual.search(query, limit, score_threshold, ab,
+                                                     expect))
 
     def contextual_stats(self) -> dict[str, Any]:
         """get_contextual_retrieval_stats."""

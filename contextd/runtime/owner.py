@@ -282,10 +282,11 @@ class SharedEngine:
         return self._call("reindexing_progress", {})
 
     def contextual_search(self, query: str, limit: int = 10,
-                          score_threshold: float | None = None, ab: bool = False
-                          ) -> dict[str, Any]:
+                          score_threshold: float | None = None, ab: bool = False,
+                          expect: Sequence[str] = ()) -> dict[str, Any]:
         return self._call("contextual_search", {"query": query, "limit": limit,
-                                                "score_threshold": score_threshold, "ab": ab})
+                                                "score_threshold": score_threshold, "ab": ab,
+                                                "expect": list(expect)})
 
     def contextual_stats(self) -> dict[str, Any]:
         return self._call("contextual_stats", {})

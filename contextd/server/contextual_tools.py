@@ -47,6 +47,8 @@ def _search_text(data: dict[str, Any]) -> str:
             lines.append(f"  {left['rank']:>2}. with: {left['file_path']}:{left['start_line']}"
                          f" (#{left['other_rank'] or '-'} without) | without: "
                          f"{right['file_path']}:{right['start_line']}")
+        lines += [f"  expected {e['path']}: #{e['rank_with_context']} with prefixes, "
+                  f"#{e['rank_without_context']} without" for e in ab["expected"]]
     lines += [f"Note: {n}" for n in data.get("notes", []) + list((ab or {}).get("notes", []))]
     return "\n".join(lines)
 
@@ -124,12 +126,16 @@ class ContextualTools:
             "Also rank every chunk by meaning with and without its contextual prefix, side "
             "by side (each result's rank in the other list): what the prefixes change on "
             "this project. The first comparison embeds the chunk texts once."))] = False,
+        expected_paths: Annotated[list[str] | None, Field(max_length=50, description=(
+            "With ab: files you know answer the query (root-relative); the answer gives the "
+            "rank of each one's best chunk with and without prefixes."))] = None,
     ) -> CallToolResult:
         """Search the contextualized chunks (the hybrid search query_context runs), each
         result with its prefix ('context'), the prefix's quality and tokens in metadata;
         with ab=true also the A/B comparison with and without prefixes.
         """
-        data = self.handle.get().contextual_search(query, limit, score_threshold, ab)
+        data = self.handle.get().contextual_search(query, limit, score_threshold, ab,
+                                                   expected_paths or ())
         return _answer(data, _search_text(data))
 
     def get_contextual_retrieval_stats(self) -> CallToolResult:
