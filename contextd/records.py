@@ -95,7 +95,8 @@ class ContextScope:
 
     ``memory`` adds the agent's stashed segments (:mod:`contextd.stash`) to the project's
     context: a session id for that session's memory, ``"*"`` for every session's; None (the
-    default) leaves memory out.
+    default) leaves memory out. ``memory_min_similarity`` replaces ``[stash] min_similarity``
+    for that memory (lower it to cast wider, e.g. for a terse question about a raw log).
 
     ``files``: exact paths (root-relative; a knowledge document also by its absolute path).
     ``folders`` (seed 002): a bare name (``hooks``) is any folder of that name, a leading
@@ -117,6 +118,7 @@ class ContextScope:
     documents: tuple[str, ...] | None = None
     include_project: bool = True
     roles: tuple[str, ...] = ()
+    memory_min_similarity: float | None = None
 
 
 @dataclass(frozen=True)

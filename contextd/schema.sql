@@ -1,4 +1,4 @@
--- contextd index schema: the single description of a fresh database at SCHEMA_VERSION 10.
+-- contextd index schema: the single description of a fresh database at SCHEMA_VERSION 13.
 -- Older databases reach the same shape through contextd/migrations/NNN_*.sql, applied in
 -- order on open (tests/test_store.py checks that both roads give identical tables).
 -- Vectors are keyed by (model identity, BLAKE3 of the embedded text): the embeddings table
@@ -40,7 +40,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     embed_hash TEXT NOT NULL,           -- BLAKE3 of index_text
     index_text TEXT,                    -- what is embedded and BM25-indexed (prefix + text)
     parent TEXT,
-    contextualized BOOLEAN NOT NULL DEFAULT false
+    contextualized BOOLEAN NOT NULL DEFAULT false,
+    prefix_quality DOUBLE,              -- seed 003 FR-4 score of the prefix (0-1); NULL: none
+    prefix_tokens INTEGER DEFAULT 0
 );
 
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -89,6 +91,20 @@ CREATE TABLE IF NOT EXISTS usage_metrics (
     files_served TEXT[],                -- distinct files the answer's snippets came from
     source_tokens INTEGER,              -- tokens of those whole files when answered
     provider_scores JSON                -- provider id -> mean score of the hits it found
+);
+
+-- Token usage of tasks as agents report it (spec 004 §7.3/§15), for the reduction report.
+CREATE SEQUENCE IF NOT EXISTS task_usage_id_seq START 1;
+CREATE TABLE IF NOT EXISTS task_usage (
+    report_id BIGINT NOT NULL DEFAULT nextval('task_usage_id_seq'),
+    recorded_at TIMESTAMP NOT NULL DEFAULT now(),
+    op TEXT NOT NULL,                   -- before_integration | after_integration
+    agent TEXT,                         -- e.g. claude-code, codex-cli
+    task_id TEXT NOT NULL,
+    tokens_input INTEGER NOT NULL,      -- prompt tokens sent to the agent
+    tokens_output INTEGER NOT NULL,     -- response tokens of the agent
+    context_tokens INTEGER,             -- of tokens_input, those of the context block
+    notes TEXT
 );
 
 CREATE TABLE IF NOT EXISTS bootstrap_progress (
@@ -211,7 +227,8 @@ CREATE TABLE IF NOT EXISTS kb_documents (
     page_starts INTEGER[],              -- first line of each page (PDF), NULL without pages
     title TEXT,
     added_at TIMESTAMP NOT NULL DEFAULT now(),
-    updated_at TIMESTAMP NOT NULL DEFAULT now()
+    updated_at TIMESTAMP NOT NULL DEFAULT now(),
+    metadata JSON                       -- given at add (seed 000), NULL: none
 );
 
 CREATE TABLE IF NOT EXISTS kb_memberships (

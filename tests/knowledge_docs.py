@@ -49,6 +49,31 @@ def make_scanned_pdf(path: Path) -> Path:
     return path
 
 
+def make_image_pdf(path: Path, lines: list[str], text_layer: str = "") -> Path:
+    """A scanned page: ``lines`` drawn into an image (no text layer for them), plus an
+    optional (wrong or partial) ``text_layer`` as a scanner's OCR might have left it."""
+    from fpdf import FPDF
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (1400, 110 + 80 * len(lines)), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=42)
+    for number, line in enumerate(lines):
+        draw.text((40, 50 + 80 * number), line, fill="black", font=font)
+    png = path.with_suffix(".png")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(png)
+    pdf = FPDF()
+    pdf.add_page()
+    if text_layer:
+        pdf.set_font("Helvetica", size=8)
+        pdf.text(10, 290, text_layer)
+    pdf.image(str(png), x=10, y=10, w=190)
+    pdf.output(str(path))
+    png.unlink()
+    return path
+
+
 def make_docx(path: Path, sections: dict[str, str]) -> Path:
     """A Word document: one Heading 1 and one paragraph per section, plus a table."""
     import docx

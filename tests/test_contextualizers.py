@@ -25,7 +25,9 @@ import pytest
 from contextd.chunkers.chunking import chunk_file
 from contextd.config.loading import config_from_dict
 from contextd.config.sections import ContextConfig
-from contextd.contextualizers.stage import ContextStage, contextualizer_signature, index_texts
+from contextd.contextualizers.stage import (
+    ContextStage, IndexText, contextualizer_signature, index_texts,
+)
 from contextd.contextualizers.llm import check_quality
 from contextd.store.duckdb import DuckDBStore
 from contextd.text.tokens import estimate_tokens
@@ -88,7 +90,7 @@ def prefixes_of(source: str, path: str, config: ContextConfig | None = None) -> 
     config = config or ContextConfig()
     chunks = chunk_file(path, source.encode(), config).chunks
     texts = index_texts(source, path, chunks, config)
-    return {c.label: t[:-len(c.text)].strip() if flag else "" for c, (t, flag)
+    return {c.label: t.text[:-len(c.text)].strip() if t.contextualized else "" for c, t
             in zip(chunks, texts)}
 
 
@@ -122,7 +124,8 @@ def test_structural_prefix_is_trimmed_never_the_chunk():
              f'    def work(self):\n{body}\n'
     chunks = chunk_file("pkg/big.py", source.encode(), config).chunks
     window = config.embedding.max_seq_length
-    for chunk, (text, _) in zip(chunks, index_texts(source, "pkg/big.py", chunks, config)):
+    for chunk, item in zip(chunks, index_texts(source, "pkg/big.py", chunks, config)):
+        text = item.text
         assert text.endswith(chunk.text)
         prefix = text[:-len(chunk.text)]
         assert estimate_tokens(prefix) <= config.contextualizer.max_prefix_tokens + 1
@@ -133,7 +136,7 @@ def test_strategy_none_and_signature():
     config = config_from_dict({"contextualizer": {"strategy": "none"}})
     chunks = chunk_file("demo/greeting.py", PY_SOURCE.encode(), config).chunks
     assert index_texts(PY_SOURCE, "demo/greeting.py", chunks, config) == \
-        [(c.text, False) for c in chunks]
+        [IndexText(c.text) for c in chunks]
     assert contextualizer_signature(config) != contextualizer_signature(ContextConfig())
 
 
@@ -221,8 +224,9 @@ def test_llm_prefixes_are_cached_and_counted(llm_server, tmp_path):
     store = DuckDBStore(tmp_path / "index.duckdb")
     chunks, texts, stats = run_stage(config, store)
     assert len(llm_server.requests) == len(chunks)
-    for chunk, (text, flag) in zip(chunks, texts):
-        assert flag and text.startswith("Within demo/greeting.py") and text.endswith(chunk.text)
+    for chunk, item in zip(chunks, texts):
+        assert item.contextualized and item.text.startswith("Within demo/greeting.py")
+        assert item.text.endswith(chunk.text)
     assert stats["generated"] == len(chunks) and stats["llm"]["accepted"] == len(chunks)
     assert stats["llm"]["prompt_tokens"] > 0 and stats["llm"]["cost"] > 0
     _, again, stats = run_stage(config, store)
@@ -237,7 +241,7 @@ def test_llm_bad_answer_is_rejected_then_retried(llm_server, tmp_path):
     chunks, texts, stats = run_stage(config, None)
     assert len(llm_server.requests) == 2 * len(chunks)
     assert stats["llm"]["rejected"] == len(chunks) and stats["llm"]["accepted"] == len(chunks)
-    assert all(text.startswith("Within ") for text, _ in texts)
+    assert all(item.text.startswith("Within ") for item in texts)
     verdict = check_quality("This chunk is code.", chunks[0], config.contextualizer)
     assert not verdict.ok and "words" in verdict.reason
 
@@ -247,13 +251,13 @@ def test_llm_failure_falls_back_to_structural_uncached(llm_server, tmp_path):
     config = config_from_dict(llm_config(llm_server))
     store = DuckDBStore(tmp_path / "index.duckdb")
     chunks, texts, stats = run_stage(config, store)
-    structural = [t for t, _ in index_texts(PY_SOURCE, "demo/greeting.py", chunks,
-                                            ContextConfig())]
-    assert [t for t, _ in texts] == structural
+    structural = [t.text for t in index_texts(PY_SOURCE, "demo/greeting.py", chunks,
+                                              ContextConfig())]
+    assert [t.text for t in texts] == structural
     assert stats["fallbacks"] == len(chunks) and stats["llm"]["failures"] == 2 * len(chunks)
     llm_server.mode = "good"
     _, texts, stats = run_stage(config, store)  # failures were not cached: asked again
-    assert stats["generated"] == len(chunks) and texts[0][0].startswith("Within ")
+    assert stats["generated"] == len(chunks) and texts[0].text.startswith("Within ")
     store.close()
 
 

@@ -85,15 +85,16 @@ def check_knowledge_cli(run: Run) -> None:
 def check_stash_cli(run: Run) -> None:
     segment = run.output("contextd stash add").split()[0]
     assert segment.startswith("seg-")
-    found = run.output("contextd stash search")
-    assert re.search(rf"^ 1\. [\d.]+  {segment}  \[error_log\]", found, re.M)
+    found = json.loads(run.output("contextd stash search"))
+    assert found["segments"][0]["segment_id"] == segment
     assert "KeyError: 'platinum'" in run.output("contextd stash show")
     assert re.search(r"removed \d+ expired", run.output("contextd stash gc"))
 
 
 def check_python_memory(run: Run) -> None:
-    assert run.stdout.strip() == ("Traceback: File checkout.py, in checkout: "
-                                  "discount = DISCOUNTS[tier] KeyError: 'platinum'")
+    printed = run.stdout.strip()
+    assert printed.startswith("Traceback (most recent call last):")
+    assert printed.endswith("KeyError: 'platinum'")
 
 
 def check_sessions_cli(run: Run) -> None:

@@ -41,7 +41,12 @@ TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_conte
          "knowledge_context_create", "knowledge_context_list", "knowledge_context_show",
          "knowledge_context_delete", "knowledge_add", "knowledge_remove", "knowledge_search",
          # configuration (tests/test_seed002_admin.py)
-         "reload_config"}
+         "reload_config",
+         "knowledge_show",
+         # contextual retrieval and task token usage (tests/test_contextual_tools.py)
+         "generate_context_for_chunk", "reindex_with_context", "get_reindexing_progress",
+         "search_with_contextual_retrieval", "get_contextual_retrieval_stats",
+         "report_token_usage", "get_token_reduction_report"}
 REPO_FILES = {
     "src/billing/invoice.py": '''"""Invoices."""
 

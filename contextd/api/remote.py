@@ -188,6 +188,15 @@ class ServiceModule:
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
         return render_context(task_context, max_tokens)
 
+    def task_prompt(self, task: Any, task_context: TaskContext | None = None,
+                    max_tokens: int | None = None) -> str:
+        """As :meth:`contextd.facade.context.ProjectContext.task_prompt`."""
+        from contextd.query.prompt import render_task_prompt
+
+        if task_context is None:
+            task_context = self.get_task_context(task)
+        return render_task_prompt(task, task_context, max_tokens)
+
     def warm_up(self, wait: bool = False, timeout: float | None = None) -> None:
         """Nothing to load in this process."""
 

@@ -41,6 +41,7 @@ COMMANDS = {
     "report": "contextd.cli.report_cmd:report_command",
     "ui": "contextd.cli.ui_cmd:ui_group",
     "stash": "contextd.cli.stash_cmd:stash_group",
+    "tokens": "contextd.cli.tokens_cmd:tokens_group",
     "kb": "contextd.cli.kb_cmd:kb_group",
     "workspaces": "contextd.cli.workspaces_cmd:workspaces_group",
     "store": "contextd.cli.store_cmd:store_group",

@@ -112,11 +112,22 @@ def delete_cmd(state: CliState, name: str, confirm: bool) -> None:
               "(repeatable), e.g. '*.pdf'.")
 @click.option("--exclude", multiple=True, help="Leave out files matching this glob "
               "(repeatable).")
+@click.option("--metadata", "metadata_pairs", multiple=True, metavar="KEY=VALUE",
+              help="Kept with each document added; search hits carry it (repeatable).")
+@click.option("--force-ocr", is_flag=True, help="Read PDFs by OCR even where they have a "
+              "text layer (scanned pages are always read by OCR).")
 @pass_state
 def add_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...],
-            include: tuple[str, ...], exclude: tuple[str, ...]) -> None:
+            include: tuple[str, ...], exclude: tuple[str, ...],
+            metadata_pairs: tuple[str, ...], force_ocr: bool) -> None:
     """Add files or folders (recursively) to contexts ('default' when none is named).
     Exit code 1 when a file could not be added (each is named with its reason)."""
+    metadata = {}
+    for pair in metadata_pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise click.UsageError(f"--metadata {pair!r}: write KEY=VALUE")
+        metadata[key.strip()] = value
     def human(report: Any) -> None:
         for doc in report.documents:
             if doc.status == "failed":
@@ -135,7 +146,8 @@ def add_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...],
                    f"{', '.join(report.contexts)} ({report.chunks_embedded} chunks embedded, "
                    f"{report.elapsed_ms / 1000:.1f} s)")
     report = _run(state, lambda e: e.knowledge_add(
-        list(paths), list(contexts) or None, list(include), list(exclude)), human)
+        list(paths), list(contexts) or None, list(include), list(exclude),
+        metadata=metadata or None, force_ocr=force_ocr), human)
     if report.failed:
         sys.exit(1)
 
@@ -167,10 +179,12 @@ def remove_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...
               "name anywhere, /path from the project root, or a glob (repeatable).")
 @click.option("--file", "files", multiple=True, help="Only this document (exact path, "
               "repeatable).")
+@click.option("--min-relevance", type=click.FloatRange(0.0, 1.0),
+              help="Drop hits scoring below this (0-1).")
 @pass_state
 def search_cmd(state: CliState, query: str, contexts: tuple[str, ...], k: int | None,
                include_project: bool, budget: int | None, folders: tuple[str, ...],
-               files: tuple[str, ...]) -> None:
+               files: tuple[str, ...], min_relevance: float | None) -> None:
     """Search knowledge contexts (all when none is named) for QUERY."""
     from contextd.knowledge.hits import preview
     from contextd.knowledge.scope import knowledge_request, search_result
@@ -178,7 +192,7 @@ def search_cmd(state: CliState, query: str, contexts: tuple[str, ...], k: int | 
 
     request = knowledge_request(query, list(contexts), k, include_project, budget,
                                 ContextScope(files=files, folders=folders), task_id="cli",
-                                wait_for_model=True)
+                                wait_for_model=True, min_relevance=min_relevance)
 
     def call(engine: Any) -> Any:
         if include_project:
@@ -194,7 +208,26 @@ def search_cmd(state: CliState, query: str, contexts: tuple[str, ...], k: int | 
             for line in preview(hit.snippet, hit.start_line, hit.metadata, PREVIEW_LINES,
                                 query):
                 click.echo(f"      {line}")
-        click.echo(f"{result.total} hits, {result.total_tokens} tokens")
+        click.echo(f"{len(result.hits)} of {result.total} found, {result.total_tokens} tokens")
         for note in result.notes:
             click.echo(f"contextd: {note}", err=True)
     _run(state, call, human)
+
+
+@kb_group.command("docs")
+@click.option("--context", "context", help="Only this context's documents (default: all "
+              "contexts).")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Most documents listed.")
+@pass_state
+def docs_cmd(state: CliState, context: str | None, limit: int) -> None:
+    """List knowledge documents across every context (or of one), with the contexts
+    holding each and the metadata it was added with."""
+    def human(result: Any) -> None:
+        for doc in result.documents:
+            pages = f", {doc.pages} pages" if doc.pages else ""
+            meta = f"  {doc.metadata}" if doc.metadata else ""
+            click.echo(f"{doc.document}  [{doc.format}{pages}, {doc.chunks} chunks]  "
+                       f"contexts: {', '.join(doc.contexts)}{meta}")
+        click.echo(f"{len(result.documents)} of {result.total} document(s)", err=True)
+    _run(state, lambda e: e.knowledge_list_documents(context, limit), human)

@@ -72,7 +72,8 @@ def _print_hits(response: QueryResponse) -> None:
                    f"{hit.end_line}  {hit.label}  [{', '.join(hit.providers)}]{role}")
         for line_number, line in preview(hit):
             click.echo(f"  {line_number:>5} {line}")
-    click.echo(f"{response.total} hits, {response.total_tokens} tokens, "
+    click.echo(f"{len(response.hits)} hits of {response.total} found, "
+               f"{response.total_tokens} tokens, "
                f"{response.timings_ms.get('total', 0):.0f} ms")
 
 
@@ -113,8 +114,20 @@ def _print_files(response: QueryResponse) -> None:
               "session).")
 @click.option("--render", "as_block", is_flag=True, help="Print a <project_context> block "
               "(with --json: the response with the block in its 'rendered' field).")
+@click.option("--memory-min-similarity", type=click.FloatRange(-1.0, 1.0),
+              help="Cut-off of the --memory segments (default [stash] min_similarity).")
 @click.option("--files", "by_file", is_flag=True, help="List the files to look at, ranked by "
               "the chunks found in them, instead of the chunks.")
+@click.option("--prompt", "as_prompt", is_flag=True, help="Print the task prompt of spec 004 "
+              "§7.2 (TEXT as the task's title, its <project_context> block, the Guidelines).")
+@click.option("--task-id", default="", help="With --prompt: the task's id.")
+@click.option("--task-type", help="With --prompt: the task's type, e.g. IMPLEMENTATION.")
+@click.option("--complexity", type=click.IntRange(1, 10), help="With --prompt: 1-10.")
+@click.option("--description", help="With --prompt: the task's description (searched too).")
+@click.option("--ab", "ab", is_flag=True, help="Rank with and without the contextual prefixes "
+              "side by side (seed 003 A/B): what contextual retrieval changes here.")
+@click.option("--expect", "expect", multiple=True, help="With --ab: a file that answers "
+              "TEXT; its rank with and without prefixes is shown (repeatable).")
 @pass_state
 def query_command(state: CliState, text: str, k: int | None, providers: tuple[str, ...],
                   budget: int | None, paths: tuple[str, ...], excludes: tuple[str, ...],
@@ -122,7 +135,10 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
                   files: tuple[str, ...], folders: tuple[str, ...],
                   contexts: tuple[str, ...], projects: tuple[str, ...],
                   min_score: float | None, memory: str | None,
-                  as_block: bool, by_file: bool) -> None:
+                  memory_min_similarity: float | None, as_block: bool, by_file: bool,
+                  as_prompt: bool, task_id: str, task_type: str | None,
+                  complexity: int | None, description: str | None, ab: bool,
+                  expect: tuple[str, ...]) -> None:
     """Search the project's context for TEXT.
 
     \b
@@ -132,12 +148,22 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
       contextd query "RateLimiter" --provider symbol --render
       contextd query "Fix: expired tokens are not refreshed" --files
       contextd query "session timeout" --project backend --project frontend
+      contextd query "Fix token refresh" --prompt --task-type BUGFIX --complexity 5
+      contextd query "where are tokens refreshed" --ab
     """
     if not text.strip():
         raise UsageError("the query is empty; say what you are looking for, e.g. "
                          "contextd query \"where are tokens refreshed\"")
-    if by_file and as_block:
-        raise UsageError("--files and --render exclude each other")
+    if sum((by_file, as_block, as_prompt, ab)) > 1:
+        raise UsageError("--files, --render, --prompt and --ab exclude each other")
+    if expect and not ab:
+        raise UsageError("--expect goes with --ab")
+    if ab:
+        return _ab_command(state, text, k, expect)
+    task = {"task_id": task_id, "title": text, "description": description,
+            "task_type": task_type, "complexity": complexity}
+    if description:
+        text = f"{text}\n{description}"
     from contextd.runtime.background import index_for_command, start_background_owner
 
     project = state.project()
@@ -148,7 +174,8 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
         scope=ContextScope(paths=tuple(r for r in (root_relative(p, project.root)
                                                    for p in paths) if r),
                            languages=languages, kinds=kinds, exclude_patterns=excludes,
-                           files=files, folders=folders, memory=memory, roles=roles))
+                           files=files, folders=folders, memory=memory, roles=roles,
+                           memory_min_similarity=memory_min_similarity))
     engine = open_engine(state)
     try:
         handoff = index_for_command(engine, project, _progress(state))
@@ -159,25 +186,67 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
                                           or _without_semantic(project))
         response = engine.query(request)
         if handoff.handed_off:
-            response = dataclasses.replace(response, notes=response.notes + (handoff.note(response.notes),))
+            response = dataclasses.replace(
+                response, notes=response.notes + (handoff.note(response.notes),))
             start_background_owner(project)
     finally:
         engine.close()
     for note in response.notes:
         click.echo(f"contextd: {note}", err=True)
-    if as_block:  # imported here: rendering pulls in numpy, which most queries do not need
+    if as_block or as_prompt:  # imported here: rendering pulls in numpy
+        from contextd.query.prompt import render_task_prompt
         from contextd.query.render import context_from_response, render_context
 
-        block = render_context(context_from_response(response))
+        context = context_from_response(response)
+        block = (render_task_prompt(task, context) if as_prompt else render_context(context))
     if state.as_json:
         data = to_dict(response)
-        if as_block:
-            data["rendered"] = block
+        if as_block or as_prompt:
+            data["prompt" if as_prompt else "rendered"] = block
         sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    elif as_block:
+    elif as_block or as_prompt:
         click.echo(block)
     else:
         (_print_files if by_file else _print_hits)(response)
+
+
+def _ab_command(state: CliState, text: str, k: int | None, expect: tuple[str, ...]) -> None:
+    """``contextd query --ab``: the two dense rankings, side by side."""
+    engine = open_engine(state)
+    try:
+        from contextd.runtime.background import index_for_command
+
+        index_for_command(engine, state.project(), _progress(state))
+        expect = tuple(root_relative(p, state.project().root) for p in expect)
+        data = engine.contextual_search(text, limit=k or 10, ab=True, expect=expect)
+    finally:
+        engine.close()
+    emit(state, data, _print_ab)
+
+
+def _print_ab(data: dict[str, Any]) -> None:
+    ab = data["ab"]
+    width = 56
+    click.echo(f"{'with contextual prefixes':<{width}}  without them")
+    for left, right in zip(ab["with_context"], ab["without_context"]):
+        cells = []
+        for item in (left, right):
+            moved = f"(#{item['other_rank']})" if item["other_rank"] else "(-)"
+            cell = (f"{item['rank']:>2}. {item['score']:.3f} {item['file_path']}:"
+                    f"{item['start_line']} {moved}")
+            cells.append(cell[:width])
+        click.echo(f"{cells[0]:<{width}}  {cells[1]}")
+    click.echo(f"{ab['overlap']} of {len(ab['with_context'])} in both lists; "
+               f"{ab['contextualized_chunks']} of {ab['chunks_compared']} chunks carry a "
+               f"prefix; (#n) = rank in the other list")
+    for item in ab["expected"]:
+        click.echo(f"{item['path']}: #{item['rank_with_context'] or '-'} with prefixes, "
+                   f"#{item['rank_without_context'] or '-'} without")
+    for note in ab["notes"]:
+        click.echo(f"contextd: {note}", err=True)
+    if ab["vectors_computed"]:
+        click.echo(f"contextd: embedded {ab['vectors_computed']} chunk texts without their "
+                   "prefix (kept for the next comparison)", err=True)
 
 
 def _print_stats(data: dict[str, Any]) -> None:

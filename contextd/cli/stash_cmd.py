@@ -89,6 +89,8 @@ def _print_found(result: RetrieveResult) -> None:
             click.echo(f"      {line}")
     click.echo(f"{len(result.segments)} of {result.total_found} found, "
                f"{result.total_tokens} tokens, {result.timings_ms.get('total', 0):.0f} ms")
+    for note in result.notes:
+        click.echo(f"contextd: {note}", err=True)
 
 
 @stash_group.command("search")
@@ -137,16 +139,19 @@ def _print_segments(result: SegmentList) -> None:
 @click.option("--all-sessions", is_flag=True, help="List every session's segments.")
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True,
               help="Most segments listed.")
+@click.option("--expired", "include_expired", is_flag=True,
+              help="Also list expired segments gc has not collected yet.")
 @SESSION_OPTION
 @pass_state
 def show_command(state: CliState, segment_ids: tuple[str, ...], all_sessions: bool,
-                 limit: int, session_id: str) -> None:
-    """Print segments in full: the given ids, or the session's newest."""
+                 limit: int, include_expired: bool, session_id: str) -> None:
+    """Print segments in full: the given ids, or the session's newest (live ones)."""
     if segment_ids:
         result = _run(state, lambda engine: engine.get_stashed(list(segment_ids)))
     else:
         result = _run(state, lambda engine: engine.list_stashed(
-            session_id=session_id, all_sessions=all_sessions, limit=limit))
+            session_id=session_id, all_sessions=all_sessions, limit=limit,
+            include_expired=include_expired))
     emit(state, result, _print_segments)
 
 

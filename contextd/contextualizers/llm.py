@@ -113,6 +113,20 @@ def check_quality(prefix: str, chunk: Chunk, settings) -> Verdict:
     return Verdict(True, score)
 
 
+def prefix_quality(prefix: str, chunk: Chunk, settings, *, generated: bool) -> float | None:
+    """The quality score (0-1) kept with a chunk's prefix: seed 003 FR-4's checks. A generated
+    (LLM) prefix is rated on all three (length, key terms, no generic phrase); a structural
+    one is built, not written, and short by design, so its length is not held against it."""
+    if not prefix:
+        return None
+    verdict = check_quality(prefix, chunk, settings)
+    if generated:
+        return round(verdict.score, 4)
+    words = len(_WORD_RE.findall(prefix))
+    length_point = float(settings.min_words <= words <= settings.max_words)
+    return round((3 * verdict.score - length_point) / 2, 4)
+
+
 def document_excerpt(document: str, chunk: Chunk, max_tokens: int) -> str:
     """The document, or when it is over ``max_tokens`` the lines around the chunk that fit
     (the chunk's neighbourhood says most about it)."""

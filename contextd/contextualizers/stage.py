@@ -21,8 +21,10 @@ from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 from contextd.config.sections import ContextConfig
+from contextd.contextualizers.llm import prefix_quality
 from contextd.plugins.manager import collect
 from contextd.records import Chunk
+from contextd.text.tokens import estimate_tokens
 
 NO_CONTEXT = "none"
 FALLBACK_STRATEGY = "structural"
@@ -67,6 +69,17 @@ def contextualizer_signature(config: ContextConfig) -> str:
     return ":".join(parts)
 
 
+@dataclass(frozen=True)
+class IndexText:
+    """What the stage makes of one chunk: the text embedded and BM25-indexed, whether it
+    carries a prefix, and that prefix's quality score (seed 003 FR-4, 0-1) and tokens."""
+
+    text: str
+    contextualized: bool = False
+    prefix_quality: float | None = None
+    prefix_tokens: int = 0
+
+
 @dataclass
 class StageCounters:
     """What the stage did since it was built (reported in job metrics and stats)."""
@@ -87,22 +100,31 @@ class ContextStage:
         self.primary = None if strategy == NO_CONTEXT else build_contextualizer(strategy, config)
         self.fallback = (build_contextualizer(FALLBACK_STRATEGY, config)
                          if strategy not in (NO_CONTEXT, FALLBACK_STRATEGY) else None)
+        self.settings = config.contextualizer
         self.counters = StageCounters()
         self._lock = threading.Lock()
 
     def index_texts(self, document: str, path: str, chunks: Sequence[Chunk]
-                    ) -> list[tuple[str, bool]]:
-        """(index text, contextualized?) per chunk."""
+                    ) -> list[IndexText]:
+        """The index text of each chunk, with its prefix's quality and size."""
         chunks = list(chunks)
-        prefixes = self._prefixes(document, path, chunks) if self.primary else [""] * len(chunks)
-        out = [(f"{p}{PREFIX_SEPARATOR}{c.text}", True) if p else (c.text, False)
-               for p, c in zip(prefixes, chunks)]
+        if self.primary:
+            prefixes, fallen_back = self._prefixes(document, path, chunks)
+        else:
+            prefixes, fallen_back = [""] * len(chunks), set()
+        generated = bool(getattr(self.primary, "caches_prefixes", False))
+        out = [IndexText(f"{p}{PREFIX_SEPARATOR}{c.text}", True,
+                         prefix_quality(p, c, self.settings,
+                                        generated=generated and i not in fallen_back),
+                         estimate_tokens(p)) if p else IndexText(c.text)
+               for i, (p, c) in enumerate(zip(prefixes, chunks))]
         with self._lock:
             self.counters.chunks += len(chunks)
-            self.counters.contextualized += sum(1 for _, flag in out if flag)
+            self.counters.contextualized += sum(1 for item in out if item.contextualized)
         return out
 
-    def _prefixes(self, document: str, path: str, chunks: list[Chunk]) -> list[str]:
+    def _prefixes(self, document: str, path: str, chunks: list[Chunk]
+                  ) -> tuple[list[str], set[int]]:
         model = getattr(self.primary, "cache_model", None)
         if not model or self.store is None:
             return self._with_fallback(document, path, chunks, self.primary.prefixes(
@@ -126,18 +148,19 @@ class ContextStage:
         return self._with_fallback(document, path, chunks, merged)
 
     def _with_fallback(self, document: str, path: str, chunks: list[Chunk],
-                       prefixes: list[str]) -> list[str]:
-        """Structural prefixes for the chunks the primary contextualizer left empty."""
+                       prefixes: list[str]) -> tuple[list[str], set[int]]:
+        """Structural prefixes for the chunks the primary contextualizer left empty, and
+        the positions that got one."""
         empty = [i for i, p in enumerate(prefixes) if not p]
         if not empty or self.fallback is None:
-            return prefixes
+            return prefixes, set()
         backup = self.fallback.prefixes(document, path, [chunks[i] for i in empty])
         merged = list(prefixes)
         for i, p in zip(empty, backup):
             merged[i] = p
         with self._lock:
             self.counters.fallbacks += len(empty)
-        return merged
+        return merged, set(empty)
 
     def stats(self) -> dict[str, Any]:
         """Stage counters plus, for an LLM contextualizer, its token and cost counters."""
@@ -202,7 +225,7 @@ def counters_since(before: dict[str, Any], after: dict[str, Any]) -> dict[str, A
 
 
 def index_texts(document: str, path: str, chunks: Sequence[Chunk], config: ContextConfig,
-                store=None) -> list[tuple[str, bool]]:
-    """(index text, contextualized?) per chunk of ``path`` whose scrubbed text is ``document``:
+                store=None) -> list[IndexText]:
+    """The :class:`IndexText` of each chunk of ``path`` whose scrubbed text is ``document``:
     the call the indexer makes for every file."""
     return get_stage(config, store).index_texts(document, path, chunks)

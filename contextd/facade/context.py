@@ -133,6 +133,25 @@ class ProjectContext:
         """The ``<project_context>`` block of a TaskContext (spec 004 §7.1)."""
         return render_context(task_context, max_tokens)
 
+    def task_prompt(self, task: Any, task_context: TaskContext | None = None,
+                    max_tokens: int | None = None) -> str:
+        """The task prompt of spec 004 §7.2: the task's header, its ``<project_context>``
+        block and the Guidelines (the context is retrieved when not given)."""
+        from contextd.query.prompt import render_task_prompt
+
+        if task_context is None:
+            task_context = self.get_task_context(task)
+        return render_task_prompt(task, task_context, max_tokens)
+
+    # ----- contextual retrieval (seed 003) -------------------------------------------------------
+    @property
+    def contextual(self):
+        """Search with and without the contextual prefixes, and their statistics
+        (:class:`contextd.facade.contextual.ContextualRetrieval`)."""
+        from contextd.facade.contextual import ContextualRetrieval
+
+        return ContextualRetrieval(self)
+
     # ----- agent memory (see contextd.stash) ------------------------------------------------------
     @property
     def stash(self) -> Any:
@@ -185,10 +204,16 @@ class ProjectContext:
         return self.knowledge.delete_context(name, confirm)
 
     def knowledge_add(self, paths: Iterable[str], contexts: Iterable[str] | None = None,
-                      include: Iterable[str] = (), exclude: Iterable[str] = ()):
-        """Add files or folders to contexts (``default`` when none); an AddReport."""
+                      include: Iterable[str] = (), exclude: Iterable[str] = (),
+                      metadata: dict | None = None, force_ocr: bool = False):
+        """Add files or folders to contexts (``default`` when none); ``metadata`` is kept
+        with each document, ``force_ocr`` reads PDFs by OCR; an AddReport."""
         return self.knowledge.add(list(paths), list(contexts or ()), list(include),
-                                  list(exclude))
+                                  list(exclude), metadata=metadata, force_ocr=force_ocr)
+
+    def knowledge_list_documents(self, context: str | None = None, limit: int = 100):
+        """Documents of one context, or of every context (a DocumentList)."""
+        return self.knowledge.list_documents(context, limit)
 
     def knowledge_remove(self, paths: Iterable[str], contexts: Iterable[str] | None = None):
         """Take documents out of contexts (all when none); a RemoveReport."""
@@ -196,11 +221,33 @@ class ProjectContext:
 
     def knowledge_search(self, query: str, contexts: Iterable[str] | None = None,
                          k: int | None = None, include_project: bool = False,
-                         max_tokens: int | None = None) -> QueryResponse:
+                         max_tokens: int | None = None, min_relevance: float | None = None
+                         ) -> QueryResponse:
         """Search knowledge contexts (all when none is named), with the project's chunks
-        too when ``include_project``; hits carry contexts, document and page in metadata."""
+        too when ``include_project``; hits carry contexts, document, page and the
+        document's metadata in metadata; ``min_relevance`` drops hits scoring below it."""
         return self.query(knowledge_request(query, list(contexts or ()), k, include_project,
-                                            max_tokens, wait_for_model=True))
+                                            max_tokens, wait_for_model=True,
+                                            min_relevance=min_relevance))
+
+    # ----- token usage agents report (spec 004 §7.3/§15) ----------------------------------------
+    def report_task_usage(self, task_id: str, op: str, tokens_input: int, tokens_output: int,
+                          agent: str | None = None, context_tokens: int | None = None,
+                          notes: str | None = None) -> dict[str, Any]:
+        """Record one task run's tokens (``op``: before_integration, a run without contextd,
+        or after_integration); returns the token-reduction report including it."""
+        from contextd.query.token_reduction import check_report
+
+        canonical = check_report(op, task_id, tokens_input, tokens_output)
+        self.store.record_task_usage(canonical, task_id.strip(), tokens_input, tokens_output,
+                                     agent or None, context_tokens, notes or None)
+        return self.token_reduction()
+
+    def token_reduction(self) -> dict[str, Any]:
+        """The token-reduction report (:mod:`contextd.query.token_reduction`)."""
+        from contextd.query.token_reduction import token_reduction
+
+        return token_reduction(self.store.task_usage())
 
     # ----- reporting and lifecycle ----------------------------------------------------------------
     def flush_usage(self) -> None:
@@ -214,6 +261,7 @@ class ProjectContext:
         providers = self.pipeline.provider_stats()
         storage = self.store.stats()
         return {"providers": providers, "storage": storage,
+                "cache_hit_rate": self.store.cache_hit_rate(),
                 "performance": self.pipeline.performance(),
                 "languages": storage.get("languages", {}),
                 "contextualizer": {**stage_stats(self.config, self.store),

@@ -95,8 +95,9 @@ def index_text(task: FileTask, text: str, digest: str, config: ContextConfig, st
         return Outcome(task, FAILED, error_type="parse_error",
                        message=scrubber.scrub(f"{type(exc).__name__}: {exc}").text,
                        trace=scrubber.scrub(traceback.format_exc()).text)
-    chunks = [IndexedChunk(c, t, contextualized=flag)
-              for c, (t, flag) in zip(chunked.chunks, texts)]
+    chunks = [IndexedChunk(c, t.text, contextualized=t.contextualized,
+                           prefix_quality=t.prefix_quality, prefix_tokens=t.prefix_tokens)
+              for c, t in zip(chunked.chunks, texts)]
     record = FileRecord(path=task.path, size_bytes=task.size, mtime_ns=task.mtime_ns,
                         content_hash=digest, language=chunked.language, chunks=chunks,
                         warnings=tuple(chunked.warnings),

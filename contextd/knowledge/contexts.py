@@ -13,7 +13,7 @@ from typing import Sequence
 
 from contextd.errors import KnowledgeError
 from contextd.knowledge.records import (
-    ContextDeleted, ContextDetail, ContextInfo, DocumentInfo,
+    ContextDeleted, ContextDetail, ContextInfo, DocumentInfo, DocumentList,
 )
 from contextd.query.records import ALL_CONTEXTS
 from contextd.store.base import IndexStore
@@ -70,7 +70,8 @@ def document_info(row: dict) -> DocumentInfo:
                         size_bytes=int(row["size_bytes"]), chunks=int(row["chunks"]),
                         contexts=tuple(row["contexts"] or ()),
                         secrets_redacted=int(row["secrets_redacted"] or 0),
-                        added_at=str(row["added_at"]), updated_at=str(row["updated_at"]))
+                        added_at=str(row["added_at"]), updated_at=str(row["updated_at"]),
+                        metadata=dict(row.get("metadata") or {}))
 
 
 def list_contexts(store: IndexStore) -> list[ContextInfo]:
@@ -105,13 +106,21 @@ def resolve_names(store: IndexStore, names: Sequence[str]) -> list[str]:
     return keys
 
 
-def create_context(store: IndexStore, name: str, description: str = "") -> ContextInfo:
-    """Create a context; a name taken (in any case) is refused."""
+def create_context(store: IndexStore, name: str, description: str = "",
+                   max_contexts: int | None = None) -> ContextInfo:
+    """Create a context; a name taken (in any case) is refused, and so is one beyond
+    ``max_contexts`` (knowledge.max_contexts)."""
     key = validate_new_name(name)
     description = (description or "").strip()
     if len(description) > MAX_DESCRIPTION:
         raise KnowledgeError(f"context description is {len(description)} characters; "
                              f"at most {MAX_DESCRIPTION}")
+    if max_contexts is not None:
+        count = len(store.kb_contexts())
+        if count >= max_contexts and not store.kb_contexts(key):
+            raise KnowledgeError(f"there are already {count} contexts, the most "
+                                 f"knowledge.max_contexts ({max_contexts}) allows; delete one "
+                                 "or raise the limit")
     if not store.kb_create_context(key, name.strip(), description):
         existing = get_context(store, key)
         raise KnowledgeError(f"context {existing.name!r} already exists (names are "
@@ -125,6 +134,18 @@ def show_context(store: IndexStore, name: str, embedding_model: str) -> ContextD
     rows = store.kb_documents(context=info.name.lower())
     return ContextDetail(context=info, documents=tuple(document_info(r) for r in rows),
                          embedding_model=embedding_model)
+
+
+def list_documents(store: IndexStore, context: str | None = None, limit: int = 100,
+                   offset: int = 0) -> DocumentList:
+    """Documents of one context, or of every context when None (seed 000 knowledge-show),
+    by path, a page of ``limit``."""
+    if limit < 1 or offset < 0:
+        raise KnowledgeError("limit must be 1 or more and offset 0 or more")
+    key = get_context(store, context).name.lower() if context else None
+    rows = store.kb_documents(context=key)
+    return DocumentList(context=context, total=len(rows), documents=tuple(
+        document_info(r) for r in rows[offset:offset + limit]))
 
 
 def delete_context(store: IndexStore, name: str, confirm: bool) -> ContextDeleted:

@@ -94,12 +94,17 @@ class DocumentWriter:
     """
 
     def __init__(self, store: IndexStore, config: ContextConfig, root: Path,
-                 contexts: Sequence[str], known: dict[str, dict]):
+                 contexts: Sequence[str], known: dict[str, dict],
+                 metadata: dict | None = None, force_ocr: bool = False):
         self.store = store
         self.config = config
         self.root = root
         self.contexts = list(contexts)
         self.known = known
+        # Seed 000: metadata given at add is kept with each document it adds; force_ocr
+        # reads PDFs by OCR (and re-reads an unchanged one, which was read without it).
+        self.metadata = dict(metadata or {})
+        self.force_ocr = force_ocr
         self._pending: list[DocumentRecord] = []
         self._linked: list[str] = []
 
@@ -149,11 +154,15 @@ class DocumentWriter:
         stored = self.known.get(path)
         new_links = len(set(self.contexts) - set(stored["contexts"] or ())) if stored \
             else len(self.contexts)
-        if stored and stored["content_hash"] == digest:  # what it holds, nothing re-done
+        if stored and stored["content_hash"] == digest and not (
+                self.force_ocr and fmt == "pdf") and (
+                not self.metadata or stored.get("metadata") == self.metadata):
+            # what it holds, nothing re-done
             return DocumentOutcome(name, UNCHANGED, path, fmt, chunks=stored["chunks"] or 0,
                                    pages=stored.get("pages"), new_links=new_links), None
         try:
-            text = read_document(data, source.name, fmt, settings.max_pages)
+            text = read_document(data, source.name, fmt, settings.max_pages,
+                                 force_ocr=self.force_ocr)
         except ReadFailure as exc:
             return DocumentOutcome(name, FAILED, path, fmt, reason=str(exc)), None
         task = FileTask(path, name, info.st_size, info.st_mtime_ns)
@@ -162,8 +171,9 @@ class DocumentWriter:
         if outcome.status != INDEXED or outcome.record is None:
             return DocumentOutcome(name, FAILED, path, fmt,
                                    reason=outcome.message or outcome.status), None
+        metadata = self.metadata or (stored or {}).get("metadata") or {}
         record = DocumentRecord(outcome.record, name, text.format, text.page_starts,
-                                text.title)
+                                text.title, metadata)
         return DocumentOutcome(name, UPDATED if stored else ADDED, path, text.format,
                                chunks=len(outcome.record.chunks),
                                pages=len(text.page_starts) or None, new_links=new_links,

@@ -8,7 +8,8 @@ no chunkers), so the MCP server can describe its tools without loading them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from contextd.query.records import Hit
 
@@ -43,6 +44,17 @@ class DocumentInfo:
     secrets_redacted: int
     added_at: str
     updated_at: str
+    metadata: dict[str, Any] = field(default_factory=dict)  # given at add (seed 000)
+
+
+@dataclass(frozen=True)
+class DocumentList:
+    """knowledge_show: documents of one context, or of every context (``context`` None),
+    by path; ``total`` counts them all, ``documents`` is the page asked for."""
+
+    context: str | None
+    total: int
+    documents: tuple[DocumentInfo, ...]
 
 
 @dataclass(frozen=True)
@@ -129,6 +141,7 @@ class KnowledgeHit(Hit):
     document: str = ""
     contexts: tuple[str, ...] = ()
     page: int | None = None
+    document_metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,15 @@ from contextd.store.base import KNOWLEDGE_PREFIX, IndexStore, KnowledgeDocument
 def knowledge_request(query: str, contexts: Sequence[str] | None = None, k: int | None = None,
                       include_project: bool = False, max_tokens: int | None = None,
                       scope: ContextScope | None = None, task_id: str = "",
-                      wait_for_model: bool = False) -> QueryRequest:
+                      wait_for_model: bool = False, min_relevance: float | None = None
+                      ) -> QueryRequest:
     """The QueryRequest of a knowledge search: ``contexts`` None or empty = every context
-    (seed 000: a search without a context searches them all)."""
+    (seed 000: a search without a context searches them all); ``min_relevance`` drops hits
+    scoring below it (0-1, the calibrated hit score)."""
+    if min_relevance is not None and not 0.0 <= min_relevance <= 1.0:
+        raise KnowledgeError(f"min_relevance must be between 0 and 1, not {min_relevance}")
     return QueryRequest(query=query, k=k, max_tokens=max_tokens, task_id=task_id,
+                        min_score=min_relevance or None,
                         scope=scope or ContextScope(), wait_for_model=wait_for_model,
                         contexts=tuple(contexts) if contexts else (ALL_CONTEXTS,),
                         include_project=include_project)
@@ -101,7 +106,7 @@ class KnowledgeScope:
                 hit = dataclasses.replace(hit, metadata={
                     **hit.metadata, "contexts": [contexts.get(c, c) for c in doc.contexts],
                     "document": doc.source, "page": page_of(doc.page_starts, hit.start_line),
-                    "format": doc.format})
+                    "format": doc.format, "document_metadata": dict(doc.metadata)})
             out.append(hit)
         return tuple(out)
 
@@ -128,7 +133,8 @@ def search_result(request: QueryRequest, response: QueryResponse) -> KnowledgeSe
                "score": score},
             source="knowledge" if knowledge else "project",
             document=meta["document"] if knowledge else hit.file_path,
-            contexts=tuple(meta.get("contexts", ())), page=meta.get("page")))
+            contexts=tuple(meta.get("contexts", ())), page=meta.get("page"),
+            document_metadata=dict(meta.get("document_metadata") or {})))
     hits.sort(key=lambda h: -h.score)
     notes = response.notes
     if unrelated:

@@ -7,6 +7,7 @@ serialised here too, so two clients adding the same file do not both chunk it.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -19,11 +20,31 @@ from contextd.knowledge.documents import (
     ADDED, FAILED, SKIPPED, UNCHANGED, UPDATED, DocumentWriter, expand,
 )
 from contextd.knowledge.membership import remove_documents
-from contextd.knowledge.records import AddReport, ContextList, RemoveReport
+from contextd.knowledge.records import AddReport, ContextList, DocumentList, RemoveReport
 from contextd.knowledge.safety import check_all
 from contextd.store.base import IndexStore
 
 log = logging.getLogger(__name__)
+
+
+# Seed 000 metadata is small descriptive data kept with each document, not a payload.
+MAX_METADATA_BYTES = 16_384
+
+
+def check_metadata(metadata) -> None:
+    """Refuse metadata that is not a JSON object of modest size."""
+    if metadata is None:
+        return
+    if not isinstance(metadata, dict):
+        raise KnowledgeError(f"metadata must be an object of keys and values, not "
+                             f"{type(metadata).__name__}")
+    try:
+        size = len(json.dumps(metadata))
+    except (TypeError, ValueError) as exc:
+        raise KnowledgeError(f"metadata must be JSON: {exc}") from None
+    if size > MAX_METADATA_BYTES:
+        raise KnowledgeError(f"metadata is {size} bytes as JSON; at most "
+                             f"{MAX_METADATA_BYTES}")
 
 
 class KnowledgeBase:
@@ -45,8 +66,15 @@ class KnowledgeBase:
 
     # ----- contexts --------------------------------------------------------------------
     def create_context(self, name: str, description: str = "") -> ctx.ContextInfo:
-        """Create a context (name rules in :mod:`contextd.knowledge.contexts`)."""
-        return ctx.create_context(self.store, name, description)
+        """Create a context (name rules in :mod:`contextd.knowledge.contexts`; at most
+        knowledge.max_contexts)."""
+        return ctx.create_context(self.store, name, description,
+                                  self.config.knowledge.max_contexts)
+
+    def list_documents(self, context: str | None = None, limit: int = 100,
+                       offset: int = 0) -> DocumentList:
+        """Documents of one context, or of every context (seed 000 knowledge-show)."""
+        return ctx.list_documents(self.store, context, limit, offset)
 
     def list_contexts(self) -> ContextList:
         """Every context with its documents, chunks and size, sorted by name."""
@@ -68,20 +96,25 @@ class KnowledgeBase:
             known = {c.name.lower() for c in ctx.list_contexts(self.store)}
             for name in names:
                 if ctx.normalize_name(name) not in known:
-                    ctx.create_context(self.store, name)
+                    ctx.create_context(self.store, name, "",
+                                       self.config.knowledge.max_contexts)
         return ctx.resolve_names(self.store, names)
 
     # ----- documents -------------------------------------------------------------------
     def add(self, paths: Sequence[str], contexts: Sequence[str] | None = None,
             include: Sequence[str] = (), exclude: Sequence[str] = (),
-            via_mcp: bool = False) -> AddReport:
+            via_mcp: bool = False, metadata: dict | None = None,
+            force_ocr: bool = False) -> AddReport:
         """Add files or folders to contexts (see :mod:`contextd.knowledge.documents`).
         Refused before anything is read: no path, a missing path, a refused path, a path
-        outside the allowed roots (``via_mcp``), an unknown context. Then each file that
-        cannot be read is reported and the others are added."""
+        outside the allowed roots (``via_mcp``), an unknown context, metadata that is not a
+        JSON object. Then each file that cannot be read is reported and the others are
+        added. ``metadata`` is kept with every document added (search hits carry it);
+        ``force_ocr`` reads PDFs by OCR even where they have a text layer."""
         started = time.perf_counter()
         if not paths:
             raise KnowledgeError("name at least one file or folder to add")
+        check_metadata(metadata)
         root = Path(self.project.root)
         sources = [Path(p).expanduser() for p in paths]
         sources = [s if s.is_absolute() else Path.cwd() / s for s in sources]
@@ -94,7 +127,8 @@ class KnowledgeBase:
         check_all([f for f, _ in files], self.config.knowledge, root, via_mcp)
         with self._adds:
             known = {row["path"]: row for row in self.store.kb_documents()}
-            writer = DocumentWriter(self.store, self.config, root, names, known)
+            writer = DocumentWriter(self.store, self.config, root, names, known, metadata,
+                                    force_ocr)
             outcomes = []
             for file, explicit in files:
                 outcome = writer.add(file, explicit)

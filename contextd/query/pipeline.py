@@ -168,7 +168,9 @@ class QueryPipeline:
         hits = self.knowledge_scope.annotate([Hit.from_snippet(s) for s in context.snippets],
                                              self.store.generation())
         files = self._files(pool, k) if request.by_file else ()
-        return QueryResponse(query=request.query, total=len(hits), hits=hits,
+        # total: what was found (the de-duplicated candidates passing min_score), not what k
+        # and the budget let through.
+        return QueryResponse(query=request.query, total=max(len(pool), len(hits)), hits=hits,
                              total_tokens=context.total_tokens, providers=context.providers,
                              timings_ms=context.timings_ms, notes=context.notes, files=files)
 

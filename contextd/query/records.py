@@ -24,7 +24,8 @@ def scope_from_dict(data: dict[str, Any] | None) -> ContextScope:
                             "folders", "roles")},
                         documents=tuple(documents) if documents is not None else None,
                         include_project=bool(data.get("include_project", True)),
-                        memory=data.get("memory") or None)
+                        memory=data.get("memory") or None,
+                        memory_min_similarity=data.get("memory_min_similarity"))
 
 
 # ``QueryRequest.contexts`` naming this searches every knowledge context.
@@ -152,7 +153,8 @@ class FileResult:
 @dataclass(frozen=True)
 class QueryResponse:
     """Hits best first, their total tokens, hits per provider, timings and notes; ``files``
-    ranked best first when the request asked ``by_file``."""
+    ranked best first when the request asked ``by_file``. ``total`` counts the matches found
+    (de-duplicated, above min_score) before k and the token budget cut them to ``hits``."""
 
     query: str
     total: int

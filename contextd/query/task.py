@@ -35,4 +35,5 @@ def task_scope(task: Any) -> ContextScope:
         files=tuple(task_field(task, "files", ())),
         folders=tuple(task_field(task, "folders", ())),
         memory=task_field(task, "memory"),
+        memory_min_similarity=task_field(task, "memory_min_similarity"),
         roles=tuple(task_field(task, "roles", ())))

@@ -237,6 +237,62 @@ class Engine:
 
         return answer_while_indexing(self.indexer, lambda: self.module.query(request))
 
+    # ----- contextual retrieval (seed 003) ---------------------------------------------
+    def generate_context_for_chunk(self, chunk: str, document: str,
+                                   metadata: dict[str, Any] | None = None,
+                                   max_words: int = 100) -> dict[str, Any]:
+        """The configured contextualizer's prefix for one chunk of a document, with its
+        quality score and tokens (:mod:`contextd.contextualizers.single`)."""
+        from contextd.contextualizers.single import generate_for_chunk
+
+        return to_dict(generate_for_chunk(self.project.config, chunk, document, metadata,
+                                          max_words))
+
+    def reindex_with_context(self, batch_size: int | None = None,
+                             max_workers: int | None = None, llm_provider: str | None = None,
+                             wait: bool = False) -> dict[str, Any]:
+        """Re-index every file with contextual prefixes as a tracked, resumable job
+        (:mod:`contextd.runtime.contextual_jobs`); returns the job and its progress."""
+        from contextd.runtime import contextual_jobs
+
+        contextual_jobs.check_request(self.project.config, batch_size, max_workers,
+                                      llm_provider)
+        result = self.rebuild(wait=wait, created_by=contextual_jobs.CREATED_BY)
+        return {"success": result.status not in ("failed",), "job_id": result.job_id,
+                "message": result.message, "progress": self.reindexing_progress()}
+
+    def reindexing_progress(self) -> dict[str, Any]:
+        """The latest re-index job's progress (get_reindexing_progress)."""
+        from contextd.runtime import contextual_jobs
+
+        job = next((j for j in self.store.list_jobs(limit=200)
+                    if j.created_by == contextual_jobs.CREATED_BY), None)
+        return contextual_jobs.progress(job)
+
+    def contextual_search(self, query: str, limit: int = 10,
+                          score_threshold: float | None = None, ab: bool = False,
+                          expect: Sequence[str] = ()) -> dict[str, Any]:
+        """search_with_contextual_retrieval, with the A/B comparison when ``ab`` (``expect``:
+        files known to answer the query, whose rank each side reports)."""
+        return to_dict(self.module.contextual.search(query, limit, score_threshold, ab,
+                                                     expect))
+
+    def contextual_stats(self) -> dict[str, Any]:
+        """get_contextual_retrieval_stats."""
+        return self.module.contextual.stats()
+
+    # ----- token usage agents report (spec 004 §7.3/§15) ------------------------------
+    def report_task_usage(self, task_id: str, op: str, tokens_input: int, tokens_output: int,
+                          agent: str | None = None, context_tokens: int | None = None,
+                          notes: str | None = None) -> dict[str, Any]:
+        """Record a task run's tokens; returns the token-reduction report."""
+        return self.module.report_task_usage(task_id, op, tokens_input, tokens_output, agent,
+                                             context_tokens, notes)
+
+    def token_reduction(self) -> dict[str, Any]:
+        """The token-reduction report over every reported task run."""
+        return self.module.token_reduction()
+
     # ----- search sessions (contextd.sessions) -------------------------------------------
     def search_knowledge(self, request):
         """Run a :class:`contextd.sessions.SearchRequest`, keep its best results as a new
@@ -270,10 +326,11 @@ class Engine:
 
     def list_stashed(self, session_id: str = "", all_sessions: bool = False,
                      types: Sequence[str] = (), topic: str | None = None, limit: int = 50,
-                     offset: int = 0):
-        """A page of stored segments, newest first."""
+                     offset: int = 0, include_expired: bool = False):
+        """A page of stored segments, newest first (expired ones only when asked)."""
         return self.module.stash.list(session_id=session_id, all_sessions=all_sessions,
-                                      types=types, topic=topic, limit=limit, offset=offset)
+                                      types=types, topic=topic, limit=limit, offset=offset,
+                                      include_expired=include_expired)
 
     def delete_stashed(self, segment_ids: Sequence[str]):
         """Forget segments."""
@@ -306,10 +363,18 @@ class Engine:
 
     def knowledge_add(self, paths: Sequence[str], contexts: Sequence[str] | None = None,
                       include: Sequence[str] = (), exclude: Sequence[str] = (),
-                      via_mcp: bool = False):
-        """Add files or folders to contexts; ``via_mcp`` limits them to the allowed roots.
-        An AddReport."""
-        return self.module.knowledge.add(paths, contexts, include, exclude, via_mcp)
+                      via_mcp: bool = False, metadata: dict | None = None,
+                      force_ocr: bool = False):
+        """Add files or folders to contexts; ``via_mcp`` limits them to the allowed roots;
+        ``metadata`` is kept with each document, ``force_ocr`` reads PDFs by OCR. An
+        AddReport."""
+        return self.module.knowledge.add(paths, contexts, include, exclude, via_mcp,
+                                         metadata, force_ocr)
+
+    def knowledge_list_documents(self, context: str | None = None, limit: int = 100,
+                                 offset: int = 0):
+        """Documents of one context or of all (seed 000 knowledge-show); a DocumentList."""
+        return self.module.knowledge.list_documents(context, limit, offset)
 
     def knowledge_remove(self, paths: Sequence[str], contexts: Sequence[str] | None = None):
         """Take documents out of contexts (all when None); a RemoveReport."""

@@ -175,10 +175,11 @@ class SharedEngine:
 
     def list_stashed(self, session_id: str = "", all_sessions: bool = False,
                      types: Sequence[str] = (), topic: str | None = None, limit: int = 50,
-                     offset: int = 0):
+                     offset: int = 0, include_expired: bool = False):
         return self._call("list_stashed", {"session_id": session_id,
                                            "all_sessions": all_sessions, "types": list(types),
-                                           "topic": topic, "limit": limit, "offset": offset})
+                                           "topic": topic, "limit": limit, "offset": offset,
+                                           "include_expired": include_expired})
 
     def delete_stashed(self, segment_ids: Sequence[str]):
         return self._call("delete_stashed", {"segment_ids": list(segment_ids)})
@@ -209,13 +210,21 @@ class SharedEngine:
 
     def knowledge_add(self, paths: Sequence[str], contexts: Sequence[str] | None = None,
                       include: Sequence[str] = (), exclude: Sequence[str] = (),
-                      via_mcp: bool = False):
+                      via_mcp: bool = False, metadata: dict | None = None,
+                      force_ocr: bool = False):
         """See :meth:`contextd.runtime.engine.Engine.knowledge_add`. Paths are made absolute here:
         the owner runs in another working directory."""
         return self._call("knowledge_add", {
             "paths": [os.path.abspath(os.path.expanduser(p)) for p in paths],
             "contexts": list(contexts) if contexts else None, "include": list(include),
-            "exclude": list(exclude), "via_mcp": via_mcp})
+            "exclude": list(exclude), "via_mcp": via_mcp, "metadata": metadata,
+            "force_ocr": force_ocr})
+
+    def knowledge_list_documents(self, context: str | None = None, limit: int = 100,
+                                 offset: int = 0):
+        """See :meth:`contextd.runtime.engine.Engine.knowledge_list_documents`."""
+        return self._call("knowledge_list_documents", {"context": context, "limit": limit,
+                                                       "offset": offset})
 
     def knowledge_remove(self, paths: Sequence[str], contexts: Sequence[str] | None = None):
         """See :meth:`contextd.runtime.engine.Engine.knowledge_remove` (paths made absolute)."""
@@ -281,6 +290,45 @@ class SharedEngine:
     def schema_status(self) -> dict[str, Any]:
         """See :meth:`contextd.runtime.engine.Engine.schema_status`."""
         return self._call("schema_status", {})
+
+    # ----- contextual retrieval and task usage (see the Engine) ------------------------
+    def generate_context_for_chunk(self, chunk: str, document: str,
+                                   metadata: dict[str, Any] | None = None,
+                                   max_words: int = 100) -> dict[str, Any]:
+        return self._call("generate_context_for_chunk", {
+            "chunk": chunk, "document": document, "metadata": metadata,
+            "max_words": max_words})
+
+    def reindex_with_context(self, batch_size: int | None = None,
+                             max_workers: int | None = None, llm_provider: str | None = None,
+                             wait: bool = False) -> dict[str, Any]:
+        return self._call("reindex_with_context", {
+            "batch_size": batch_size, "max_workers": max_workers,
+            "llm_provider": llm_provider, "wait": wait})
+
+    def reindexing_progress(self) -> dict[str, Any]:
+        return self._call("reindexing_progress", {})
+
+    def contextual_search(self, query: str, limit: int = 10,
+                          score_threshold: float | None = None, ab: bool = False,
+                          expect: Sequence[str] = ()) -> dict[str, Any]:
+        return self._call("contextual_search", {"query": query, "limit": limit,
+                                                "score_threshold": score_threshold, "ab": ab,
+                                                "expect": list(expect)})
+
+    def contextual_stats(self) -> dict[str, Any]:
+        return self._call("contextual_stats", {})
+
+    def report_task_usage(self, task_id: str, op: str, tokens_input: int, tokens_output: int,
+                          agent: str | None = None, context_tokens: int | None = None,
+                          notes: str | None = None) -> dict[str, Any]:
+        return self._call("report_task_usage", {
+            "task_id": task_id, "op": op, "tokens_input": tokens_input,
+            "tokens_output": tokens_output, "agent": agent, "context_tokens": context_tokens,
+            "notes": notes})
+
+    def token_reduction(self) -> dict[str, Any]:
+        return self._call("token_reduction", {})
 
     # ----- routing ---------------------------------------------------------------------
     def _call(self, method: str, params: dict[str, Any], progress=None) -> Any:

@@ -28,8 +28,9 @@ from contextd.errors import ContextdError
 from contextd.records import to_dict
 
 # Bump when a message or a method's parameters change shape; peers must match exactly.
-PROTOCOL_VERSION = 2
-PROTOCOL_VERSION = 2  # 2: knowledge_* methods, QueryRequest.contexts/include_project
+# 2: knowledge_* methods, QueryRequest.contexts/include_project; 3: contextual retrieval and
+# task usage methods, ContextScope.memory_min_similarity, list_stashed(include_expired)
+PROTOCOL_VERSION = 3
 
 # JSON-RPC error codes: the standard ones, plus ours in the implementation-defined range.
 METHOD_NOT_FOUND = -32601
@@ -102,6 +103,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
                result="contextd.knowledge.records:ContextDeleted"),
     MethodSpec("knowledge_add", result="contextd.knowledge.records:AddReport"),
     MethodSpec("knowledge_remove", result="contextd.knowledge.records:RemoveReport"),
+    MethodSpec("knowledge_list_documents", result="contextd.knowledge.records:DocumentList"),
     MethodSpec("embeddings_pending"),
     MethodSpec("add_context"),
     MethodSpec("delete_context"),
@@ -109,6 +111,13 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("reload_config"),
     MethodSpec("reinitialize_schema"),
     MethodSpec("schema_status"),
+    MethodSpec("generate_context_for_chunk"),
+    MethodSpec("reindex_with_context"),
+    MethodSpec("reindexing_progress"),
+    MethodSpec("contextual_search"),
+    MethodSpec("contextual_stats"),
+    MethodSpec("report_task_usage"),
+    MethodSpec("token_reduction"),
 )}
 
 

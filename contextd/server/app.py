@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from contextd.errors import ContextdError, JobConflictError
 from contextd.boundary.path_args import check_paths, refusal_text
 from contextd.server import render
+from contextd.server.contextual_tools import TOOLS as CONTEXTUAL_TOOLS, ContextualTools
 from contextd.server.knowledge_tools import TOOLS as KNOWLEDGE_TOOLS, KnowledgeTools
 from contextd.server.admin_tools import admin_tools
 from contextd.server.engine_handle import EngineHandle, start_after_handshake
@@ -168,6 +169,7 @@ def registered_tools(handle: EngineHandle) -> list[Tool]:
                   ManagerTools.ANNOTATIONS.items()),
         *stash_tools(handle),
         *_methods(KnowledgeTools(handle), KNOWLEDGE_TOOLS),
+        *_methods(ContextualTools(handle), CONTEXTUAL_TOOLS),
         *session_tools.tool_functions(handle),
         *admin_tools(handle, _compatibility(handle)),
     ]

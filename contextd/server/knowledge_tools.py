@@ -11,17 +11,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
 from contextd.knowledge.records import (
-    AddReport, ContextDeleted, ContextDetail, ContextInfo, ContextList, KnowledgeSearchResult,
-    RemoveReport,
+    AddReport, ContextDeleted, ContextDetail, ContextInfo, ContextList, DocumentList,
+    KnowledgeSearchResult, RemoveReport,
 )
 from contextd.records import ContextScope, to_dict
 from contextd.server.render import listing
 from contextd.server.schemas import HARD_MAX_TOKENS, MAX_K
+from contextd.server.tool_kinds import DELETE, READ, WRITE
 
+<<<<<<< HEAD
 # The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
 TOOL_GROUP = "Knowledge base"
 
@@ -30,11 +32,14 @@ _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempoten
                          open_world_hint=False)
 _DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
                           open_world_hint=False)
+=======
+_READ, _WRITE, _DELETE = READ, WRITE, DELETE
+>>>>>>> i30-tools
 # (tool name, annotations), in the order build_app registers them.
 TOOLS = (("knowledge_context_create", _WRITE), ("knowledge_context_list", _READ),
          ("knowledge_context_show", _READ), ("knowledge_context_delete", _DELETE),
          ("knowledge_add", _WRITE), ("knowledge_remove", _DELETE),
-         ("knowledge_search", _READ))
+         ("knowledge_search", _READ), ("knowledge_show", _READ))
 
 _CONTEXTS = ("Context names; each entry may also be comma-separated "
              "('aws-architecture,healthcare-compliance').")
@@ -117,17 +122,24 @@ class KnowledgeTools:
             "Only files of folders matching one of these globs, e.g. ['*.pdf']."))] = None,
         exclude: Annotated[list[str] | None, Field(description=(
             "Leave out files matching these globs."))] = None,
+        metadata: Annotated[dict[str, Any] | None, Field(description=(
+            "Kept with every document added (e.g. {'team': 'payments', 'version': '2'}); "
+            "knowledge_search hits carry it as document_metadata."))] = None,
+        force_ocr: Annotated[bool, Field(description=(
+            "Read PDFs by OCR (offline) even where they have a text layer; pages without "
+            "one (scans) are always read by OCR."))] = False,
     ) -> Annotated[CallToolResult, AddReport]:
         """Add documents (PDF, DOCX, HTML, Markdown, text, reST, code) to one or several
         contexts. A document is stored once whatever the number of contexts; re-adding an
-        unchanged file costs nothing, a changed one is re-read. Files that cannot be read
-        (corrupt, encrypted or scanned PDF, unknown format) are listed with the reason
-        while the others are added."""
+        unchanged file costs nothing, a changed one is re-read. Scanned PDF pages are read
+        by OCR. Files that cannot be read (corrupt or encrypted PDF, unknown format) are
+        listed with the reason while the others are added."""
         engine = self.handle.get()
         root = engine.project.root
         absolute = [p if p.startswith("/") else str(root / p) for p in paths]
         report = engine.knowledge_add(absolute, contexts or None, include or [],
-                                      exclude or [], via_mcp=True)
+                                      exclude or [], via_mcp=True, metadata=metadata,
+                                      force_ocr=force_ocr)
         lines = [f"{report.added} added, {report.updated} updated, {report.unchanged} "
                  f"unchanged, {report.failed} failed in {', '.join(report.contexts)}."]
         lines += [f"- {d.document}: {d.status}" + (f" ({d.reason})" if d.reason else "")
@@ -168,6 +180,9 @@ class KnowledgeTools:
             "from the project root, 'src/*/hooks' = a glob."))] = None,
         max_tokens: Annotated[int | None, Field(ge=50, le=HARD_MAX_TOKENS, description=(
             "Token budget of all snippets together."))] = None,
+        min_relevance: Annotated[float | None, Field(ge=0.0, le=1.0, description=(
+            "Drop hits scoring below this (0-1; scores mean the same across queries)."))]
+        = None,
     ) -> Annotated[CallToolResult, KnowledgeSearchResult]:
         """Search the knowledge base: one context, several, or all (the default), with the
         project's files too when include_project=true. Each hit names its document, the
@@ -179,9 +194,29 @@ class KnowledgeTools:
                      HARD_MAX_TOKENS)
         request = knowledge_request(query, contexts or [], k, include_project, budget,
                                     ContextScope(files=tuple(files or ()),
-                                                 folders=tuple(folders or ())), task_id="mcp")
+                                                 folders=tuple(folders or ())), task_id="mcp",
+                                    min_relevance=min_relevance)
         result = search_result(request, engine.query(request))
         return _answer(result, search_text(result))
+
+
+    def knowledge_show(
+        self,
+        context: Annotated[str | None, Field(min_length=1, description=(
+            "Only the documents of this context; omitted: every document of every "
+            "context."))] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most documents listed.")]
+        = 100,
+        offset: Annotated[int, Field(ge=0, description="Skip this many.")] = 0,
+    ) -> Annotated[CallToolResult, DocumentList]:
+        """List knowledge documents across all contexts (or of one): file, format, pages,
+        chunks, the contexts holding each, and the metadata it was added with."""
+        result = self.handle.get().knowledge_list_documents(context, limit, offset)
+        lines = [f"{result.total} document(s)" + (f" in {context}" if context else "")]
+        lines += [f"- {d.document} ({d.format}, {d.chunks} chunks; contexts: "
+                  f"{', '.join(d.contexts)})" + (f" {d.metadata}" if d.metadata else "")
+                  for d in result.documents]
+        return _answer(result, "\n".join(lines))
 
 
 def search_text(result: KnowledgeSearchResult) -> str:

@@ -37,6 +37,7 @@ def query_request(query: str, k: int, scope: Scope, max_tokens: int, min_score: 
                                            languages=tuple(scope.languages),
                                            kinds=tuple(scope.kinds), files=tuple(scope.files),
                                            folders=tuple(scope.folders), memory=scope.memory,
+                                           memory_min_similarity=scope.memory_min_similarity,
                                            roles=tuple(scope.roles)))
 
 
@@ -67,8 +68,9 @@ def query_text(result: QueryResult) -> str:
     # While the project is still being indexed the note says what is missing: an empty
     # answer is not "nothing matched".
     indexing = any(n.startswith(STILL_INDEXING) for n in result.notes)
-    return listing(f"{len(result.hits)} result(s) for {result.query!r} "
-                   f"({result.total_tokens} of {result.max_tokens} tokens).", result.notes,
+    return listing(f"{len(result.hits)} result(s) of {result.total} found for "
+                   f"{result.query!r} ({result.total_tokens} of {result.max_tokens} tokens).",
+                   result.notes,
                    "" if indexing else "Nothing matched: try other words, a wider scope, or "
                    "get_context_stats to check that the project is indexed.", entries)
 
@@ -106,6 +108,7 @@ def stats_result(stats: dict[str, Any], config) -> StatsResult:
         performance={"queries": storage.get("queries"),
                      "avgQueryLatencyMs": storage.get("avg_query_latency_ms"),
                      "avgTokensPerQuery": storage.get("avg_tokens_per_query"),
+                     "cacheHitRate": stats.get("cache_hit_rate"),
                      "providerLatencyMs": performance.get("avg_ms", {})},
         languages=stats.get("languages", {}), indexing=stats.get("indexing", {}),
         recentActivity=stats.get("recent_jobs", []), owner=stats.get("owner", {}),

@@ -38,6 +38,10 @@ class Scope(_Input):
     memory: str | None = Field(None, description=(
         "Also search your stashed memory (stash_context): your session id, or '*' for every "
         "session's. Omit it for project context only."))
+    memory_min_similarity: float | None = Field(None, alias="memoryMinSimilarity", ge=-1.0,
+                                                le=1.0, description=(
+        "Cosine similarity cut-off for that memory (default [stash] min_similarity); lower it "
+        "when a retrieval of memory comes back empty."))
     files: list[str] = Field(default_factory=list, description=(
         "Exact files, relative to the project root, e.g. ['src/auth/jwt.py']."))
     folders: list[str] = Field(default_factory=list, description=(
@@ -133,7 +137,9 @@ class StatsResult(BaseModel):
     storage: dict[str, Any] = Field(description=(
         "totalFiles, totalChunks, totalEmbeddings, dbSizeMB, lastIndexed, errors."))
     performance: dict[str, Any] = Field(description=(
-        "queries, avgQueryLatencyMs, avgTokensPerQuery, providerLatencyMs."))
+        "queries, avgQueryLatencyMs, avgTokensPerQuery, providerLatencyMs, cacheHitRate "
+        "(share of recorded queries answered with a cache hit, from usage_metrics."
+        "cache_hits; null until a query records one)."))
     languages: dict[str, int] = Field(description="Chunks per language.")
     indexing: dict[str, Any] = Field(description=(
         "state (idle, indexing, embedding), files indexed / total with ETA, embeddings "

@@ -68,6 +68,7 @@ def _answer(record: Any, text: str) -> CallToolResult:
 def _retrieve_text(result: RetrieveResult) -> str:
     lines = [f"{len(result.segments)} stashed segment(s) for {result.query!r} "
              f"({result.total_tokens} tokens; merge_stashed_context gives the full text)"]
+    lines += [f"Note: {note}" for note in result.notes]
     for item in result.segments:
         via = f" via {item.reached_from}" if item.reached_from else ""
         lines.append(f"- {item.segment_id} [{item.type}{', ' + item.topic if item.topic else ''}"
@@ -114,9 +115,9 @@ class StashTools:
         query: Annotated[str, Field(min_length=1, max_length=4000, description=(
             "What you need now, in your own words (a paraphrase works)."))],
         top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description="Most hits.")] = 5,
-        min_similarity: Annotated[float, Field(ge=-1.0, le=1.0, description=(
-            "Cosine similarity cut-off (0.7 keeps close matches; lower it to cast wider)."))]
-        = 0.7,
+        min_similarity: Annotated[float | None, Field(ge=-1.0, le=1.0, description=(
+            "Cosine similarity cut-off (default [stash] min_similarity, calibrated on the "
+            "embedding model; an empty answer says the best similarity it saw)."))] = None,
         session_id: Annotated[str, Field(min_length=1, description=SESSION_HELP)]
         = DEFAULT_SESSION,
         all_sessions: Annotated[bool, Field(description=(
@@ -169,12 +170,16 @@ class StashTools:
         topic: Annotated[str | None, Field(description="Only this topic.")] = None,
         limit: Annotated[int, Field(ge=1, le=500, description="Page size.")] = 50,
         offset: Annotated[int, Field(ge=0, description="Skip this many.")] = 0,
+        include_expired: Annotated[bool, Field(description=(
+            "Also list expired segments not yet collected by gc."))] = False,
     ) -> Annotated[CallToolResult, SegmentList]:
         """List your stashed segments, newest first (full text, expiry, protection), to
-        review or tidy your memory."""
+        review or tidy your memory. Expired segments are left out (they are no longer
+        retrieved) unless include_expired."""
         result = self.handle.get().list_stashed(session_id=session_id,
                                                 all_sessions=all_sessions, types=types or (),
-                                                topic=topic, limit=limit, offset=offset)
+                                                topic=topic, limit=limit, offset=offset,
+                                                include_expired=include_expired)
         lines = [f"{result.total} segment(s)"] + [
             f"- {s.segment_id} [{s.type}] {s.tokens} tokens, stashed {s.stashed_at}"
             f"{', protected' if s.protected else ''}: {s.text[:120]!r}"

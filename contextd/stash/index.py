@@ -69,6 +69,10 @@ class StashIndex:
             ("alive", bool), ("session", np.int32), ("type", np.int8), ("topic", np.int32),
             ("created", np.float64), ("stashed", np.float64), ("expires", np.float64),
             ("protected", bool))}
+        # Further pieces of long segments (contextd.stash.pieces): their vectors and the row
+        # each belongs to; a segment scores as its best piece.
+        self.piece_matrix = np.zeros((0, dimension), dtype=np.float32)
+        self.piece_owner = np.zeros(0, dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.position)
@@ -110,6 +114,16 @@ class StashIndex:
                 self.referenced_by.setdefault(ref, set()).add(row.segment_id)
         self.size = end
 
+    def add_pieces(self, segment_id: str, vectors: np.ndarray) -> None:
+        """Vectors of a live segment's further pieces (beyond its own vector)."""
+        if not len(vectors):
+            return
+        row = self.position[segment_id]
+        self.piece_matrix = np.concatenate([self.piece_matrix,
+                                            np.asarray(vectors, dtype=np.float32)])
+        self.piece_owner = np.concatenate([self.piece_owner,
+                                           np.full(len(vectors), row, dtype=np.int64)])
+
     def _grow(self, capacity: int) -> None:
         grown = np.zeros((capacity, self.dimension), dtype=np.float32)
         grown[:self.size] = self.matrix[:self.size]
@@ -141,6 +155,11 @@ class StashIndex:
             self._columns[name] = np.ascontiguousarray(self._columns[name][keep])
         self.ids = [self.ids[i] for i in keep]
         self.position = {sid: i for i, sid in enumerate(self.ids)}
+        moved = np.full(self.size, -1, dtype=np.int64)
+        moved[keep] = np.arange(len(keep))
+        owners = moved[self.piece_owner]
+        self.piece_matrix = np.ascontiguousarray(self.piece_matrix[owners >= 0])
+        self.piece_owner = owners[owners >= 0]
         self.size = len(keep)
 
     def set_protected(self, segment_ids: Iterable[str], protected: bool) -> None:
@@ -177,8 +196,19 @@ class StashIndex:
         All rows at once when most are wanted: one contiguous product beats a gather. Small
         products stay on this thread (see contextd.vectors.similarity.SINGLE_THREAD_ROWS)."""
         if len(rows) > self.size // 2:
-            return similarities(self.matrix[:self.size], vector)[rows]
-        return similarities(self.matrix[rows], vector)
+            sims = similarities(self.matrix[:self.size], vector)[rows]
+        else:
+            sims = similarities(self.matrix[rows], vector)
+        if len(self.piece_owner) and len(rows):
+            # A long segment scores as its best piece.
+            at = np.full(self.size, -1, dtype=np.int64)
+            at[rows] = np.arange(len(rows))
+            where = at[self.piece_owner]
+            hit = where >= 0
+            if hit.any():
+                piece_sims = similarities(self.piece_matrix[hit], vector)
+                np.maximum.at(sims, where[hit], piece_sims.astype(sims.dtype))
+        return sims
 
     def vector(self, segment_id: str) -> np.ndarray:
         """The stored vector of a live segment."""

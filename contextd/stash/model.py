@@ -183,6 +183,12 @@ class RetrieveResult:
     total_found: int
     total_tokens: int
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # Why the answer is empty (or thinner than it could be): the best similarity seen below
+    # the cut-off, and segments of other sessions that would match.
+    min_similarity: float | None = None
+    best_similarity: float | None = None
+    sessions: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -44,10 +44,12 @@ class StashProvider(ContextProvider):
         if not session or not query.text.strip():
             return []
         settings = self.context.config.stash
+        cut = getattr(scope, "memory_min_similarity", None)
         result = self._service().retrieve(RetrieveRequest(
             query=query.text, top_k=min(query.limit, 100), session_id=session,
             all_sessions=session == ALL_SESSIONS,
-            min_similarity=max(query.min_score, settings.min_similarity),
+            min_similarity=max(query.min_score, settings.min_similarity) if cut is None
+            else cut,
             max_tokens=budget.max_tokens))
         # Previews are cut; a context block carries the whole text.
         full = self._service().index().rows

@@ -28,6 +28,7 @@ from contextd.errors import ModelUnavailableError, StashFullError, UsageError
 from contextd.scrub.scrubber import get_scrubber
 from contextd.stash.redaction import scrub_segment
 from contextd.stash.index import Filter, StashIndex, epoch
+from contextd.stash.pieces import extra_pieces, piece_budget
 from contextd.stash.model import (
     ALL_SESSIONS, MAX_HOPS_LIMIT, MAX_TOP_K, ChangeResult, GcResult, MergeResult,
     RetrievedSegment, RetrieveRequest, RetrieveResult, ScoreParts, Segment, SegmentInput,
@@ -116,6 +117,7 @@ class StashService:
                 ids, vectors = self.store.segment_vectors(model.identity)
                 order = [i for i, sid in enumerate(ids) if sid in rows]
                 index.add([rows[ids[i]] for i in order], vectors[order] if order else vectors)
+                self._add_pieces(model, index, [rows[ids[i]] for i in order])
                 self._index = index
             return self._index
 
@@ -140,6 +142,21 @@ class StashService:
             embedded = model.embed([text for _, text in part])
             found.update({h: embedded[i] for i, (h, _) in enumerate(part)})
         return found
+
+    def _add_pieces(self, model: Any, index: StashIndex, rows: Sequence[SegmentRow]) -> None:
+        """Vectors of the further pieces of long segments (:mod:`contextd.stash.pieces`),
+        through the cache (computed and stored when missing), into ``index``."""
+        budget = piece_budget(self.config.embedding.max_seq_length)
+        pieces = {r.segment_id: extra_pieces(r.text, budget) for r in rows}
+        pieces = {sid: texts for sid, texts in pieces.items() if texts}
+        if not pieces:
+            return
+        texts = [t for group in pieces.values() for t in group]
+        hashes = [text_hash(t) for t in texts]
+        vectors = self._vectors(model, hashes, texts)
+        self.store.put_embeddings(model.identity, list(vectors), np.stack(list(vectors.values())))
+        for sid, group in pieces.items():
+            index.add_pieces(sid, np.stack([vectors[text_hash(t)] for t in group]))
 
     def warm_up(self) -> None:
         """Load the model and build the index ahead of the first call."""
@@ -230,6 +247,7 @@ class StashService:
                                       np.stack(list(vectors.values())))
             self.store.put_segments(rows)
         index.add(rows, np.stack([vectors[r.text_hash] for r in rows]))
+        self._add_pieces(model, index, rows)
 
     # ----- retrieve -----------------------------------------------------------------------
     def retrieve(self, request: RetrieveRequest) -> RetrieveResult:
@@ -244,6 +262,7 @@ class StashService:
             now_s = epoch(self.now())
             rows = index.visible(where, now_s)
             sims = index.similarities(vector, rows)
+            best_sim = float(sims.max()) if len(sims) else None
             keep = sims >= min_sim
             rows, sims = rows[keep], sims[keep]
             age, recency, combined = score_parts(sims, index.column("created")[rows],
@@ -256,17 +275,67 @@ class StashService:
             results = [self._result(index, sid, found[sid], 0, None, dupes)
                        for sid, dupes in chosen]
             results += self._chain(index, results, vector, now_s, hops, where)
+            notes, sessions = ((), {}) if results else self._why_empty(
+                index, vector, now_s, where, min_sim, best_sim)
         kept, tokens = [], 0
         for item in results:
-            if tokens + item.tokens <= budget:
+            # The best hit always comes back (as a preview; merge gives it whole): a segment
+            # larger than the whole budget must not make the answer empty.
+            if tokens + item.tokens <= budget or not kept:
                 kept.append(item)
                 tokens += item.tokens
+        if kept and kept[0].tokens > budget:
+            notes += (f"the best segment holds {kept[0].tokens} tokens, more than max_tokens "
+                      f"{budget}: its preview is returned; merge_stashed_context gives it "
+                      "whole",)
         done = time.perf_counter()
         return RetrieveResult(query=request.query, segments=tuple(kept),
                               total_found=int(len(rows)), total_tokens=tokens,
                               timings_ms={"embed": round((embedded - started) * 1000, 2),
                                           "search": round((done - embedded) * 1000, 2),
-                                          "total": round((done - started) * 1000, 2)})
+                                          "total": round((done - started) * 1000, 2)},
+                              min_similarity=min_sim,
+                              best_similarity=None if best_sim is None else round(best_sim, 4),
+                              sessions=sessions, notes=notes)
+
+    def _why_empty(self, index: StashIndex, vector: np.ndarray, now_s: float, where: Filter,
+                   min_sim: float, best_sim: float | None) -> tuple[tuple[str, ...],
+                                                                     dict[str, int]]:
+        """Notes for an empty answer: the best similarity the filter let through (so the
+        caller knows how far to lower min_similarity), and the sessions that hold segments,
+        with those of other sessions that would have matched (a segment stashed under one
+        session_id is not seen by a retrieval naming another, or none)."""
+        sessions: dict[str, int] = {}
+        for offset in index.visible(Filter(ALL_SESSIONS), now_s):
+            sid = index.rows[index.ids[offset]].session_id
+            sessions[sid] = sessions.get(sid, 0) + 1
+        notes = []
+        if best_sim is None:
+            scope = ("any session" if where.session_id == ALL_SESSIONS
+                     else f"session {where.session_id!r}")
+            notes.append(f"no live segment in {scope} passes the filters")
+        else:
+            lower = max(-1.0, best_sim - 0.01)
+            notes.append(f"nothing reached min_similarity {min_sim:.2f}; the best similarity "
+                         f"seen was {best_sim:.3f} (min_similarity {lower:.2f} would show it)")
+        if where.session_id != ALL_SESSIONS:
+            others = replace(where, session_id=ALL_SESSIONS)
+            rows = index.visible(others, now_s)
+            sims = index.similarities(vector, rows)
+            matching: dict[str, int] = {}
+            for offset in rows[sims >= min_sim]:
+                sid = index.rows[index.ids[offset]].session_id
+                if sid != where.session_id:
+                    matching[sid] = matching.get(sid, 0) + 1
+            if matching:
+                named = ", ".join(f"{sid!r} ({n})" for sid, n in sorted(matching.items()))
+                notes.append(f"segments of other sessions match: {named}; pass that "
+                             "session_id, or all_sessions")
+            elif sessions and where.session_id not in sessions:
+                named = ", ".join(f"{sid!r} ({n})" for sid, n in sorted(sessions.items()))
+                notes.append(f"session {where.session_id!r} holds no segments; sessions "
+                             f"holding segments: {named}")
+        return tuple(notes), sessions
 
     def _weights(self) -> Weights:
         return Weights.from_config(self.settings)
@@ -373,15 +442,19 @@ class StashService:
         return SegmentList(segments=segments, total=len(segments))
 
     def list(self, session_id: str = "", all_sessions: bool = False, types: Sequence[str] = (),
-             topic: str | None = None, limit: int = 50, offset: int = 0) -> SegmentList:
-        """Stored segments, newest stash first (expired ones included until gc: they are
-        flagged by ``expires_at``)."""
+             topic: str | None = None, limit: int = 50, offset: int = 0,
+             include_expired: bool = False) -> SegmentList:
+        """Stored segments, newest stash first. Expired ones (retrieval no longer sees them;
+        gc deletes them) only with ``include_expired``."""
         if limit < 1 or offset < 0:
             raise UsageError("limit must be 1 or more and offset 0 or more")
         wanted = {SegmentType.parse(t).value for t in types}
+        now = self.now()
         with self._lock:
             rows = [r for r in self.index().rows.values()
-                    if (all_sessions or r.session_id == (session_id or "default"))
+                    if (include_expired or r.protected or r.expires_at is None
+                        or r.expires_at > now)
+                    and (all_sessions or r.session_id == (session_id or "default"))
                     and (not wanted or r.segment_type in wanted)
                     and (topic is None or r.topic == topic)]
             rows.sort(key=lambda r: (r.stashed_at, r.segment_id), reverse=True)

@@ -32,6 +32,8 @@ class IndexedChunk:
     chunk: Chunk
     index_text: str
     contextualized: bool = False
+    prefix_quality: float | None = None  # seed 003 FR-4 score of the prefix (0-1)
+    prefix_tokens: int = 0               # estimated tokens of the prefix
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ class DocumentRecord:
     format: str
     page_starts: Sequence[int] = ()
     title: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,7 @@ class KnowledgeDocument:
     format: str
     page_starts: tuple[int, ...]
     contexts: tuple[str, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -359,7 +363,7 @@ class IndexStore(abc.ABC):
                      paths: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Documents (of one context, or with these paths, or all), by path: path, source,
         format, pages, title, size_bytes, chunks, content_hash, contexts, added_at,
-        updated_at."""
+        updated_at, metadata (a dict)."""
 
     @abc.abstractmethod
     def kb_write_documents(self, documents: Sequence[DocumentRecord],
@@ -471,6 +475,30 @@ class IndexStore(abc.ABC):
     @abc.abstractmethod
     def record_usage_many(self, rows: Sequence[tuple]) -> None:
         """Append several usage_metrics rows (``record_usage`` arguments) in one transaction."""
+
+    @abc.abstractmethod
+    def prefix_details(self, chunk_ids: Sequence[str]) -> dict[str, tuple[float | None, int]]:
+        """(prefix quality, prefix tokens) of stored chunks by id (seed 003)."""
+
+    @abc.abstractmethod
+    def prefix_summary(self) -> dict[str, Any]:
+        """Chunks, contextualized chunks, mean prefix tokens and quality, and how many
+        prefixes score low (< 0.5), fair or good (>= 0.8) (get_contextual_retrieval_stats)."""
+
+    @abc.abstractmethod
+    def cache_hit_rate(self) -> float | None:
+        """Share of the usage_metrics rows recording ``cache_hits`` whose answer had at
+        least one (get_context_stats' cacheHitRate); None when no row records it."""
+
+    @abc.abstractmethod
+    def record_task_usage(self, op: str, task_id: str, tokens_input: int, tokens_output: int,
+                          agent: str | None = None, context_tokens: int | None = None,
+                          notes: str | None = None) -> None:
+        """One agent-reported task_usage row (spec 004 §7.3/§15)."""
+
+    @abc.abstractmethod
+    def task_usage(self) -> list[dict[str, Any]]:
+        """Every task_usage row, oldest first, as dicts of its columns."""
 
     @abc.abstractmethod
     def usage_summary(self, days: int = 30) -> dict[str, Any]:

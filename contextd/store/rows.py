@@ -18,7 +18,7 @@ from contextd.store.base import FileRecord, Job
 
 CHUNK_COLUMNS = ("chunk_id", "file_id", "ordinal", "kind", "label", "language", "start_line",
                  "end_line", "start_byte", "end_byte", "tokens_est", "text", "embed_hash",
-                 "index_text", "parent", "contextualized")
+                 "index_text", "parent", "contextualized", "prefix_quality", "prefix_tokens")
 FILE_COLUMNS = ("file_id", "path", "size_bytes", "mtime_ns", "content_hash", "language",
                 "chunk_count", "generation", "secrets_redacted", "warnings")
 SYMBOL_COLUMNS = ("chunk_id", "file_id", "name", "name_lower", "short_lower", "kind", "line")
@@ -144,7 +144,8 @@ def record_columns(records: Sequence[FileRecord], ids: dict[str, int], generatio
             for key, value in zip(CHUNK_COLUMNS, (
                     chunk_id, fid, ordinal, c.kind.value, c.label, c.language, c.start_line,
                     c.end_line, c.start_byte, c.end_byte, c.tokens, c.text, ehash,
-                    item.index_text, c.parent, item.contextualized)):
+                    item.index_text, c.parent, item.contextualized, item.prefix_quality,
+                    item.prefix_tokens)):
                 chunks[key].append(value)
             for sym in c.defines:
                 for key, value in zip(SYMBOL_COLUMNS, (
@@ -191,3 +192,40 @@ def renumber_files(tables: dict[str, list[tuple]], new_id: dict[int, int]
                 columns[name].append(new_id[value] if name == "file_id" else value)
         out[table] = columns
     return out
+
+
+# Prefix quality bands of prefix_summary: below the first is low, from the second up good.
+QUALITY_LOW = 0.5
+QUALITY_GOOD = 0.8
+PREFIX_SUMMARY_SQL = f"""
+    SELECT count(*), count(*) FILTER (WHERE contextualized),
+           avg(prefix_tokens) FILTER (WHERE contextualized), avg(prefix_quality),
+           count(*) FILTER (WHERE prefix_quality < {QUALITY_LOW}),
+           count(*) FILTER (WHERE prefix_quality >= {QUALITY_LOW}
+                            AND prefix_quality < {QUALITY_GOOD}),
+           count(*) FILTER (WHERE prefix_quality >= {QUALITY_GOOD}),
+           coalesce(sum(prefix_tokens), 0)
+    FROM chunks"""
+CACHE_HIT_RATE_SQL = """
+    SELECT count(*) FILTER (WHERE cache_hits > 0), count(cache_hits) FROM usage_metrics"""
+TASK_USAGE_COLUMNS = ("recorded_at", "op", "agent", "task_id", "tokens_input", "tokens_output",
+                      "context_tokens", "notes")
+
+
+def rate_of(row: Sequence[Any] | None) -> float | None:
+    """hits / recorded of a (hits, recorded) row; None when nothing is recorded."""
+    if not row or not row[1]:
+        return None
+    return round(int(row[0]) / int(row[1]), 4)
+
+
+def prefix_summary_of(row: Sequence[Any]) -> dict[str, Any]:
+    """prefix_summary's answer from the row of PREFIX_SUMMARY_SQL (both backends)."""
+    total, contextualized, tokens, quality, low, fair, good, all_tokens = row
+    return {"chunks": int(total or 0), "contextualized": int(contextualized or 0),
+            "mean_prefix_tokens": None if tokens is None else round(float(tokens), 1),
+            "prefix_tokens": int(all_tokens or 0),
+            "mean_quality": None if quality is None else round(float(quality), 3),
+            "quality": {f"low (< {QUALITY_LOW})": int(low or 0),
+                        f"fair ({QUALITY_LOW}-{QUALITY_GOOD})": int(fair or 0),
+                        f"good (>= {QUALITY_GOOD})": int(good or 0)}}

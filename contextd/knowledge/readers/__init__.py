@@ -24,11 +24,12 @@ def _reader(fmt: str) -> Callable[[bytes, str], DocumentText]:
     return read_plain
 
 
-def read_document(data: bytes, name: str, fmt: str, max_pages: int | None = None
-                  ) -> DocumentText:
+def read_document(data: bytes, name: str, fmt: str, max_pages: int | None = None,
+                  force_ocr: bool = False) -> DocumentText:
     """The text of a document's bytes (``name``: its file name, for titles and messages);
-    a PDF of more than ``max_pages`` pages is refused."""
+    a PDF of more than ``max_pages`` pages is refused; ``force_ocr`` reads a PDF's pages by
+    OCR even where they have a text layer."""
     if fmt == "pdf":
         from contextd.knowledge.readers.pdf import read_pdf
-        return read_pdf(data, name, max_pages)
+        return read_pdf(data, name, max_pages, force_ocr)
     return _reader(fmt)(data, name)

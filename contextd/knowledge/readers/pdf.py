@@ -3,8 +3,9 @@
 pypdf (pure Python, no native dependency, maintained) rather than pdfminer.six: it reads the
 text layer of a generated 40-page PDF several times faster, tells an encrypted file apart
 before extracting anything, and its per-page extraction is what we need for page numbers;
-pdfminer's finer layout analysis buys nothing once the text is chunked. Scanned PDFs (images,
-no text layer) are refused with that reason: OCR would mean a model we do not ship.
+pdfminer's finer layout analysis buys nothing once the text is chunked. A page without a text
+layer (a scan) is read by OCR from its images (:mod:`contextd.knowledge.readers.ocr`, offline);
+``force_ocr`` reads every page that way, for PDFs whose text layer is wrong or partial.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from contextd.knowledge.readers.base import DocumentText, ReadFailure
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 
-def read_pdf(data: bytes, name: str, max_pages: int | None = None) -> DocumentText:
+def read_pdf(data: bytes, name: str, max_pages: int | None = None,
+             force_ocr: bool = False) -> DocumentText:
     """The text of every page under a ``# Page N`` heading, pages separated by a blank
     line; ``page_starts`` holds the first line of each page so a chunk's page is known from
-    its line."""
+    its line. Pages without text (or all, with ``force_ocr``) are read by OCR."""
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
@@ -49,7 +51,12 @@ def read_pdf(data: bytes, name: str, max_pages: int | None = None) -> DocumentTe
     texts, starts, line, found = [], [], 1, False
     for number, page in enumerate(pages, start=1):
         try:
-            text = (page.extract_text() or "").replace("\r\n", "\n").replace("\r", "\n")
+            text = "" if force_ocr else page.extract_text() or ""
+            if not text.strip():
+                text = _ocr(page, number)
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        except ReadFailure:
+            raise
         except Exception as exc:  # one broken page: say which, keep nothing half-read
             raise ReadFailure(f"corrupt PDF page {number} "
                               f"({type(exc).__name__}: {exc})") from None
@@ -61,7 +68,7 @@ def read_pdf(data: bytes, name: str, max_pages: int | None = None) -> DocumentTe
         texts.append(text)
         line += text.count("\n") + 1 + 1  # the page's lines, then the blank separator
     if not found:
-        raise ReadFailure("no text layer (a scanned PDF?); OCR is not supported")
+        raise ReadFailure("no text layer and no text OCR could read in its images")
     title = ""
     try:
         title = str((reader.metadata or {}).get("/Title") or "")
@@ -69,3 +76,16 @@ def read_pdf(data: bytes, name: str, max_pages: int | None = None) -> DocumentTe
         title = ""
     return DocumentText(text="\n\n".join(texts) + "\n", format="pdf", chunk_as="document.md",
                         title=title or PurePosixPath(name).stem, page_starts=tuple(starts))
+
+
+def _ocr(page, number: int) -> str:
+    """OCR text of a page; a ReadFailure saying why when OCR cannot run here."""
+    from contextd.knowledge.readers import ocr
+
+    if not page.images:
+        return ""
+    why = ocr.unavailable()
+    if why:
+        raise ReadFailure(f"page {number} has no text layer (a scan) and OCR cannot run: "
+                          f"{why}")
+    return ocr.page_text(page)

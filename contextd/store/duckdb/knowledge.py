@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any, Sequence
 
@@ -60,13 +61,16 @@ class KnowledgeMixin:
                        f.secrets_redacted,
                        list(m.context ORDER BY m.context) FILTER (m.context IS NOT NULL)
                            AS contexts,
-                       d.added_at, d.updated_at
+                       d.added_at, d.updated_at, d.metadata
                 FROM kb_documents d JOIN file_state f ON f.path = d.path
                 LEFT JOIN kb_memberships m ON m.path = d.path
                 {"WHERE " + " AND ".join(where) if where else ""}
                 GROUP BY ALL ORDER BY d.path""", params)
         names = [d[0] for d in cur.description]
-        return [{k: iso(v) for k, v in zip(names, row)} for row in cur.fetchall()]
+        rows = [{k: iso(v) for k, v in zip(names, row)} for row in cur.fetchall()]
+        for row in rows:
+            row["metadata"] = json.loads(row["metadata"]) if row["metadata"] else {}
+        return rows
 
     def kb_write_documents(self, documents: Sequence[DocumentRecord],
                            contexts: Sequence[str]) -> int:
@@ -84,6 +88,8 @@ class KnowledgeMixin:
                 "format": [d.format for d in documents],
                 "page_starts": [list(d.page_starts) or None for d in documents],
                 "title": [d.title for d in documents],
+                "metadata": [json.dumps(d.metadata) if d.metadata else None
+                             for d in documents],
                 "added_at": [added.get(p, now) for p in paths],
                 "updated_at": [now] * len(paths)})
             self._kb_link(cur, paths, contexts)
@@ -145,9 +151,11 @@ class KnowledgeMixin:
     def kb_document_map(self) -> dict[str, KnowledgeDocument]:
         rows = self._cursor().execute(
             """SELECT d.path, d.source, d.format, d.page_starts,
-                      list(m.context ORDER BY m.context) FILTER (m.context IS NOT NULL)
+                      list(m.context ORDER BY m.context) FILTER (m.context IS NOT NULL),
+                      d.metadata
                FROM kb_documents d LEFT JOIN kb_memberships m ON m.path = d.path
                GROUP BY ALL""").fetchall()
         return {path: KnowledgeDocument(path, source, fmt, tuple(pages or ()),
-                                        tuple(contexts or ()))
-                for path, source, fmt, pages, contexts in rows}
+                                        tuple(contexts or ()),
+                                        json.loads(meta) if meta else {})
+                for path, source, fmt, pages, contexts, meta in rows}

@@ -26,6 +26,7 @@ from contextd.store.base import KNOWLEDGE_PREFIX, IndexStore
 from contextd.store.duckdb.contents import ContentsMixin
 from contextd.store.duckdb.knowledge import KnowledgeMixin
 from contextd.store.duckdb.operations import OperationsMixin
+from contextd.store.duckdb.reports import ReportsMixin
 from contextd.store.duckdb.sessions import SearchSessionsMixin
 from contextd.store.duckdb.skips import SkipsMixin
 from contextd.store.duckdb.sql import first_row, iso
@@ -34,7 +35,7 @@ from contextd.store.duckdb.usage import UsageMixin
 from contextd.store.duckdb.vectors import VectorsMixin
 
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 13
 
 
 def _sql_resource(name: str) -> str:
@@ -93,7 +94,7 @@ class _GenerationCounter:
 CLOSE_WAIT_S = 60.0
 
 
-class DuckDBStore(ContentsMixin, VectorsMixin, StashMixin, KnowledgeMixin,
+class DuckDBStore(ContentsMixin, VectorsMixin, StashMixin, KnowledgeMixin, ReportsMixin,
                   OperationsMixin, SearchSessionsMixin, SkipsMixin, UsageMixin, IndexStore):
     """IndexStore on one DuckDB file (``":memory:"`` works too, for throwaway indexes)."""
 

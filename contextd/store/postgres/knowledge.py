@@ -4,6 +4,7 @@ these tables say which contexts hold them and where they came from."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Sequence
 
 from contextd.store.base import DocumentRecord, KnowledgeDocument
@@ -82,7 +83,7 @@ class KnowledgeMixin(PostgresSession):
                        f.secrets_redacted,
                        array_agg(m.context ORDER BY m.context COLLATE "C")
                            FILTER (WHERE m.context IS NOT NULL) AS contexts,
-                       d.added_at, d.updated_at
+                       d.added_at, d.updated_at, coalesce(d.metadata, '{{}}'::jsonb) AS metadata
                 FROM kb_documents d
                 JOIN file_state f ON f.workspace_id = d.workspace_id AND f.path = d.path
                 LEFT JOIN kb_memberships m ON m.workspace_id = d.workspace_id
@@ -90,7 +91,7 @@ class KnowledgeMixin(PostgresSession):
                 WHERE d.workspace_id = %s {where}
                 GROUP BY d.path, d.source, d.format, d.page_starts, d.title, f.size_bytes,
                          f.chunk_count, f.content_hash, f.secrets_redacted, d.added_at,
-                         d.updated_at
+                         d.updated_at, d.metadata
                 ORDER BY d.path COLLATE "C" """, params)
 
     def kb_write_documents(self, documents: Sequence[DocumentRecord],
@@ -102,13 +103,15 @@ class KnowledgeMixin(PostgresSession):
             with tx.conn.cursor() as cur:
                 cur.executemany(
                     """INSERT INTO kb_documents (workspace_id, path, source, format,
-                       page_starts, title) VALUES (%s, %s, %s, %s, %s, %s)
+                       page_starts, title, metadata)
+                       VALUES (%s, %s, %s, %s, %s, %s, %s::jsonb)
                        ON CONFLICT (workspace_id, path) DO UPDATE SET
                        source = EXCLUDED.source, format = EXCLUDED.format,
                        page_starts = EXCLUDED.page_starts, title = EXCLUDED.title,
-                       updated_at = LOCALTIMESTAMP""",
+                       metadata = EXCLUDED.metadata, updated_at = LOCALTIMESTAMP""",
                     [(self.workspace, d.file.path, d.source, d.format,
-                      list(d.page_starts) or None, d.title) for d in documents])
+                      list(d.page_starts) or None, d.title,
+                      json.dumps(d.metadata) if d.metadata else None) for d in documents])
             self._kb_link(tx, [d.file.path for d in documents], contexts)
         return self._result_generation(tx)
 
@@ -168,11 +171,12 @@ class KnowledgeMixin(PostgresSession):
         rows = self._rows(
             """SELECT d.path, d.source, d.format, d.page_starts,
                       array_agg(m.context ORDER BY m.context COLLATE "C")
-                          FILTER (WHERE m.context IS NOT NULL)
+                          FILTER (WHERE m.context IS NOT NULL), d.metadata
                FROM kb_documents d LEFT JOIN kb_memberships m
                     ON m.workspace_id = d.workspace_id AND m.path = d.path
-               WHERE d.workspace_id = %s GROUP BY d.path, d.source, d.format, d.page_starts""",
+               WHERE d.workspace_id = %s
+               GROUP BY d.path, d.source, d.format, d.page_starts, d.metadata""",
             [self.workspace])
         return {path: KnowledgeDocument(path, source, fmt, tuple(pages or ()),
-                                        tuple(contexts or ()))
-                for path, source, fmt, pages, contexts in rows}
+                                        tuple(contexts or ()), dict(meta or {}))
+                for path, source, fmt, pages, contexts, meta in rows}

@@ -12,6 +12,7 @@ from contextd.store.postgres import connection
 from contextd.store.postgres.contents import ContentsMixin
 from contextd.store.postgres.knowledge import KnowledgeMixin
 from contextd.store.postgres.operations import OperationsMixin
+from contextd.store.postgres.reports import ReportsMixin
 from contextd.store.postgres.sessions import SearchSessionsMixin
 from contextd.store.postgres.skips import SkipsMixin
 from contextd.store.postgres.stash import StashMixin
@@ -27,10 +28,10 @@ WORKSPACE_TABLES = ("chunks", "symbols", "links", "file_state", "removed_files",
                     "usage_metrics", "bootstrap_progress", "bootstrap_errors", "jobs",
                     "project_config", "prefix_cache", "index_meta", "skipped_files",
                     "kb_contexts", "kb_documents", "kb_memberships", "stash_segments",
-                    "search_sessions")
+                    "search_sessions", "task_usage")
 
 
-class PostgresStore(ContentsMixin, VectorsMixin, KnowledgeMixin, StashMixin,
+class PostgresStore(ContentsMixin, VectorsMixin, KnowledgeMixin, StashMixin, ReportsMixin,
                     SearchSessionsMixin, SkipsMixin, UsageMixin, OperationsMixin, IndexStore):
     """One workspace of a PostgreSQL database with pgvector. Thread-safe; several processes
     on several machines may open the same workspace and write it at once.
