@@ -23,23 +23,14 @@ from contextd.server.render import listing
 from contextd.server.schemas import HARD_MAX_TOKENS, MAX_K
 from contextd.server.tool_kinds import DELETE, READ, WRITE
 
-<<<<<<< HEAD
 # The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
 TOOL_GROUP = "Knowledge base"
 
-_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                         open_world_hint=False)
-_DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
-                          open_world_hint=False)
-=======
-_READ, _WRITE, _DELETE = READ, WRITE, DELETE
->>>>>>> i30-tools
 # (tool name, annotations), in the order build_app registers them.
-TOOLS = (("knowledge_context_create", _WRITE), ("knowledge_context_list", _READ),
-         ("knowledge_context_show", _READ), ("knowledge_context_delete", _DELETE),
-         ("knowledge_add", _WRITE), ("knowledge_remove", _DELETE),
-         ("knowledge_search", _READ), ("knowledge_show", _READ))
+TOOLS = (("knowledge_context_create", WRITE), ("knowledge_context_list", READ),
+         ("knowledge_context_show", READ), ("knowledge_context_delete", DELETE),
+         ("knowledge_add", WRITE), ("knowledge_remove", DELETE),
+         ("knowledge_search", READ), ("knowledge_show", READ))
 
 _CONTEXTS = ("Context names; each entry may also be comma-separated "
              "('aws-architecture,healthcare-compliance').")
