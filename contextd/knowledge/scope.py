@@ -116,11 +116,13 @@ def search_result(request: QueryRequest, response: QueryResponse) -> KnowledgeSe
     its own evidence, hits without any left out, HTML hits on the lines of their file (see
     :mod:`contextd.knowledge.hits`)."""
     hits, unrelated = [], 0
+    # The caller's min_relevance applies to the score shown, the one measured here.
+    floor = max(MIN_RELEVANCE, request.min_score or 0.0)
     for hit in response.hits:
         meta = hit.metadata
         score = min(hit.score, relevance(meta))
-        if score < MIN_RELEVANCE:
-            unrelated += 1
+        if score < floor:
+            unrelated += score < MIN_RELEVANCE
             continue
         knowledge = "document" in meta
         if knowledge and meta.get("format") == "html":
