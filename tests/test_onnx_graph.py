@@ -65,7 +65,7 @@ def test_graph_equals_the_torch_export_in_vectors_and_top10(tmp_path):
     reference = {"fp32": tmp_path / "torch-fp32.onnx", "int8": tmp_path / "torch-int8.onnx"}
     export_with_torch(files, reference["fp32"], onnx_backend.OPSET)
     onnx_backend._quantize_int8(reference["fp32"], reference["int8"])
-    chunks, queries = BENCH.stdlib_chunks(200), BENCH.QUERIES
+    chunks, queries = BENCH.stdlib_chunks(120), BENCH.QUERIES
     for precision in ("fp32", "int8"):
         ours = OnnxEmbedder(config("int8" if precision == "int8" else "none"))
         built = ours.embed(chunks), ours.embed(queries)
