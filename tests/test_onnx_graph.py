@@ -140,6 +140,17 @@ def test_torch_backend_without_the_extra_is_one_line_naming_it(monkeypatch):
     assert "\n" not in message and "pip install 'contextd[torch]'" in message
 
 
+def test_validate_config_blames_the_backend_when_its_extra_is_missing(tmp_path, monkeypatch):
+    from contextd.embedders.registry import configuration_issues
+
+    block_torch(monkeypatch)
+    issues = configuration_issues(config(), "context.toml")
+    assert issues == []  # the default backend needs no extra
+    issues = configuration_issues(dataclasses.replace(config(), backend="torch"), "context.toml")
+    assert [issue.key for issue in issues] == ["embedding.backend"]
+    assert "pip install 'contextd[torch]'" in issues[0].message
+
+
 def test_a_model_the_builder_cannot_write_needs_the_extra(tmp_path, private_cache,
                                                           monkeypatch):
     block_torch(monkeypatch)
