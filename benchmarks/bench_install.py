@@ -67,21 +67,32 @@ def _project(root: Path) -> Path:
 
 
 def mcp_answer(contextd: str, root: Path, env: dict[str, str]) -> tuple[int, str, float]:
-    """How many tools ``contextd serve`` lists to an MCP client, the file of its first
-    ``query_context`` hit, and the seconds from start to that answer."""
+    """How many tools ``contextd serve`` lists to an MCP client, the file of the first hit
+    ``query_context`` answers, and the seconds from the server's start to that answer."""
     import anyio
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     async def ask() -> tuple[int, str]:
-        params = StdioServerParameters(command=contextd, args=["serve"], env=env, cwd=str(root))
+        params = StdioServerParameters(command=contextd, args=["serve", "--root", str(root)],
+                                        env=env, cwd=str(root))
         with open(os.devnull, "w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
                     tools = (await session.list_tools()).tools
-                    answer = await session.call_tool("query_context", {"query": QUERY, "k": 3})
-                    return len(tools), answer.structured_content["hits"][0]["file_path"]
+                    # The first answers may come while the server still loads the model
+                    # ("semantic results pending"): ask again, for at most a minute.
+                    deadline = time.perf_counter() + 60
+                    while True:
+                        answer = await session.call_tool("query_context",
+                                                         {"query": QUERY, "k": 3})
+                        if answer.is_error:  # the one line the tool answered
+                            return len(tools), f"error: {answer.content[0].text}"
+                        hits = answer.structured_content["hits"]
+                        if hits or time.perf_counter() > deadline:
+                            return len(tools), hits[0]["filePath"] if hits else "no hit"
+                        await anyio.sleep(0.5)
 
     started = time.perf_counter()
     count, top = anyio.run(ask)
