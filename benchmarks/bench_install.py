@@ -151,7 +151,7 @@ def main() -> None:
     print(f"heavy packages        {', '.join(result['heavy_present']) or 'none'}")
     print(f"install time          {result['install_s']} s")
     print(f"contextd --version    {result['version_cold_s']} s (cold process, median of 3)")
-    print(f"first query           {result['first_query_s']} s (indexes, builds the ONNX model)")
+    print(f"first query           {result['first_query_s']} s (a fresh index and model cache)")
     print(f"second query          {result['second_query_s']} s (new process, caches warm)")
     print(f"contextd serve (MCP)  {result['mcp_tools']} tools; query_context's top hit "
           f"{result['mcp_top_hit']} in {result['mcp_answer_s']} s from start")
