@@ -9,7 +9,6 @@ only the concurrency test uses a private cache directory.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import os
 import subprocess
@@ -24,21 +23,13 @@ from contextd.cli import cli
 from contextd.config.sections import EmbeddingConfig
 from contextd.embedders.registry import get_embedder
 from contextd.errors import ConfigError, ModelUnavailableError
+from benchmark_module import load_benchmark
 from torch_extra import requires_torch, torch_installed
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _bench_module():
-    """The benchmark's corpus and agreement measure, so tests and figures use the same ones."""
-    spec = importlib.util.spec_from_file_location(
-        "bench_embedders", REPO / "benchmarks" / "bench_embedders.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BENCH = _bench_module()
+BENCH = load_benchmark("bench_embedders")
 
 
 def config(backend: str = "onnx", quantize: str = "int8", **kw) -> EmbeddingConfig:

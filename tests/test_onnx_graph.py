@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.util
 import json
 import os
 import struct
@@ -25,20 +24,13 @@ from contextd.embedders.model_files import BUNDLED_WEIGHTS_SHA256, locate_model
 from contextd.embedders.onnx_backend import OnnxEmbedder
 from contextd.embedders.safetensors_file import read_safetensors
 from contextd.errors import ModelUnavailableError
+from benchmark_module import load_benchmark
 from torch_extra import block_torch, requires_torch
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _bench_module():
-    spec = importlib.util.spec_from_file_location(
-        "bench_embedders", REPO / "benchmarks" / "bench_embedders.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BENCH = _bench_module()
+BENCH = load_benchmark("bench_embedders")
 
 
 def config(quantize: str = "none", **kw) -> EmbeddingConfig:
