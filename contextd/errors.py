@@ -75,6 +75,11 @@ class ModelUnavailableError(ContextdError):
     """The embedding model cannot be loaded from installed packages (nothing is downloaded)."""
 
 
+class MissingExtraError(ModelUnavailableError):
+    """A feature needs packages that only a pip extra installs (``contextd[torch]``); the
+    message names the extra."""
+
+
 class TemplateError(ContextdError):
     """A report template cannot be loaded or fails to render; the message names the template,
     the line and the variable at fault."""

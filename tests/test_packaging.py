@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 # Never copied: environments, caches, and build outputs whose stale files would end up in the
 # wheel (setuptools does not clean build/).
-_SKIP = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", ".cache",
+_SKIP = shutil.ignore_patterns(".git", ".venv", ".venv-*", "build", "dist", "*.egg-info", ".cache",
                                "__pycache__", ".pytest_cache", ".contextd")
 
 
@@ -54,6 +54,10 @@ def test_wheel_ships_everything_under_contextd(tmp_path: Path) -> None:
     assert {"contextd/migrations/001_initial.sql", "contextd/chunkers/queries/rust.scm",
             "contextd/sessions/templates/basic.md.j2", "contextd/sessions/templates/paper.json",
             "contextd/store/postgres/migrations/001_initial.sql"} <= set(names)
+    # The embedding model ships inside (the default install has no model package, no torch).
+    model = "contextd/models/all-MiniLM-L6-v2/"
+    assert {model + "model.safetensors", model + "tokenizer.json", model + "config.json",
+            model + "1_Pooling/config.json"} <= set(names)
     _installed_wheel_works(wheels[0], tmp_path / "site")
 
 

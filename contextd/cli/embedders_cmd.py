@@ -1,8 +1,8 @@
 """``contextd embedders``: which embedding backends exist, preparing one ahead of time, and
 probing the configured one.
 
-``prepare`` exists so the one-off ONNX export (which needs torch and takes seconds) can run at
-install or CI time instead of inside the first query. ``probe`` embeds one text with the
+``prepare`` exists so the one-off ONNX build (the graph written from the bundled weights, then
+quantised: seconds, no torch) can run at install or CI time instead of inside the first query. ``probe`` embeds one text with the
 configured backend and says what came back, so a wrong key, an unknown model or a wrong
 dimension of a remote server shows up as one line before any indexing.
 """
@@ -114,12 +114,12 @@ def list_command(state: CliState) -> None:
 @click.option("--backend", help="Backend to prepare (default: [embedding] backend).")
 @click.option("--quantize", type=click.Choice(["int8", "none"]),
               help="Quantisation to prepare (default: [embedding] quantize).")
-@click.option("--force", is_flag=True, help="Export again even if the cache holds the model.")
+@click.option("--force", is_flag=True, help="Build again even if the cache holds the model.")
 @pass_state
 def prepare_command(state: CliState, backend: str | None, quantize: str | None,
                     force: bool) -> None:
-    """Export (and quantise) the configured model into the user cache now, and say how long
-    it took; later processes load it without torch."""
+    """Build (and quantise) the configured model's ONNX file into the user cache now, and say
+    how long it took; later processes only load it."""
     from contextd.embedders.registry import get_embedder
 
     config = state.project().config.embedding

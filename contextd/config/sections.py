@@ -147,7 +147,8 @@ class IndexingConfig:
 @dataclass(frozen=True)
 class EmbeddingConfig:
     model: str = _opt("sentence-transformers/all-MiniLM-L6-v2",
-                      help="Embedding model; must be installed as a package, never downloaded.")
+                      help="Embedding model: all-MiniLM-L6-v2 ships with contextd; else a local "
+                           "sentence-transformers directory. Never downloaded.")
     dimension: int = _opt(384, min=1, help="Vector dimension of the model.")
     batch_size: int = _opt(64, min=1, max=4096, help="Chunks per embedding batch.")
     normalize: bool = _opt(True, help="L2-normalise vectors.")
@@ -155,8 +156,9 @@ class EmbeddingConfig:
                                           "in-memory cache on the query path; chunk vectors "
                                           "are always reused by text hash).")
     backend: str = _opt("onnx",
-                        help="onnx: ONNX Runtime (fast, no torch on the query path); torch: "
-                             "sentence-transformers reference; or a plugin's backend name "
+                        help="onnx: ONNX Runtime (the default install, no torch); torch: "
+                             "sentence-transformers reference (pip install "
+                             "'contextd[torch]'); or a plugin's backend name "
                              "(`contextd embedders list`).")
     quantize: str = _opt("int8", choices=("int8", "none"),
                          help="int8: dynamic per-channel quantisation (ONNX only).")

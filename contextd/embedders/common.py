@@ -15,7 +15,7 @@ import numpy as np
 
 from contextd.config.sections import EmbeddingConfig
 from contextd.embedders.model_files import ModelFiles, locate_model
-from contextd.errors import ModelUnavailableError
+from contextd.errors import MissingExtraError, ModelUnavailableError
 
 
 def cache_root() -> Path:
@@ -103,3 +103,15 @@ def mean_pool(hidden: np.ndarray, mask: np.ndarray, normalize: bool) -> np.ndarr
     if normalize:
         pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
     return pooled.astype(np.float32, copy=False)
+
+
+def require_extra(feature: str, extra: str, *modules: str) -> None:
+    """Raise MissingExtraError, one line naming the pip extra, when a module ``feature``
+    needs is not installed (checked without importing it, so the check costs microseconds)."""
+    import importlib.util
+
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MissingExtraError(
+            f"{feature} needs {', '.join(missing)}, which the default install leaves out; "
+            f"install the {extra} extra: pip install 'contextd[{extra}]'")

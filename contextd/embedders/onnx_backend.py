@@ -1,11 +1,15 @@
-"""The ONNX Runtime embedder: the shipped model exported once, then run without torch.
+"""The ONNX Runtime embedder: the shipped model turned into an ONNX graph once, then run
+without torch.
 
 Why not sentence-transformers' own ``backend="onnx"``: it needs optimum, which pins
-transformers below the version sentence-transformers 6 needs. The direct route is small:
-``torch.onnx.export`` of the transformer (once, into the user cache), then onnxruntime plus
-the ``tokenizers`` library at run time, with mean pooling and L2 normalisation in numpy.
-A process whose model file is already prepared never imports torch, so it is ready to embed
-a query in a fraction of a second instead of the ~6 s that importing torch costs.
+transformers below the version sentence-transformers 6 needs, and it brings torch. The direct
+route is small: the graph of a BERT model is built from its safetensors weights with
+``onnx.helper`` (:mod:`contextd.embedders.bert_graph`; any other architecture falls back to
+``torch.onnx.export``, which needs the ``torch`` extra), written once into the user cache with
+a BLAKE3 checksum beside it (a missing or corrupt file is rebuilt), then run with onnxruntime
+plus the ``tokenizers`` library, mean pooling and L2 normalisation in numpy. The default
+install never imports torch, so a process is ready to embed a query in a fraction of a second
+instead of the ~6 s that importing torch costs.
 
 int8 uses dynamic quantisation with per-channel weight scales: the per-tensor default costs
 too much quality (cosine ~0.93 to fp32 instead of ~0.99).
@@ -20,20 +24,24 @@ import logging
 import os
 import tempfile
 import threading
-import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
 from contextd.config.sections import EmbeddingConfig
-from contextd.embedders.common import ModelSettings, cache_root, embed_sorted, mean_pool
-from contextd.embedders.model_files import ModelFiles, forbid_downloads
+from contextd.embedders.bert_graph import INPUT_NAMES, build_bert_graph, unsupported_reason
+from contextd.embedders.common import (ModelSettings, cache_root, embed_sorted, mean_pool,
+                                       require_extra)
+from contextd.embedders.model_files import ModelFiles
 
 OPSET = 17
 # Bump when the export code changes what it writes, so stale cache files are not reused.
-EXPORT_FORMAT = 1
-INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+# 2: the graph is built from the safetensors weights without torch.
+EXPORT_FORMAT = 2
+CHECKSUM_SUFFIX = ".blake3"
+
+log = logging.getLogger(__name__)
 
 
 def _versions(*distributions: str) -> dict[str, str]:
@@ -47,20 +55,54 @@ def _versions(*distributions: str) -> dict[str, str]:
     return found
 
 
+def _exporter(files: ModelFiles) -> str:
+    """``graph`` (built without torch) for the BERT models bert_graph writes, else ``torch``."""
+    return "graph" if unsupported_reason(files) is None else "torch"
+
+
 def _cache_file(settings: ModelSettings, precision: str) -> Path:
     """The cache file of one export: the name is a digest of everything that shapes it."""
+    exporter = _exporter(settings.files)
+    tools = ("onnx", "torch", "transformers") if exporter == "torch" else ("onnx",)
     key = {"format": EXPORT_FORMAT, "opset": OPSET, "model": settings.files.version,
            "path": str(settings.files.path), "max_length": settings.max_length,
-           "precision": precision, **_versions("torch", "transformers", "onnx")}
+           "precision": precision, "exporter": exporter, **_versions(*tools)}
     if precision == "int8":
         key.update(per_channel=True, **_versions("onnxruntime"))
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     return cache_root() / "onnx" / f"{settings.files.name}-{precision}-{digest}.onnx"
 
 
+def _checksum_file(model: Path) -> Path:
+    return model.with_name(model.name + CHECKSUM_SUFFIX)
+
+
+def _digest(path: Path) -> str:
+    """BLAKE3 of the file, memory-mapped and on all cores: ~5 ms for the int8 model warm, so
+    checking it on every process's first use costs little against loading the model."""
+    import blake3
+
+    hasher = blake3.blake3(max_threads=blake3.blake3.AUTO)
+    hasher.update_mmap(str(path))
+    return hasher.hexdigest()
+
+
+def _intact(model: Path) -> bool:
+    """Whether ``model`` and its checksum file exist and agree (a truncated or damaged cache
+    file, or one whose writer died before the checksum, is rebuilt rather than loaded)."""
+    checksum = _checksum_file(model)
+    if not (model.is_file() and checksum.is_file()):
+        return False
+    if checksum.read_text(encoding="ascii").strip() == _digest(model):
+        return True
+    log.warning("the cached ONNX model %s does not match its checksum; building it again", model)
+    return False
+
+
 def _write_atomically(target: Path, produce: Callable[[Path], None]) -> None:
-    """Let ``produce`` write a temporary file beside ``target``, then rename it into place:
-    readers (and a second process preparing at the same time) see the whole file or none."""
+    """Let ``produce`` write a temporary file beside ``target``, then rename it into place
+    and write its checksum beside it: readers (and a second process preparing at the same
+    time) see the whole file or none, and a file without a matching checksum is not used."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}-",
                                     suffix=".tmp.onnx")
@@ -68,40 +110,28 @@ def _write_atomically(target: Path, produce: Callable[[Path], None]) -> None:
     tmp = Path(tmp_name)
     try:
         produce(tmp)
+        digest = _digest(tmp)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; the cache is a plain shared file
         os.replace(tmp, target)
+        tmp.write_text(digest + "\n", encoding="ascii")
+        os.replace(tmp, _checksum_file(target))
     finally:
         tmp.unlink(missing_ok=True)
 
 
 def _export_fp32(files: ModelFiles, out: Path) -> None:
-    """Trace the transformer (up to its last hidden state) to ONNX with dynamic batch and
-    sequence axes. Pooling stays outside the graph so it follows the model's pooling config."""
-    forbid_downloads()
-    import torch
-    from transformers import AutoModel
+    """Write the transformer (up to its last hidden state) as ONNX with dynamic batch and
+    sequence axes: built from the weights for a BERT model, else traced with torch."""
+    reason = unsupported_reason(files)
+    if reason is None:
+        import onnx
 
-    # Eager attention traces to plain MatMul/Softmax, which quantisation and ORT fuse well.
-    model = AutoModel.from_pretrained(str(files.path), attn_implementation="eager").eval()
+        onnx.save(build_bert_graph(files, OPSET), str(out))
+        return
+    require_extra(f"exporting {files.name} to ONNX ({reason})", "torch", "torch", "transformers")
+    from contextd.embedders.torch_export import export_with_torch
 
-    class LastHiddenState(torch.nn.Module):
-        def __init__(self, inner: torch.nn.Module):
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
-
-    dummy = torch.ones((2, 16), dtype=torch.long)
-    axes = {name: {0: "batch", 1: "sequence"} for name in (*INPUT_NAMES, "last_hidden_state")}
-    with torch.no_grad(), warnings.catch_warnings():
-        # The tracer warns about Python-side shape checks that do not affect this graph.
-        warnings.simplefilter("ignore")
-        torch.onnx.export(LastHiddenState(model), (dummy, dummy, torch.zeros_like(dummy)),
-                          str(out), dynamo=False, external_data=False, opset_version=OPSET,
-                          input_names=list(INPUT_NAMES), output_names=["last_hidden_state"],
-                          dynamic_axes=axes)
+    export_with_torch(files, out, OPSET)
 
 
 class _DropPreprocessAdvice(logging.Filter):
@@ -140,22 +170,26 @@ class OnnxEmbedder:
         self._session = None
         self._single = None  # the one-thread session for queries
         self._tokenizer = None
+        self._verified = False  # the cache file's checksum was checked by this object
 
     @property
     def prepared(self) -> bool:
-        """Whether the ONNX file is in the cache (so first use needs no export, no torch)."""
-        return self.model_path.is_file()
+        """Whether the ONNX file and its checksum are in the cache (so first use needs no
+        export); the checksum itself is verified by ``prepare``."""
+        return self.model_path.is_file() and _checksum_file(self.model_path).is_file()
 
     def prepare(self, force: bool = False) -> Path:
-        """Export (and quantise) the model into the cache unless it is already there."""
+        """Build (and quantise) the model into the cache unless an intact copy is there."""
         with self._lock:
-            if self.prepared and not force:
+            if not force and (self._verified or _intact(self.model_path)):
+                self._verified = True
                 return self.model_path
             fp32 = _cache_file(self.settings, "fp32")
-            if force or not fp32.is_file():
+            if force or not _intact(fp32):
                 _write_atomically(fp32, lambda tmp: _export_fp32(self.settings.files, tmp))
             if self.model_path != fp32:
                 _write_atomically(self.model_path, lambda tmp: _quantize_int8(fp32, tmp))
+            self._verified = True
             return self.model_path
 
     def _load(self):

@@ -17,7 +17,7 @@ import threading
 from typing import Any, Callable
 
 from contextd.config.sections import EmbeddingConfig
-from contextd.errors import ConfigError, ConfigIssue, ContextdError
+from contextd.errors import ConfigError, ConfigIssue, ContextdError, MissingExtraError
 
 _lock = threading.Lock()
 _embedders: dict[EmbeddingConfig, Any] = {}
@@ -42,6 +42,8 @@ def configuration_issues(config: EmbeddingConfig, fname: str) -> list[ConfigIssu
                             f"{', '.join(sorted(factories))}")]
     try:
         factories[config.backend][0](config)
+    except MissingExtraError as exc:  # the backend, not the model, needs what is missing
+        return [ConfigIssue(fname, "embedding.backend", str(exc))]
     except ContextdError as exc:
         return [ConfigIssue(fname, "embedding.model", str(exc))]
     return []

@@ -1,5 +1,7 @@
 """The sentence-transformers (PyTorch) embedder: the reference the ONNX backend is checked
-against, loaded from the installed model package with downloads forbidden.
+against, loaded from the installed model package with downloads forbidden. It needs the
+``torch`` extra (``pip install 'contextd[torch]'``); without it, building this backend fails
+with one line that says so.
 
 It always runs in fp32: torch dynamic int8 loses more quality than ONNX per-channel int8, and
 the usual way of applying it to a SentenceTransformer silently does nothing, so
@@ -15,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from contextd.config.sections import EmbeddingConfig
-from contextd.embedders.common import ModelSettings, embed_sorted
+from contextd.embedders.common import ModelSettings, embed_sorted, require_extra
 from contextd.embedders.model_files import forbid_downloads
 
 
@@ -25,6 +27,7 @@ class TorchEmbedder:
     prepared = True  # nothing to export: the installed package is the model
 
     def __init__(self, config: EmbeddingConfig):
+        require_extra("the torch embedding backend", "torch", "torch", "sentence_transformers")
         self.settings = ModelSettings.resolve(config, "torch", "fp32")
         self.identity = self.settings.identity
         self.dimension = self.settings.dimension

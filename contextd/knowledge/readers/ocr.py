@@ -15,7 +15,7 @@ from typing import Any
 
 _lock = threading.Lock()
 _engine: Any = None
-INSTALL_HINT = "install rapidocr-onnxruntime (pip install rapidocr-onnxruntime)"
+INSTALL_HINT = "install the ocr extra: pip install 'contextd[ocr]'"
 
 
 def unavailable() -> str | None:
