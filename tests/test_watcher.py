@@ -112,3 +112,46 @@ def test_git_checkout_of_another_branch_is_coalesced(watched):
     subprocess.run([*git, "checkout", "-q", "other"], check=True)
     eventually(lambda: sum(p.startswith("src/o") for p in stored(indexer)) == 30)
     assert len(batches) <= 2
+
+
+def test_git_ignored_virtualenv_is_not_watched_and_sends_no_events(tmp_path):
+    """Issue 26: a recursive watch of a repository holding a git-ignored .venv of thousands
+    of folders overflowed the kernel queue at every install into it, and the owner spent
+    most of a core re-walking. Only the kept tree is watched: writing 20,000 files into the
+    .venv costs no event, and an edit in the kept tree is still indexed."""
+    root = small_repo(tmp_path)
+    (root / ".gitignore").write_text(".venv/\nbuild-output/\n")
+    venv = root / ".venv" / "lib"
+    for i in range(3000):
+        (venv / f"pkg{i // 50}" / f"mod{i}").mkdir(parents=True)
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    batches: list[list[str]] = []
+    watcher = Watcher(indexer.project, indexer, on_batch=lambda p, r: batches.append(p),
+                      debounce_ms=150).start()
+    try:
+        watched = watcher.watched_directories
+        assert watched is not None and "src" in watched and "src/util" in watched
+        assert not any(d.startswith(".venv") or d.startswith(".git") for d in watched)
+        assert len(watched) < 20
+        for i in range(20000):  # a pip install into the ignored environment
+            (venv / f"pkg{i % 3000 // 50}" / f"mod{i % 3000}" / f"f{i}.py").write_text("y\n")
+        (root / "src/after_install.py").write_text(FUNC.format(name="kept", doc="Kept.", n=3))
+        eventually(lambda: "src/after_install.py" in stored(indexer), timeout=30)
+        assert watcher._watch_set.overflows == 0
+        assert not any(p.startswith(".venv") for batch in batches for p in batch)
+        # A folder the boundary keeps is watched when it appears; an ignored one is not.
+        (root / "src/fresh/deeper").mkdir(parents=True)
+        (root / "build-output/x").mkdir(parents=True)
+        eventually(lambda: "src/fresh/deeper" in watcher.watched_directories)
+        (root / "src/fresh/deeper/late.py").write_text(FUNC.format(name="late", doc="L.", n=4))
+        eventually(lambda: "src/fresh/deeper/late.py" in stored(indexer))
+        assert not any(d.startswith("build-output") for d in watcher.watched_directories)
+        # New ignore rules move the watch set with the index.
+        (root / ".gitignore").write_text(".venv/\nbuild-output/\nsrc/fresh/\n")
+        eventually(lambda: "src/fresh/deeper/late.py" not in stored(indexer))
+        eventually(lambda: "src/fresh" not in watcher.watched_directories)
+    finally:
+        watcher.stop()
+        indexer.store.close()
+
