@@ -160,6 +160,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
         response = engine.query(request)
         if handoff.handed_off:
             response = dataclasses.replace(response, notes=response.notes + (handoff.note(),))
+        if handoff.start_owner:
             start_background_owner(project)
     finally:
         engine.close()
@@ -207,6 +208,12 @@ def _print_stats(data: dict[str, Any]) -> None:
             click.echo(f"  {skip['path']}: {skip['reason']} ({skip['detail']})")
     indexing = data.get("indexing", {})
     click.echo(f"indexing: {indexing.get('state')} ({indexing.get('text', '')})")
+    owner = data.get("owner") or {}
+    if owner.get("rss_mb") is not None:
+        click.echo(f"owner: pid {owner.get('pid')}"
+                   f"{' (this process)' if owner.get('this_process') else ''}, "
+                   f"{owner['rss_mb']:,.0f} MB resident, peak {owner.get('peak_rss_mb') or 0:,.0f} MB "
+                   f"(memory_limit_mb {owner.get('memory_limit_mb')})")
     for problem in indexing.get("problem_files") or []:
         click.echo(f"  not indexed as written: {problem['path']}: {problem['reason']}")
 

@@ -12,6 +12,7 @@ import threading
 from typing import Any, Sequence
 
 from contextd.runtime.jobs import recover_interrupted_jobs
+from contextd.runtime.process_memory import memory_figures
 from contextd.errors import UsageError
 from contextd.facade.context import ProjectContext
 from contextd.config.project import Project
@@ -275,6 +276,8 @@ class Engine:
             {"path": e["file_path"], "reason": f"{e['error_type']}: {e['error_message']}"}
             for e in self.store.list_errors(limit=PROBLEM_FILES_SHOWN)]
         data["recent_jobs"] = [to_dict(job) for job in self.store.list_jobs(limit=5)]
+        # The process holding the index: what it costs in memory (the owner, for a client).
+        data["owner"] = memory_figures(self.project.config.owner.memory_limit_mb)
         data["indexing"]["current_job"] = next(
             (job for job in data["recent_jobs"] if job["status"] in ("queued", "in_progress")),
             None)

@@ -221,8 +221,8 @@ class SharedEngine:
     def stats(self) -> dict[str, Any]:
         """See :meth:`contextd.runtime.engine.Engine.stats`; adds who owns the database."""
         data = self._call("stats", {})
-        data["owner"] = {"pid": os.getpid() if self.is_owner else self.owner_pid,
-                         "this_process": self.is_owner}
+        data.setdefault("owner", {}).update(
+            pid=os.getpid() if self.is_owner else self.owner_pid, this_process=self.is_owner)
         return data
 
     def progress(self, with_pending: bool = False) -> dict[str, Any]:
