@@ -192,3 +192,34 @@ def test_owner_killed_with_sigkill_is_replaced(engines, project):
     finally:
         child.kill()
         child.wait()
+
+
+def test_knowledge_add_during_a_bootstrap_embeds_only_its_documents(engines, project, tmp_path):
+    """Issue 26: a knowledge_add on a project whose owner had just started indexing took 66 s,
+    because the add embedded every chunk still lacking a vector. It embeds its own documents'
+    chunks and answers while the owner's background embedding is still under way; a client's
+    catch-up does not ask the owner for the vectors either."""
+    src = project.root / "src"
+    src.mkdir()
+    for i in range(400):
+        (src / f"mod{i}.py").write_text("".join(
+            f"def handler_{i}_{j}(request):\n    \"\"\"Handle request {i}.{j}.\"\"\"\n"
+            f"    return request.value * {j} + {i}\n\n\n" for j in range(6)))
+    owner = engines(duties=True)
+    assert owner.is_owner
+    client = engines()
+    deadline = time.monotonic() + 120
+    while owner.progress()["state"] != "idle" or owner.embeddings_pending() == 0:
+        assert time.monotonic() < deadline, "the owner never got to its embedding"
+        time.sleep(0.1)
+    client.ensure_indexed(embed=False)
+    backlog = client.embeddings_pending()
+    assert backlog > 500
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("alpha", "beta", "gamma", "delta"):
+        (docs / f"{name}.md").write_text(f"# {name}\n\nHow the {name} release is shipped.\n")
+    report = client.knowledge_add([str(docs)])
+    assert report.added == 4 and report.chunks_embedded >= 4
+    # Answered with most of the project's vectors still to come: it did not wait for them.
+    assert client.embeddings_pending() > backlog // 2
