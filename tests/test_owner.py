@@ -88,7 +88,10 @@ def test_first_owns_second_is_client_with_same_answers(engines, project):
     assert isinstance(remote, QueryResponse)
     assert remote.hits == local.hits
     assert remote.hits[0].file_path == "shipping.py"
-    assert client.stats()["owner"] == {"pid": os.getpid(), "this_process": False}
+    seen = client.stats()["owner"]
+    assert (seen["pid"], seen["this_process"]) == (os.getpid(), False)
+    # The owner's memory, measured in the owner (issue 26): here, this very process.
+    assert 10 < seen["rss_mb"] <= seen["peak_rss_mb"] and seen["memory_limit_mb"] == 600
 
 
 def test_errors_keep_their_class_across_the_socket(engines):

@@ -19,7 +19,6 @@ from contextd.cli.common import CliState, emit, open_engine, pass_state
 from contextd.errors import UsageError
 from contextd.query.records import QueryRequest, QueryResponse
 from contextd.records import ContextScope, to_dict
-from contextd.query.render import context_from_response, render_context, skipped_text
 from contextd.query.roles import ROLE_NAMES
 
 # Lines of each snippet shown in the human-readable listing.
@@ -203,6 +202,8 @@ def _print_stats(data: dict[str, Any]) -> None:
     if languages:
         click.echo("languages: " + ", ".join(f"{k} {v}" for k, v in languages.items()))
     if storage.get("skipped"):
+        from contextd.query.render import skipped_text  # rendering pulls in numpy
+
         click.echo(skipped_text(storage["skipped"]))
         for skip in storage.get("skipped_examples", [])[:5]:
             click.echo(f"  {skip['path']}: {skip['reason']} ({skip['detail']})")

@@ -49,6 +49,9 @@ class Engine:
         self._module = None
         self._jobs = None
         self._sessions = None
+        # The watcher of an owner with duties once it has caught up (OwnerDuties): from then
+        # on a command's catch-up is the watcher's pending changes, not a walk of the tree.
+        self.watcher = None
 
     @classmethod
     def open(cls, root: str | None = None, config_path: str | None = None) -> "Engine":
@@ -99,7 +102,12 @@ class Engine:
     def ensure_indexed(self, progress=None, embed: bool = True):
         """Bootstrap or catch up (resuming an interrupted bootstrap) when the index is not
         current; returns an :class:`contextd.indexer.IndexReport`. ``embed=False`` leaves
-        the vectors for later (see :mod:`contextd.runtime.background`)."""
+        the vectors for later (see :mod:`contextd.runtime.background`). With a watcher that
+        has caught up, the changes it noted are indexed at once instead (a 2,000-file walk
+        cost every command on a large project a few hundred ms)."""
+        watcher = self.watcher
+        if not embed and watcher is not None and watcher.running:
+            return watcher.flush()
         return self.indexer.ensure_indexed(progress=progress, embed=embed)
 
     def embeddings_pending(self) -> int:

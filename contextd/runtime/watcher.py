@@ -168,6 +168,23 @@ class Watcher:
             self._pending.add(rel)
             self._cond.notify_all()
 
+    @property
+    def running(self) -> bool:
+        """Whether the watcher is started and not stopping."""
+        return self._thread is not None and self._thread.is_alive() and not self._stopping
+
+    def flush(self) -> IndexReport:
+        """Index the changes noted so far now, without waiting for the debounce: what a
+        command reaching a watching owner needs instead of a catch-up walk of every file
+        (the watch set has seen every change; an overflow or new rules still wait for
+        their catch-up)."""
+        with self._cond:
+            paths = sorted(self._pending)
+            self._pending.clear()
+        if not paths:
+            return IndexReport(mode="refresh")
+        return self.indexer.refresh(paths)
+
     def _take_batch(self) -> tuple[list[str], bool, bool] | None:
         """Wait for a quiet period after events; (paths, reload, rescan), None when
         stopping."""

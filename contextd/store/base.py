@@ -11,11 +11,12 @@ import abc
 import contextlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from contextd.records import Chunk
+
+if TYPE_CHECKING:  # a CLI client of a running owner never loads numpy (~140 ms)
+    import numpy as np
 
 # Knowledge-base documents are stored as files whose path starts with this (then their path
 # relative to the project root, or their absolute path): no path the project walk produces
