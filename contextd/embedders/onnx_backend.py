@@ -39,7 +39,8 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 # Padded tokens per batch at most (rows x the longest row): 8 chunks of 256 tokens, or the
 # whole configured batch of short ones (contextd.embedders.common.embed_sorted). Measured
 # on the loaded 2-core machine embedding 512 real chunks: peak RSS 504-537 MB at 4096,
-# 346 MB at 2048, for ~5-10% more CPU per chunk (the noise of that machine is as large).
+# 346-378 MB at 2048, for the same CPU per chunk (24.4 against 23.4-25.8 ms). A fixed
+# glibc mmap threshold would cut the peak further but cost ~50% more CPU per chunk.
 MAX_BATCH_TOKENS = 2048
 
 
