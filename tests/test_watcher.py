@@ -138,7 +138,7 @@ def test_git_ignored_virtualenv_is_not_watched_and_sends_no_events(tmp_path):
             (venv / f"pkg{i % 3000 // 50}" / f"mod{i % 3000}" / f"f{i}.py").write_text("y\n")
         (root / "src/after_install.py").write_text(FUNC.format(name="kept", doc="Kept.", n=3))
         eventually(lambda: "src/after_install.py" in stored(indexer), timeout=30)
-        assert watcher._watch_set.overflows == 0
+        assert watcher.overflows == 0
         assert not any(p.startswith(".venv") for batch in batches for p in batch)
         # A folder the boundary keeps is watched when it appears; an ignored one is not.
         (root / "src/fresh/deeper").mkdir(parents=True)

@@ -110,6 +110,11 @@ class Watcher:
         observer (every directory)."""
         return self._watch_set.watched if self._watch_set is not None else None
 
+    @property
+    def overflows(self) -> int:
+        """How many times the kernel's event queue overflowed (each cost one catch-up)."""
+        return self._watch_set.overflows if self._watch_set is not None else 0
+
     def _directories(self, under: str) -> Iterator[str]:
         """The directories to watch: the project root (its context.toml and ignore files)
         and those the boundary walks."""
