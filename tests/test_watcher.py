@@ -155,3 +155,29 @@ def test_git_ignored_virtualenv_is_not_watched_and_sends_no_events(tmp_path):
         watcher.stop()
         indexer.store.close()
 
+
+
+def test_a_queue_overflow_is_one_catch_up_not_a_loop(tmp_path):
+    """The kernel drops events past max_queued_events and says so once (IN_Q_OVERFLOW).
+    Here the real queue overflows while the reader is held up: the watcher answers with one
+    catch-up that finds the lost change, and then stays quiet."""
+    root = small_repo(tmp_path)
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    batches: list[list[str]] = []
+    watcher = Watcher(indexer.project, indexer, on_batch=lambda p, r: batches.append(p),
+                      debounce_ms=150).start()
+    try:
+        limit = int(open("/proc/sys/fs/inotify/max_queued_events").read())
+        with watcher._watch_set._guard:  # the reader waits; the kernel queue fills
+            for i in range(limit // 2 + 100):  # two events a write (modify, close)
+                (root / ("src/a.py" if i % 2 else "src/b.py")).write_text(f"x = {i}\n")
+            (root / "src/lost.py").write_text(FUNC.format(name="lost", doc="Lost.", n=7))
+        eventually(lambda: "src/lost.py" in stored(indexer), timeout=30)
+        assert watcher.overflows == 1
+        settled = len(batches)
+        time.sleep(2)
+        assert len(batches) == settled and settled <= 3
+    finally:
+        watcher.stop()
+        indexer.store.close()
