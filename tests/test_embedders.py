@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from contextd.cli import cli
 from contextd.config.sections import EmbeddingConfig
+from contextd.embedders.common import embed_sorted
 from contextd.embedders.registry import get_embedder
 from contextd.errors import ConfigError, ModelUnavailableError
 from benchmark_module import load_benchmark
@@ -86,6 +87,22 @@ def test_batching_keeps_input_order(chunks, vectors):
     assert np.allclose(batched[:5], one_by_one, atol=1e-4)
     assert np.allclose(batched, vectors["onnx-fp32"], atol=1e-4)
     assert embedder.embed([]).shape == (0, 384)
+
+
+def test_batches_are_capped_in_padded_tokens():
+    """Issue 26: long texts go in smaller batches (attention buffers grow with rows x
+    length^2), short ones still fill the configured batch, and the order is kept."""
+    lengths = [300, 5, 256, 10, 256, 7, 200, 3] * 4
+    seen: list[list[int]] = []
+
+    def run(indices):
+        seen.append([lengths[i] for i in indices])
+        return np.repeat(np.asarray(indices, dtype=np.float32)[:, None], 2, axis=1)
+
+    out = embed_sorted(lengths, 16, 2, run, max_tokens=512)
+    assert np.array_equal(out[:, 0], np.arange(len(lengths)))
+    assert sum(map(len, seen)) == len(lengths) and len(seen[0]) == 16
+    assert all(len(batch) * max(batch) <= 512 or len(batch) == 1 for batch in seen)
 
 
 def test_identity_names_model_backend_and_quantisation():

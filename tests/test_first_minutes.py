@@ -224,7 +224,7 @@ def _alive(pid: int) -> bool:
 
 def test_a_first_query_answers_at_once_and_the_background_owner_finishes(repo, runtime):
     _many_files(repo, 30)
-    (repo / "context.toml").write_text("[owner]\nbackground_min_chunks = 1\n"
+    (repo / "context.toml").write_text("[owner]\nanswer_within_seconds = 0\n"
                                        "idle_exit_seconds = 5\n"
                                        "[contextualizer]\nstrategy = \"none\"\n")
     first = run(repo, runtime, "--json", "query", "invoice_total")

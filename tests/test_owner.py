@@ -88,7 +88,10 @@ def test_first_owns_second_is_client_with_same_answers(engines, project):
     assert isinstance(remote, QueryResponse)
     assert remote.hits == local.hits
     assert remote.hits[0].file_path == "shipping.py"
-    assert client.stats()["owner"] == {"pid": os.getpid(), "this_process": False}
+    seen = client.stats()["owner"]
+    assert (seen["pid"], seen["this_process"]) == (os.getpid(), False)
+    # The owner's memory, measured in the owner (issue 26): here, this very process.
+    assert 10 < seen["rss_mb"] <= seen["peak_rss_mb"] and seen["memory_limit_mb"] == 600
 
 
 def test_errors_keep_their_class_across_the_socket(engines):
@@ -192,3 +195,50 @@ def test_owner_killed_with_sigkill_is_replaced(engines, project):
     finally:
         child.kill()
         child.wait()
+
+
+def test_knowledge_add_during_a_bootstrap_embeds_only_its_documents(project, tmp_path):
+    """Issue 26: a knowledge_add on a project whose owner had just started indexing took 66 s,
+    because the add embedded every chunk still lacking a vector. It embeds its own documents'
+    chunks and answers while the owner's background embedding is still under way; a client's
+    catch-up does not ask the owner for the vectors either."""
+    src = project.root / "src"
+    src.mkdir()
+    for i in range(400):
+        (src / f"mod{i}.py").write_text("".join(
+            f"def handler_{i}_{j}(request):\n    \"\"\"Handle request {i}.{j}.\"\"\"\n"
+            f"    return request.value * {j} + {i}\n\n\n" for j in range(6)))
+    # Small windows, so closing the owner does not wait long for the one it is embedding.
+    (project.root / "context.toml").write_text("[embedding]\nbatch_size = 8\n")
+    project = Project.open(str(project.root))
+    owner = connect(project, duties=True)
+    client = connect(project)
+    try:
+        _add_during_the_embedding(owner, client, project, tmp_path)
+    finally:
+        client.close()
+        owner.close()
+
+
+def _add_during_the_embedding(owner, client, project, docs_parent) -> None:
+    from contextd.runtime.background import index_for_command
+
+    assert owner.is_owner and not client.is_owner
+    deadline = time.monotonic() + 120
+    while owner.progress()["state"] != "idle" or owner.embeddings_pending() == 0:
+        assert time.monotonic() < deadline, "the owner never got to its embedding"
+        time.sleep(0.1)
+    # A command reaching the owner answers from what is ready: it neither waits for the
+    # vectors nor starts another background owner (the second query of issue 26: 262 s).
+    handoff = index_for_command(client, project, None)
+    assert handoff.handed_off and not handoff.start_owner
+    backlog = client.embeddings_pending()
+    assert backlog > 500
+    docs = docs_parent / "docs"
+    docs.mkdir()
+    for name in ("alpha", "beta", "gamma", "delta"):
+        (docs / f"{name}.md").write_text(f"# {name}\n\nHow the {name} release is shipped.\n")
+    report = client.knowledge_add([str(docs)])
+    assert report.added == 4 and report.chunks_embedded >= 4
+    # Answered with most of the project's vectors still to come: it did not wait for them.
+    assert client.embeddings_pending() > backlog // 2

@@ -68,9 +68,13 @@ def test_stats(fresh_repo):
     data = json.loads(result.stdout)
     assert data["storage"]["total_files"] >= 15
     assert {p["id"] for p in data["providers"]} >= {"semantic", "hybrid"}
+    # The memory of the process holding the index (issue 26), here the stats command itself.
+    owner = data["owner"]
+    assert 10 < owner["rss_mb"] <= owner["peak_rss_mb"] and owner["memory_limit_mb"] == 600
     human = run(fresh_repo, "stats")
     assert human.returncode == 0, human.stderr
     assert "semantic     unavailable" not in human.stdout
+    assert "MB resident, peak" in human.stdout
 
 
 def test_unknown_provider_exit_code(fresh_repo):

@@ -127,6 +127,21 @@ def test_write_replaces_file_rows_and_tracks_changes(make_store):
     assert {r.label for r in store.chunks_for_files()} == {"gamma"}
 
 
+def test_missing_embeddings_of_some_files_only(make_store):
+    """A knowledge add embeds its own documents' chunks, not a bootstrap's backlog (issue
+    26): ``paths`` limits the texts to those of the named stored files."""
+    store = make_store()
+    store.write_files([record("a.py", make_chunk("x = 1", "x"), make_chunk("y = 2", "y")),
+                       record("kb://notes.md", make_chunk("z = 3", "z"))])
+    assert len(store.missing_embeddings("m1", 10)) == 3
+    scoped = store.missing_embeddings("m1", 10, paths=["kb://notes.md"])
+    assert len(scoped) == 1 and scoped[0][1].endswith("z = 3")
+    assert store.missing_embeddings("m1", 10, paths=[]) == []
+    store.put_embeddings("m1", [h for h, _ in scoped], np.ones((1, 4), dtype=np.float32))
+    assert store.missing_embeddings("m1", 10, paths=["kb://notes.md"]) == []
+    assert store.count_missing_embeddings("m1") == 2
+
+
 def test_embeddings_are_a_cache_keyed_by_model_and_text(make_store):
     store = make_store()
     store.write_files([record("a.py", make_chunk("x = 1", "x"), make_chunk("y = 2", "y"))])

@@ -112,3 +112,72 @@ def test_git_checkout_of_another_branch_is_coalesced(watched):
     subprocess.run([*git, "checkout", "-q", "other"], check=True)
     eventually(lambda: sum(p.startswith("src/o") for p in stored(indexer)) == 30)
     assert len(batches) <= 2
+
+
+def test_git_ignored_virtualenv_is_not_watched_and_sends_no_events(tmp_path):
+    """Issue 26: a recursive watch of a repository holding a git-ignored .venv of thousands
+    of folders overflowed the kernel queue at every install into it, and the owner spent
+    most of a core re-walking. Only the kept tree is watched: writing 20,000 files into the
+    .venv costs no event, and an edit in the kept tree is still indexed."""
+    root = small_repo(tmp_path)
+    (root / ".gitignore").write_text(".venv/\nbuild-output/\n")
+    venv = root / ".venv" / "lib"
+    for i in range(3000):
+        (venv / f"pkg{i // 50}" / f"mod{i}").mkdir(parents=True)
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    batches: list[list[str]] = []
+    watcher = Watcher(indexer.project, indexer, on_batch=lambda p, r: batches.append(p),
+                      debounce_ms=150).start()
+    try:
+        watched = watcher.watched_directories
+        assert watched is not None and "src" in watched and "src/util" in watched
+        assert not any(d.startswith(".venv") or d.startswith(".git") for d in watched)
+        assert len(watched) < 20
+        for i in range(20000):  # a pip install into the ignored environment
+            (venv / f"pkg{i % 3000 // 50}" / f"mod{i % 3000}" / f"f{i}.py").write_text("y\n")
+        (root / "src/after_install.py").write_text(FUNC.format(name="kept", doc="Kept.", n=3))
+        eventually(lambda: "src/after_install.py" in stored(indexer), timeout=30)
+        assert watcher.overflows == 0
+        assert not any(p.startswith(".venv") for batch in batches for p in batch)
+        # A folder the boundary keeps is watched when it appears; an ignored one is not.
+        (root / "src/fresh/deeper").mkdir(parents=True)
+        (root / "build-output/x").mkdir(parents=True)
+        eventually(lambda: "src/fresh/deeper" in watcher.watched_directories)
+        (root / "src/fresh/deeper/late.py").write_text(FUNC.format(name="late", doc="L.", n=4))
+        eventually(lambda: "src/fresh/deeper/late.py" in stored(indexer))
+        assert not any(d.startswith("build-output") for d in watcher.watched_directories)
+        # New ignore rules move the watch set with the index.
+        (root / ".gitignore").write_text(".venv/\nbuild-output/\nsrc/fresh/\n")
+        eventually(lambda: "src/fresh/deeper/late.py" not in stored(indexer))
+        eventually(lambda: "src/fresh" not in watcher.watched_directories)
+    finally:
+        watcher.stop()
+        indexer.store.close()
+
+
+
+def test_a_queue_overflow_is_one_catch_up_not_a_loop(tmp_path):
+    """The kernel drops events past max_queued_events and says so once (IN_Q_OVERFLOW).
+    Here the real queue overflows while the reader is held up: the watcher answers with one
+    catch-up that finds the lost change, and then stays quiet."""
+    root = small_repo(tmp_path)
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    batches: list[list[str]] = []
+    watcher = Watcher(indexer.project, indexer, on_batch=lambda p, r: batches.append(p),
+                      debounce_ms=150).start()
+    try:
+        limit = int(open("/proc/sys/fs/inotify/max_queued_events").read())
+        with watcher._watch_set._guard:  # the reader waits; the kernel queue fills
+            for i in range(limit // 2 + 100):  # two events a write (modify, close)
+                (root / ("src/a.py" if i % 2 else "src/b.py")).write_text(f"x = {i}\n")
+            (root / "src/lost.py").write_text(FUNC.format(name="lost", doc="Lost.", n=7))
+        eventually(lambda: "src/lost.py" in stored(indexer), timeout=30)
+        assert watcher.overflows == 1
+        settled = len(batches)
+        time.sleep(2)
+        assert len(batches) == settled and settled <= 3
+    finally:
+        watcher.stop()
+        indexer.store.close()

@@ -386,6 +386,49 @@ class Boundary:
             return Decision(rel, False, *rejected)
         return Decision(rel, True)
 
+    def directories(self, under: str = "") -> Iterator[str]:
+        """Every directory the walk enters (root-relative, "" for the project root), below
+        ``under`` (itself included) or below every watch path: what the watcher watches, so
+        a pruned tree (a git-ignored ``.venv``, ``node_modules``) costs no inotify watch.
+        Linked directories are left out (the watcher sees the link itself change)."""
+        if under:
+            abs_dir = f"{self._root}/{under}"
+            if not self.keeps_directory(under) or not os.path.isdir(abs_dir):
+                return
+            tops = [_Frame(abs_dir, abs_dir, under, self._ancestor_layers(under), 0)]
+        else:
+            tops = [_Frame(r, r, self._rel(r) or "", self._ancestor_layers(self._rel(r) or ""),
+                           0) for r in self._roots]
+        for top in tops:
+            stack = [top]
+            while stack:
+                frame = stack.pop()
+                try:
+                    with os.scandir(frame.abs_dir) as it:
+                        subdirs = sorted(e.name for e in it
+                                         if e.is_dir(follow_symlinks=False))
+                except OSError:
+                    continue
+                yield frame.rel_dir
+                layers = frame.layers + self._dir_layers(frame.abs_dir, frame.rel_dir)
+                for name in reversed(subdirs):
+                    rel = f"{frame.rel_dir}/{name}" if frame.rel_dir else name
+                    if self._dir_rejection(rel, layers) is None:
+                        stack.append(_Frame(f"{frame.abs_dir}/{name}", "", rel, layers, 0))
+
+    def keeps_directory(self, rel: str) -> bool:
+        """Whether the walk enters directory ``rel`` (root-relative): inside a watch path,
+        and neither it nor an ancestor pruned by the ignore rules."""
+        abs_dir = f"{self._root}/{rel}" if rel else self._root
+        if not any(abs_dir == r or abs_dir.startswith(r + "/") for r in self._roots):
+            return False
+        parts = rel.split("/") if rel else []
+        for i in range(1, len(parts) + 1):
+            sub = "/".join(parts[:i])
+            if self._dir_rejection(sub, self._ancestor_layers(sub)) is not None:
+                return False
+        return True
+
     def is_ignore_file(self, path: str | os.PathLike) -> bool:
         """Whether a change to ``path`` changes the boundary itself (an ignore file or the
         configuration), so the watcher must rebuild the Boundary and re-evaluate files."""

@@ -19,7 +19,6 @@ from contextd.cli.common import CliState, emit, open_engine, pass_state, user_pa
 from contextd.errors import UsageError
 from contextd.query.records import QueryRequest, QueryResponse
 from contextd.records import ContextScope, to_dict
-from contextd.query.render import context_from_response, render_context, skipped_text
 from contextd.query.roles import ROLE_NAMES
 
 # Lines of each snippet shown in the human-readable listing.
@@ -188,6 +187,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
         if handoff.handed_off:
             response = dataclasses.replace(
                 response, notes=response.notes + (handoff.note(response.notes),))
+        if handoff.start_owner:
             start_background_owner(project)
     finally:
         engine.close()
@@ -271,14 +271,21 @@ def _print_stats(data: dict[str, Any]) -> None:
     if languages:
         click.echo("languages: " + ", ".join(f"{k} {v}" for k, v in languages.items()))
     if storage.get("skipped"):
+        from contextd.query.render import skipped_text  # rendering pulls in numpy
+
         click.echo(skipped_text(storage["skipped"]))
         for skip in storage.get("skipped_examples", [])[:5]:
             click.echo(f"  {skip['path']}: {skip['reason']} ({skip['detail']})")
     indexing = data.get("indexing", {})
     click.echo(f"indexing: {indexing.get('state')} ({indexing.get('text', '')})")
     owner = data.get("owner") or {}
-    if owner.get("pid") and not owner.get("this_process"):
-        click.echo(f"owner: pid {owner['pid']} (stop it with 'contextd stop')")
+    if owner.get("pid"):
+        memory = (f", {owner['rss_mb']:,.0f} MB resident, peak "
+                  f"{owner.get('peak_rss_mb') or 0:,.0f} MB (memory_limit_mb "
+                  f"{owner.get('memory_limit_mb')})" if owner.get("rss_mb") is not None else "")
+        role = (" (this process)" if owner.get("this_process")
+                else " (stop it with 'contextd stop')")
+        click.echo(f"owner: pid {owner['pid']}{role}{memory}")
     for problem in indexing.get("problem_files") or []:
         click.echo(f"  not indexed as written: {problem['path']}: {problem['reason']}")
 

@@ -540,10 +540,16 @@ class OwnerConfig:
                                        "indexes at once and hand a long embedding to a "
                                        "background process, which also serves later "
                                        "commands warm; false: the command embeds itself.")
-    background_min_chunks: int = _opt(2000, min=0,
-                                      help="Chunks left to embed from which the work is "
-                                           "handed to the background (fewer: embedded "
-                                           "before the command answers).")
+    answer_within_seconds: float = _opt(
+        2.0, min=0.0, max=60.0,
+        help="A CLI command embeds in-line only what fits in this many seconds (the model "
+             "load included) and hands the rest of the vectors to the background owner, "
+             "whatever the project's size; 0: always hand off.")
+    memory_limit_mb: int = _opt(
+        600, min=128,
+        help="Memory the owner process is sized for: DuckDB's buffer pool gets a quarter of "
+             "it, the embedder runs in token-capped batches and hands its scratch memory "
+             "back after each; `contextd stats` shows the owner's resident size against it.")
     idle_exit_seconds: int = _opt(900, min=5, help="A background owner exits after this "
                                                     "long without calls, once its work is "
                                                     "done.")

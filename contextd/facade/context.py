@@ -176,16 +176,17 @@ class ProjectContext:
                                                 self.config.embedding.model)
             return self._knowledge
 
-    def _embed_missing(self) -> int:
-        """Vectors for stored chunks lacking one (a knowledge add's new chunks), with the
-        model the queries use; 0 when it cannot load (the add stays searchable by text)."""
+    def _embed_missing(self, paths: Sequence[str]) -> int:
+        """Vectors for the chunks of stored files ``paths`` lacking one (a knowledge add's
+        new chunks), with the model the queries use; 0 when it cannot load (the add stays
+        searchable by text)."""
         from contextd.indexer.embed_stage import embed_missing
 
         embedder = self.embedder.wait(MODEL_WAIT_S)
         if embedder is None:
             return 0
         return embed_missing(self.store, embedder, self.config.embedding.batch_size,
-                             lock=self._embed_lock)
+                             lock=self._embed_lock, paths=paths)
 
     def knowledge_create_context(self, name: str, description: str = ""):
         """Create a knowledge context; returns its ContextInfo."""

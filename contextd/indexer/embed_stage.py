@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from contextd.store.base import IndexStore
 
@@ -28,18 +28,21 @@ WINDOW_BATCHES = 8
 
 def embed_missing(store: IndexStore, embedder: Any, batch_size: int,
                   cancel: threading.Event | None = None, lock: threading.Lock | None = None,
-                  on_batch: Callable[[int], None] | None = None) -> int:
+                  on_batch: Callable[[int], None] | None = None,
+                  paths: Sequence[str] | None = None) -> int:
     """Embed stored chunks lacking a vector until none is left (or ``cancel`` is set);
     returns how many texts were embedded. Each round fetches a window of texts and hands it
     to the embedder whole: it tokenizes the window in one parallel call and sorts it by token
     length into batches of ``batch_size`` (about 10% faster than a call per batch). Each
     window is stored at once, so an interruption loses one window at most. ``lock`` keeps
-    two callers from embedding the same texts."""
+    two callers from embedding the same texts; ``paths`` limits the work to the chunks of
+    those stored files."""
     lock = lock or threading.Lock()
     done = 0
     while not (cancel and cancel.is_set()):
         with lock:
-            rows = store.missing_embeddings(embedder.identity, batch_size * WINDOW_BATCHES)
+            rows = store.missing_embeddings(embedder.identity, batch_size * WINDOW_BATCHES,
+                                            paths)
             if not rows:
                 return done
             vectors = embedder.embed([text for _, text in rows])

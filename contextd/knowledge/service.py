@@ -48,11 +48,11 @@ def check_metadata(metadata) -> None:
 
 
 class KnowledgeBase:
-    """Contexts and documents of one project's index. ``embed``: computes missing vectors
-    after an add (the module's embedder, the one queries use); None leaves them to the next
-    run that embeds (benchmarks without embeddings)."""
+    """Contexts and documents of one project's index. ``embed(paths)``: computes the missing
+    vectors of the documents an add wrote (the module's embedder, the one queries use); None
+    leaves them to the next run that embeds (benchmarks without embeddings)."""
 
-    def __init__(self, project, store: IndexStore, embed: Callable[[], int] | None,
+    def __init__(self, project, store: IndexStore, embed: Callable[[Sequence[str]], int] | None,
                  embedding_model: str):
         self.project = project
         self.store = store
@@ -136,7 +136,10 @@ class KnowledgeBase:
                     log.warning("knowledge: %s: %s", outcome.document, outcome.reason)
                 outcomes.append(outcome)
             writer.flush()
-            embedded = self.embed() if self.embed is not None else 0
+            # Only these documents' chunks: an add during a bootstrap must not wait for the
+            # whole project's vectors (issue 26: 66 s, past the clients' tool timeout).
+            embedded = self.embed([o.path for o in outcomes if o.path]) \
+                if self.embed is not None else 0
         counts = {s: sum(o.status == s for o in outcomes)
                   for s in (ADDED, UPDATED, UNCHANGED, FAILED, SKIPPED)}
         read = [o for o in outcomes if o.status in (ADDED, UPDATED)]

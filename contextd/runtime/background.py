@@ -9,9 +9,12 @@ owner lock as soon as the command exits (:mod:`contextd.runtime.owner`), compute
 order that pays first, watches the files, serves later CLI and MCP calls warm, and exits
 after ``[owner] idle_exit_seconds`` without calls once its work is done.
 
-Below ``[owner] background_min_chunks`` pending chunks the command embeds them itself before
-answering (seconds), and no process is left behind; ``[owner] background = false`` turns the
-hand-off off.
+The hand-off is decided by time, not size: the command embeds in-line only what fits in
+``[owner] answer_within_seconds`` (counted from its start, chunking included, at a
+deliberately low rate), so a first answer comes within about that on any project, and no
+process is left behind when everything fit. A command that reaches a running owner never
+asks it for vectors: the owner computes them in the background (its duties), and the
+command answers from what is ready. ``[owner] background = false`` turns the hand-off off.
 """
 
 from __future__ import annotations
@@ -43,14 +46,20 @@ STOP_WAIT_S = 10.0
 # embedding window under way (up to ~20 s on a busy machine) is given up, not finished; its
 # texts have no vector yet and are embedded by the next owner.
 CLOSE_WAIT_S = 2.0
+# The embedding rate a command assumes when deciding what it can embed in-line: the rate of
+# the loaded shared machine of issue 26 (35-46 chunks/s), not the quiet one (~150), so the
+# estimate errs towards answering at once.
+INLINE_CHUNKS_PER_S = 40.0
 
 
 @dataclass(frozen=True)
 class Handoff:
     """What :func:`index_for_command` did: vectors left for the background (``pending``
-    chunk texts), or none."""
+    chunk texts), or none; ``start_owner``: this process owns the index, so a background
+    owner must be started to take the work over (a running owner does it already)."""
 
     pending: int = 0
+    start_owner: bool = False
 
     @property
     def handed_off(self) -> bool:
@@ -69,18 +78,34 @@ class Handoff:
 
 
 def index_for_command(engine: Any, project: Project, progress: Any) -> Handoff:
-    """Bring the index up to date for a command run by a person, handing a long embedding
-    to the background when this process owns the index and the configuration allows it."""
+    """Bring the index up to date for a command run by a person: the chunks always (the
+    lexical and symbol answers), the vectors only when they fit in ``[owner]
+    answer_within_seconds``; the rest is handed to the background."""
     owner = project.config.owner
-    if not (owner.background and getattr(engine, "is_owner", False)):
+    if not owner.background:
         engine.ensure_indexed(progress=progress)
         return Handoff()
+    started = time.monotonic()
     engine.ensure_indexed(progress=progress, embed=False)
     pending = engine.embeddings_pending()
-    if pending and pending < max(1, owner.background_min_chunks):
+    if not pending:
+        return Handoff()
+    is_owner = getattr(engine, "is_owner", False)
+    if is_owner and _fits(project, pending, owner.answer_within_seconds
+                          - (time.monotonic() - started)):
         engine.ensure_indexed(progress=progress)  # nothing to chunk: only the vectors
         return Handoff()
-    return Handoff(pending)
+    return Handoff(pending, start_owner=is_owner)
+
+
+def _fits(project: Project, pending: int, seconds: float) -> bool:
+    """Whether ``pending`` texts embed in ``seconds`` at INLINE_CHUNKS_PER_S, with a model
+    that loads without an export (a first export takes torch half a minute)."""
+    from contextd.embedders.registry import get_embedder
+
+    if seconds <= 0 or pending > seconds * INLINE_CHUNKS_PER_S:
+        return False
+    return bool(getattr(get_embedder(project.config.embedding), "prepared", True))
 
 
 def contextd_command(root: Any, config_path: Any = None) -> list[str]:

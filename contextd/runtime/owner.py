@@ -236,12 +236,13 @@ class SharedEngine:
     def stats(self) -> dict[str, Any]:
         """See :meth:`contextd.runtime.engine.Engine.stats`; adds who owns the database."""
         data = self._call("stats", {})
+        owner = data.setdefault("owner", {})  # the Engine's memory figures
         if self.is_owner and not self._elects:
             # A PostgreSQL store opened by this process alone: nobody owns it.
-            data["owner"] = {"pid": None, "this_process": False}
+            owner.update(pid=None, this_process=False)
         else:
-            data["owner"] = {"pid": os.getpid() if self.is_owner else self.owner_pid,
-                             "this_process": self.is_owner}
+            owner.update(pid=os.getpid() if self.is_owner else self.owner_pid,
+                         this_process=self.is_owner)
         return data
 
     def progress(self, with_pending: bool = False) -> dict[str, Any]:

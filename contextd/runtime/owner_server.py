@@ -249,7 +249,9 @@ class OwnerDuties:
             # Chunks first (lexical and symbol answers at once), then the vectors outside
             # the run lock, so a client's catch-up or a watcher batch never waits for them.
             if not self._stopped.is_set():
-                self.engine.indexer.ensure_indexed(cancel=self._stopped, embed=False)
+                report = self.engine.indexer.ensure_indexed(cancel=self._stopped, embed=False)
+                if self._watcher is not None and not report.cancelled:
+                    self.engine.watcher = self._watcher
             if not self._stopped.is_set():
                 self.engine.indexer.embed_pending(cancel=self._stopped)
         except ContextdError as exc:  # e.g. the model is not installed: said once, no trace
@@ -262,6 +264,7 @@ class OwnerDuties:
         """Cancel the catch-up after its current batch, let the model finish loading, and
         stop the watcher, before the Engine closes under them."""
         self._stopped.set()
+        self.engine.watcher = None
         for thread in self._threads:
             if thread.ident is not None:
                 thread.join(timeout)

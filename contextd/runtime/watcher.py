@@ -1,7 +1,10 @@
 """The watcher: keeps the index fresh about a second after every save (``contextd watch``,
 and the server).
 
-A watchdog observer reports file-system events under the watch roots. Each path is judged by
+On Linux an inotify watch set (:mod:`contextd.runtime.watch_set`) watches only the
+directories the boundary keeps, so a git-ignored ``.venv`` or ``node_modules`` costs no
+watch and no event, and a lost-events overflow becomes one catch-up, never a loop;
+elsewhere a watchdog observer reports file-system events under the watch roots. Each path is judged by
 the boundary *before* any work: names the rules exclude (ignored patterns, .gitignore,
 extensions, the index's own directory) are dropped in the observer thread. The rest gather in
 a pending set; after ``watcher.debounce_ms`` without a new event (or ``MAX_DELAY_SECONDS`` of
@@ -20,7 +23,7 @@ import logging
 import os
 import threading
 import time
-from typing import Callable
+from typing import Callable, Iterator
 
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
@@ -28,6 +31,7 @@ from watchdog.observers import Observer
 from contextd.boundary.walk import INDEX_DIRNAME, RejectReason
 from contextd.indexer import Indexer, IndexReport
 from contextd.config.project import Project
+from contextd.runtime import watch_set
 
 log = logging.getLogger(__name__)
 
@@ -76,22 +80,63 @@ class Watcher:
         self._cond = threading.Condition()
         self._stopping = False
         self._observer = None
+        self._watch_set: watch_set.InotifyWatchSet | None = None
+        self._rescan = False
         self._thread: threading.Thread | None = None
         self.batches = 0
 
     def start(self) -> "Watcher":
-        """Start observing the watch roots and the batching thread."""
-        self._observer = Observer()
-        handler = _Handler(self)
-        roots = {str(r) for r in self.indexer.boundary.watch_roots}
-        roots.add(str(self.root))  # context.toml and ignore files at the root
-        for root in sorted(roots):
-            if not any(root.startswith(other + os.sep) for other in roots):
-                self._observer.schedule(handler, root, recursive=True)
-        self._observer.start()
+        """Start watching (the directories the boundary keeps, on Linux) and the batching
+        thread."""
+        if watch_set.available():
+            self._watch_set = watch_set.InotifyWatchSet(
+                str(self.root), self._directories, self._keeps_directory, self.note,
+                self._overflowed).start()
+        else:  # other systems: watchdog's recursive observer; events are judged in note()
+            self._observer = Observer()
+            handler = _Handler(self)
+            roots = {str(r) for r in self.indexer.boundary.watch_roots}
+            roots.add(str(self.root))  # context.toml and ignore files at the root
+            for root in sorted(roots):
+                if not any(root.startswith(other + os.sep) for other in roots):
+                    self._observer.schedule(handler, root, recursive=True)
+            self._observer.start()
         self._thread = threading.Thread(target=self._loop, name="contextd-watch", daemon=True)
         self._thread.start()
         return self
+
+    @property
+    def watched_directories(self) -> list[str] | None:
+        """The directories under watch (root-relative), or None under watchdog's recursive
+        observer (every directory)."""
+        return self._watch_set.watched if self._watch_set is not None else None
+
+    @property
+    def overflows(self) -> int:
+        """How many times the kernel's event queue overflowed (each cost one catch-up)."""
+        return self._watch_set.overflows if self._watch_set is not None else 0
+
+    def _directories(self, under: str) -> Iterator[str]:
+        """The directories to watch: the project root (its context.toml and ignore files)
+        and those the boundary walks."""
+        if not under:
+            yield ""
+        yield from (rel for rel in self.indexer.boundary.directories(under) if rel)
+
+    def _keeps_directory(self, rel: str) -> bool:
+        return rel.split("/", 1)[0] not in _SKIPPED_DIRS and \
+            self.indexer.boundary.keeps_directory(rel)
+
+    def _overflowed(self) -> None:
+        """Events were lost: one catch-up of the whole index after the debounce (several
+        overflows before it runs are still one)."""
+        with self._cond:
+            now = time.monotonic()
+            if not self._pending and not self._reload and not self._rescan:
+                self._first_event = now
+            self._last_event = now
+            self._rescan = True
+            self._cond.notify_all()
 
     def stop(self) -> None:
         """Stop observing; a batch being indexed finishes first."""
@@ -101,6 +146,8 @@ class Watcher:
         if self._observer is not None:
             self._observer.stop()
             self._observer.join()
+        if self._watch_set is not None:
+            self._watch_set.stop()
         if self._thread is not None:
             self._thread.join()
 
@@ -120,27 +167,45 @@ class Watcher:
                 return
         with self._cond:
             now = time.monotonic()
-            if not self._pending and not self._reload:
+            if not self._pending and not self._reload and not self._rescan:
                 self._first_event = now
             self._last_event = now
             self._reload |= reload
             self._pending.add(rel)
             self._cond.notify_all()
 
-    def _take_batch(self) -> tuple[list[str], bool] | None:
-        """Wait for a quiet period after events; None when stopping."""
+    @property
+    def running(self) -> bool:
+        """Whether the watcher is started and not stopping."""
+        return self._thread is not None and self._thread.is_alive() and not self._stopping
+
+    def flush(self) -> IndexReport:
+        """Index the changes noted so far now, without waiting for the debounce: what a
+        command reaching a watching owner needs instead of a catch-up walk of every file
+        (the watch set has seen every change; an overflow or new rules still wait for
+        their catch-up)."""
+        with self._cond:
+            paths = sorted(self._pending)
+            self._pending.clear()
+        if not paths:
+            return IndexReport(mode="refresh")
+        return self.indexer.refresh(paths)
+
+    def _take_batch(self) -> tuple[list[str], bool, bool] | None:
+        """Wait for a quiet period after events; (paths, reload, rescan), None when
+        stopping."""
         with self._cond:
             while True:
                 if self._stopping:
                     return None
-                if self._pending or self._reload:
+                if self._pending or self._reload or self._rescan:
                     now = time.monotonic()
                     due = min(self._last_event + self.debounce,
                               self._first_event + MAX_DELAY_SECONDS)
                     if now >= due:
-                        batch, reload = sorted(self._pending), self._reload
-                        self._pending, self._reload = set(), False
-                        return batch, reload
+                        taken = sorted(self._pending), self._reload, self._rescan
+                        self._pending, self._reload, self._rescan = set(), False, False
+                        return taken
                     self._cond.wait(due - now)
                 else:
                     self._cond.wait()
@@ -150,10 +215,13 @@ class Watcher:
             taken = self._take_batch()
             if taken is None:
                 return
-            paths, reload = taken
+            paths, reload, rescan = taken
             try:
                 if reload:  # new rules or settings: judge every file, re-chunk if needed
                     self.indexer.reload()
+                if reload or rescan:  # (rescan: events were lost) one catch-up of all files
+                    if self._watch_set is not None:
+                        self._watch_set.resync()
                     report = self.indexer.ensure_indexed()
                 else:
                     report = self.indexer.refresh(paths)

@@ -150,7 +150,8 @@ class StatsResult(BaseModel):
         "The latest jobs (bootstrap, rebuilds) with their status and figures."))
     owner: dict[str, Any] = Field(description=(
         "pid of the process that owns the database; this_process tells whether it is this "
-        "server."))
+        "server; rss_mb and peak_rss_mb: that process's resident memory now and at its peak, "
+        "beside memory_limit_mb ([owner])."))
     contextualizer: dict[str, Any] = Field(default_factory=dict, description=(
         "strategy, contextualized_chunks in the index, and what this owner's contextualizer "
         "did since it started (prefixes generated, cache hits, fallbacks; for llm: requests, "

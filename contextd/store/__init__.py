@@ -11,6 +11,10 @@ __all__ = ["Changes", "ChunkRow", "FileRecord", "FileState", "IndexedChunk", "In
            "open_store"]
 
 
+# The least DuckDB gets whatever the budget: below it large catch-ups spill to disk.
+MIN_DUCKDB_MEMORY_MB = 64
+
+
 def open_store(project) -> IndexStore:
     """Open (creating or migrating) the index of a :class:`contextd.config.project.Project`: its
     DuckDB file (sealed at rest when ``security.encrypt_db`` is on), or its workspace of a
@@ -33,5 +37,7 @@ def open_store(project) -> IndexStore:
         from contextd.store.duckdb import DuckDBStore
 
         store = DuckDBStore(project.db_path)
+    # A quarter of the owner's memory budget ([owner] memory_limit_mb) for DuckDB's buffers.
+    store.limit_memory(max(MIN_DUCKDB_MEMORY_MB, project.config.owner.memory_limit_mb // 4))
     exclude_index_dir(project.root, project.db_path)
     return store

@@ -11,11 +11,12 @@ import abc
 import contextlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from contextd.records import Chunk
+
+if TYPE_CHECKING:  # a CLI client of a running owner never loads numpy (~140 ms)
+    import numpy as np
 
 # Knowledge-base documents are stored as files whose path starts with this (then their path
 # relative to the project root, or their absolute path): no path the project walk produces
@@ -231,10 +232,13 @@ class IndexStore(abc.ABC):
 
     # ----- embeddings (the table is the cache: keyed by model identity + text hash) ------
     @abc.abstractmethod
-    def missing_embeddings(self, model: str, limit: int) -> list[tuple[str, str]]:
+    def missing_embeddings(self, model: str, limit: int, paths: Sequence[str] | None = None
+                           ) -> list[tuple[str, str]]:
         """Up to ``limit`` distinct (embed_hash, index_text) of stored chunks without a vector
         for ``model``, those of the files written first (lowest file_id: the bootstrap's
-        priority order) first, so the most useful chunks get their vectors soonest."""
+        priority order) first, so the most useful chunks get their vectors soonest.
+        ``paths``: only chunks of those stored files (a knowledge add embeds its own
+        documents, not the backlog of a bootstrap under way)."""
 
     @abc.abstractmethod
     def put_embeddings(self, model: str, hashes: Sequence[str], vectors: np.ndarray) -> int:

@@ -298,6 +298,12 @@ class DuckDBStore(ContentsMixin, VectorsMixin, StashMixin, KnowledgeMixin, Repor
             self._cursor().execute("FORCE CHECKPOINT")
             self._cursor().execute("VACUUM")
 
+    def limit_memory(self, megabytes: int) -> None:
+        """Cap DuckDB's buffer pool (by default 80% of the machine's memory, which a scan of
+        the embeddings table fills and keeps): beyond it DuckDB evicts, or spills to its
+        temporary directory, instead of growing the process."""
+        self._con.execute(f"SET memory_limit = '{int(megabytes)}MB'")
+
     def close(self) -> None:
         with self._reads_done:
             self._closing = True

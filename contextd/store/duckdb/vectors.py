@@ -13,13 +13,26 @@ from contextd.store.duckdb.sql import first_row, list_array
 class VectorsMixin:
     """Embeddings of :class:`contextd.store.duckdb.store.DuckDBStore`."""
 
-    def missing_embeddings(self, model: str, limit: int) -> list[tuple[str, str]]:
+    def missing_embeddings(self, model: str, limit: int, paths: Sequence[str] | None = None
+                           ) -> list[tuple[str, str]]:
+        # The window is chosen on hashes alone, then only its texts are read: aggregating
+        # the text of every missing chunk cost each window ~100 MB and a pass over all the
+        # texts at 60k chunks.
+        scope, params = "", [model]
+        if paths is not None:
+            scope = "SEMI JOIN (SELECT file_id FROM file_state WHERE list_contains(?, path)) f " \
+                    "ON c.file_id = f.file_id"
+            params.append(list(paths))
         return self._cursor().execute(
-            """SELECT c.embed_hash, any_value(coalesce(c.index_text, c.text))
-               FROM chunks c ANTI JOIN (SELECT text_hash FROM embeddings WHERE model = ?) e
-               ON c.embed_hash = e.text_hash
-               GROUP BY c.embed_hash ORDER BY min(c.file_id), c.embed_hash LIMIT ?""",
-            [model, limit]).fetchall()
+            f"""WITH window_hashes AS (
+                   SELECT c.embed_hash, min(c.file_id) AS first_file
+                   FROM chunks c ANTI JOIN (SELECT text_hash FROM embeddings WHERE model = ?) e
+                   ON c.embed_hash = e.text_hash {scope}
+                   GROUP BY c.embed_hash ORDER BY first_file, c.embed_hash LIMIT ?)
+               SELECT w.embed_hash, any_value(coalesce(c.index_text, c.text))
+               FROM window_hashes w JOIN chunks c ON c.embed_hash = w.embed_hash
+               GROUP BY w.embed_hash, w.first_file ORDER BY w.first_file, w.embed_hash""",
+            [*params, limit]).fetchall()
 
     def count_missing_embeddings(self, model: str) -> int:
         return first_row(self._cursor().execute(

@@ -60,15 +60,21 @@ class VectorsMixin(PostgresSession):
     def _init_vectors(self) -> None:
         self._indexed_models: set[tuple[str, int]] = set()
 
-    def missing_embeddings(self, model: str, limit: int) -> list[tuple[str, str]]:
+    def missing_embeddings(self, model: str, limit: int, paths: Sequence[str] | None = None
+                           ) -> list[tuple[str, str]]:
+        scope, params = "", [self.workspace, model]
+        if paths is not None:
+            scope = """AND c.file_id IN (SELECT f.file_id FROM file_state f
+                       WHERE f.workspace_id = c.workspace_id AND f.path = ANY(%s))"""
+            params.append(list(paths))
         return self._rows(
-            """SELECT c.embed_hash, (array_agg(coalesce(c.index_text, c.text)))[1]
+            f"""SELECT c.embed_hash, (array_agg(coalesce(c.index_text, c.text)))[1]
                FROM chunks c WHERE c.workspace_id = %s AND NOT EXISTS (
                    SELECT 1 FROM embeddings e WHERE e.workspace_id = c.workspace_id
-                   AND e.model = %s AND e.text_hash = c.embed_hash)
+                   AND e.model = %s AND e.text_hash = c.embed_hash) {scope}
                GROUP BY c.embed_hash ORDER BY min(c.file_id), c.embed_hash COLLATE "C"
                LIMIT %s""",
-            [self.workspace, model, limit])
+            [*params, limit])
 
     def count_missing_embeddings(self, model: str) -> int:
         return self._row(
