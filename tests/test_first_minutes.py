@@ -329,7 +329,7 @@ def test_contextd_stop_ends_a_background_owner_mid_embedding_promptly(repo, runt
         path.write_text("".join(
             f"def handler_{n}_{i}(request):\n    \"\"\"{_words(n * 40 + i)}\"\"\"\n"
             f"    return request.value * {n * 1000 + i}\n\n\n" for i in range(40)))
-    (repo / "context.toml").write_text("[owner]\nbackground_min_chunks = 1\n"
+    (repo / "context.toml").write_text("[owner]\nanswer_within_seconds = 0\n"
                                        "[contextualizer]\nstrategy = \"none\"\n")
     assert run(repo, runtime, "query", "handler").returncode == 0
     deadline = time.monotonic() + 120

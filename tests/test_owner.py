@@ -225,7 +225,8 @@ def _add_during_the_embedding(owner, client, project, docs_parent) -> None:
 
     assert owner.is_owner and not client.is_owner
     deadline = time.monotonic() + 120
-    while owner.progress()["state"] != "idle" or owner.embeddings_pending() == 0:
+    # Chunking done, embedding under way (progress says "embedding" once vectors are computed).
+    while owner.progress()["state"] == "indexing" or owner.embeddings_pending() == 0:
         assert time.monotonic() < deadline, "the owner never got to its embedding"
         time.sleep(0.1)
     # A command reaching the owner answers from what is ready: it neither waits for the

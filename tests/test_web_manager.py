@@ -232,7 +232,7 @@ def test_the_live_line_and_progress_log_show_the_background_embedding(tmp_path):
     files = {f"pkg/module_{n:03d}.py": "".join(
         f'def handler_{n}_{i}(request):\n    """{_words(n * 40 + i)}"""\n    return {i}\n\n\n'
         for i in range(40)) for n in range(30)}
-    files["context.toml"] = ('[owner]\nbackground_min_chunks = 1\n'
+    files["context.toml"] = ('[owner]\nanswer_within_seconds = 0\n'
                              '[contextualizer]\nstrategy = "none"\n')
     root = make_repo(tmp_path / "repo", files)
     env = server_env(tmp_path / "run")

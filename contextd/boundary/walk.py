@@ -38,6 +38,7 @@ from typing import Iterator
 
 import pathspec
 
+from contextd.chunkers.chunking import claimed_extensions
 from contextd.config.loading import CONFIG_FILENAME
 from contextd.config.checks import (ERROR, check_project, compile_patterns,
                                     resolve_watch_paths)
@@ -334,6 +335,9 @@ class Boundary:
             (".contextignore", cfg.watcher.use_contextignore),
             (".dockerignore", cfg.watcher.use_dockerignore)) if on)
         self._allowed = frozenset(e.lower() for e in cfg.indexing.allowed_extensions)
+        if self._allowed and "indexing.allowed_extensions" not in cfg.explicit_keys:
+            # The default list, not the user's own: a chunker plugin's format is indexed too.
+            self._allowed |= claimed_extensions()
         self._blocked = frozenset(e.lower() for e in cfg.indexing.blocked_extensions)
         self._max_bytes = cfg.indexing.max_file_size_mb * 1024 * 1024
         self.warn_bytes = cfg.indexing.warn_file_size_mb * 1024 * 1024

@@ -63,6 +63,15 @@ def _registry() -> tuple[dict[str, object], dict[str, object], dict[str, object]
     return by_name, by_filename, by_extension
 
 
+def claimed_extensions() -> frozenset[str]:
+    """The extensions third-party chunkers claim: what the boundary indexes besides the
+    default allowed_extensions, so that installing a chunker plugin for a format is enough
+    to index it. The built-ins' formats are the default list's to decide (their text
+    chunker reads .log files, which a project's index should not take by default)."""
+    return frozenset(extension for extension, chunker in _registry()[2].items()
+                     if not type(chunker).__module__.startswith("contextd."))
+
+
 def chunker_for(path: str) -> object | None:
     """The chunker registered for ``path``: by exact file name, then by lower-cased extension
     (the longest matching one, so ``.d.ts``-style names work); None when nobody claims it."""

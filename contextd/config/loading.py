@@ -53,6 +53,9 @@ REMOVED_KEYS = {
     ("metrics", "export_interval_minutes"):
         "removed: usage metrics are written as each query is answered (the usage_metrics "
         "table); read them with `contextd stats --json` or get_context_stats",
+    ("owner", "background_min_chunks"):
+        "removed: replaced by [owner] answer_within_seconds (a command hands the vectors to the "
+        "background owner by the time they would take, whatever their number)",
 }
 
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
