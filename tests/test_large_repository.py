@@ -15,6 +15,7 @@ the real ContextModule; lexical and symbol providers only (no model needed).
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from pathlib import Path
 
@@ -72,6 +73,21 @@ def _config(tmp_path: Path, timeout_ms: int):
 def _cold_module(root: Path, config) -> ContextModule:
     project = Project(root=root, config=config)
     return ContextModule(project, open_store(project))
+
+
+@contextlib.contextmanager
+def _lexical_module(tmp_path, root):
+    """A ContextModule over ``root`` indexed without vectors (the lexical and symbol
+    indexes only), shut down and closed after the block."""
+    project = Project(root=root, config=_config(tmp_path, 10_000))
+    store = open_store(project)
+    Indexer(project, store, embed=False).ensure_indexed()
+    module = ContextModule(project, store)
+    try:
+        yield module
+    finally:
+        module.shutdown()
+        store.close()
 
 
 def test_cold_first_query_on_thousands_of_files_has_lexical_hits_and_no_timeout(tmp_path):
@@ -171,12 +187,7 @@ def _translated_repository(root: Path) -> Path:
 
 def test_translated_copies_of_a_page_do_not_fill_the_top_5(tmp_path):
     root = _translated_repository(tmp_path / "repo")
-    config = _config(tmp_path, 10_000)
-    project = Project(root=root, config=config)
-    store = open_store(project)
-    Indexer(project, store, embed=False).ensure_indexed()
-    module = ContextModule(project, store)
-    try:
+    with _lexical_module(tmp_path, root) as module:
         english = module.query(QueryRequest(
             "how is an HTTPException turned into an error response", k=5, providers=LEXICAL))
         files = [h.file_path for h in english.hits]
@@ -188,9 +199,6 @@ def test_translated_copies_of_a_page_do_not_fill_the_top_5(tmp_path):
             "HTTPException のエラーレスポンスはどう返しますか", k=5, providers=LEXICAL))
         first_page = next(h.file_path for h in japanese.hits if h.file_path.startswith("docs/"))
         assert first_page.startswith("docs/ja/"), [h.file_path for h in japanese.hits]
-    finally:
-        module.shutdown()
-        store.close()
 
 
 def test_a_readme_repeating_the_question_does_not_outrank_the_code(tmp_path):
@@ -212,17 +220,9 @@ def test_a_readme_repeating_the_question_does_not_outrank_the_code(tmp_path):
         (root / "src" / f"module_{i}.py").write_text(
             f"def handler_{i}(request):\n    return render_page(request, {i})\n")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    config = _config(tmp_path, 10_000)
-    project = Project(root=root, config=config)
-    store = open_store(project)
-    Indexer(project, store, embed=False).ensure_indexed()
-    module = ContextModule(project, store)
-    try:
+    with _lexical_module(tmp_path, root) as module:
         answer = module.query(QueryRequest(question, k=5, providers=LEXICAL))
         assert [h.file_path for h in answer.hits][:1] == ["src/indexer.py"], answer.hits
-    finally:
-        module.shutdown()
-        store.close()
 
 
 _LIMITER = '''class TokenBucketLimiter:
@@ -252,17 +252,9 @@ def test_copies_of_a_file_collapse_into_one_hit(tmp_path):
         (root / "src" / "app" / f"view_{i}.py").write_text(
             f"def view_{i}(request):\n    return render_page(request, {i})\n")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    config = _config(tmp_path, 10_000)
-    project = Project(root=root, config=config)
-    store = open_store(project)
-    Indexer(project, store, embed=False).ensure_indexed()
-    module = ContextModule(project, store)
-    try:
+    with _lexical_module(tmp_path, root) as module:
         answer = module.query(QueryRequest("token bucket limiter refill rate", k=5,
                                            providers=LEXICAL))
         limiters = [h for h in answer.hits if h.file_path.endswith("limiter.py")]
         assert len({h.file_path for h in limiters}) == 1, [h.file_path for h in answer.hits]
         assert len(limiters[0].metadata.get("duplicates", ())) == 2
-    finally:
-        module.shutdown()
-        store.close()

@@ -5,16 +5,14 @@ under one budget and each hit naming its project."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from test_mcp_server import mcp_session, server_env, structured
+from test_settings_truth import contextd
 
-REPO = Path(__file__).resolve().parent.parent
 
 CONFIG = """\
 [contextualizer]
@@ -71,16 +69,6 @@ def monorepo(base: Path) -> Path:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     return root
-
-
-def contextd(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = dict(os.environ, CONTEXTD_LOAD_PLUGINS="", PYTHONPATH=str(REPO))
-    done = subprocess.run([sys.executable, "-m", "contextd", "--root", str(root), *args],
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env,
-                          cwd=root, timeout=180)
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
 
 
 @pytest.fixture(scope="module")
