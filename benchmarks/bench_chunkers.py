@@ -8,6 +8,8 @@ parse + top-level walk alone, the floor our chunker is compared to.
 
     .venv/bin/python benchmarks/bench_chunkers.py                # throughput table
     .venv/bin/python benchmarks/bench_chunkers.py --calibrate    # estimate_tokens vs WordPiece
+    # other code instead of the default corpora (a recursive glob per name):
+    .venv/bin/python benchmarks/bench_chunkers.py --corpus 'fastapi=/src/fastapi/**/*.py'
 
 ``--calibrate`` runs the real all-MiniLM-L6-v2 tokenizer (truncation and padding off) over the
 chunks of the corpora and prints the mean ratio real/estimate and how often real > estimate.
@@ -26,6 +28,7 @@ import time
 from pathlib import Path
 
 from contextd.chunkers.chunking import chunk_file, chunker_for
+from contextd.chunkers.grammars import get_parser
 from contextd.config.sections import ContextConfig
 
 ROOT = Path(__file__).resolve().parent
@@ -53,8 +56,13 @@ def npm_tree() -> Path | None:
     return target
 
 
-def corpora() -> dict[str, list[Path]]:
-    """name -> files, each list sampled deterministically to at most MAX_FILES."""
+def corpora(given: list[str] | None = None) -> dict[str, list[Path]]:
+    """name -> files, each list sampled deterministically to at most MAX_FILES; ``given``
+    (``NAME=GLOB`` strings) replaces the default corpora."""
+    if given:
+        found = {name: glob.glob(pattern, recursive=True)
+                 for name, pattern in (item.split("=", 1) for item in given)}
+        return _sample(found)
     found = {
         "python (stdlib)": glob.glob(f"{STDLIB}/**/*.py", recursive=True),
         "python (site-packages)": glob.glob(f"{SITE}/**/*.py", recursive=True),
@@ -67,6 +75,10 @@ def corpora() -> dict[str, list[Path]]:
                                           if not p.endswith(".d.ts")]
         found["javascript (rxjs dist/cjs)"] = glob.glob(f"{tree}/**/dist/cjs/**/*.js",
                                                         recursive=True)
+    return _sample(found)
+
+
+def _sample(found: dict[str, list[str]]) -> dict[str, list[Path]]:
     rng = random.Random(7)
     return {name: sorted(rng.sample(sorted(files), min(MAX_FILES, len(files))))
             for name, files in found.items() if files}
@@ -92,8 +104,6 @@ def parse_only(datas: list[tuple[str, bytes]]) -> float:
         if grammar is None:
             continue
         if grammar not in parsers:
-            from tree_sitter_language_pack import get_parser
-
             parsers[grammar] = get_parser(grammar)
         for child in parsers[grammar].parse(data).root_node.children:
             child.type
@@ -104,11 +114,11 @@ def best_of(fn, repeats: int) -> float:
     return min(fn() for _ in range(repeats))
 
 
-def throughput(repeats: int) -> None:
+def throughput(repeats: int, given: list[str] | None = None) -> None:
     config = ContextConfig()
     print(f"{'corpus':30} {'files':>6} {'lines':>9} {'chunks':>8} {'chunk lines/s':>14} "
           f"{'parse-only lines/s':>19}")
-    for name, files in corpora().items():
+    for name, files in corpora(given).items():
         datas = load(files)
         lines = sum(data.count(b"\n") + 1 for _, data in datas)
         chunks = sum(len(chunk_file(p, d, config).chunks) for p, d in datas)  # warm caches
@@ -154,8 +164,10 @@ def main() -> None:
     parser.add_argument("--calibrate", action="store_true",
                         help="compare estimate_tokens with the real tokenizer")
     parser.add_argument("--repeats", type=int, default=3, help="best of N timed runs")
+    parser.add_argument("--corpus", action="append", metavar="NAME=GLOB",
+                        help="time these files instead of the default corpora (repeatable)")
     args = parser.parse_args()
-    calibrate() if args.calibrate else throughput(args.repeats)
+    calibrate() if args.calibrate else throughput(args.repeats, args.corpus)
 
 
 if __name__ == "__main__":

@@ -232,7 +232,13 @@ def test_code_symbols_per_language() -> None:
     assert by_label("sample.ts")["AuthService"].text.startswith("/**\n * Issues")
     assert by_label("sample.ts")["toUser"].defines[0].kind == "function"
     assert {"createHash", "crypto"} <= set(by_label("sample.ts")["imports"].references)
-    assert by_label("sample.kt")["TokenService"].text.startswith("/** Validates")
+    kotlin = by_label("sample.kt")
+    assert kotlin["TokenService"].text.startswith("/** Validates")
+    assert {"Service", "expired", "now", "verify"} <= set(kotlin["TokenService"].references)
+    assert {"java.time.Instant", "com.example.crypto.Hasher"} <= set(
+        kotlin["imports"].references)
+    assert [d.name for d in kotlin["TokenService"].defines] == [
+        "TokenService", "TokenService.validate", "TokenService.expired"]
     assert by_label("Sample.java")["TokenService"].text.startswith("/**\n * Issues")
     assert {"BaseService", "Validator"} <= set(by_label("Sample.java")["TokenService"].references)
     assert by_label("sample.go")["Token.Valid"].defines[0].name == "Token.Valid"
@@ -243,6 +249,18 @@ def test_code_symbols_per_language() -> None:
     assert rust["hash_password"].text.startswith("/// Hashes a password.")
     assert "strlen" in by_label("sample.c")["token_valid"].references
     assert "Service" in by_label("sample.cpp")["TokenService"].references
+
+
+def test_references_through_the_grammars_misreadings() -> None:
+    """Calls the pinned grammars parse as something else still count as references:
+    tree-sitter-kotlin reads ``f<T> { }`` as comparisons and wraps ``!f(x)``'s name in the
+    operator; tree-sitter-cpp reads ``T b(std::move(a));`` as a function declaration."""
+    kotlin = chunk_file("t.kt", b"fun t() {\n    assertFailsWith<IOException> { read() }\n"
+                        b"    check(!exists(path))\n}\n", ContextConfig()).chunks
+    assert {"assertFailsWith", "read", "check", "exists"} <= set(kotlin[0].references)
+    cpp = chunk_file("t.cpp", b"void f(Buffer a) {\n    Buffer b(std::move(a));\n}\n",
+                     ContextConfig()).chunks
+    assert "std::move" in cpp[0].references
 
 
 def test_text_formats_details() -> None:

@@ -18,7 +18,9 @@ from contextd.scrub.scrubber import SCRUB_VERSION, scrub_secrets
 from secrets_corpus import generate
 
 GOLDEN_REPO = Path(__file__).parent / "fixtures" / "golden_repo"
-CHUNK_DIGESTS = {3: "460fbb342b4eda07"}
+# Version 4 (other grammar wheels) moved Kotlin units and a few Python cut points in long
+# functions, none of them in the golden repository, whose digest is unchanged.
+CHUNK_DIGESTS = {3: "460fbb342b4eda07", 4: "460fbb342b4eda07"}
 # Version 1's digest was taken on the corpus before issue 28 added its forms to it.
 SCRUB_DIGESTS = {1: "9326beb49b780c5c", 2: "b176823328ca044a"}
 

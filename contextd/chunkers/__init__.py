@@ -1,10 +1,10 @@
 """The built-in chunkers, registered through the same hook third-party plugins use.
 
-Code languages go through tree-sitter (grammars from tree-sitter-language-pack 0.13, which
-ships them in its wheel: nothing is downloaded); Markdown, YAML, TOML, SQL and plain text are
-read line by line, JSON through tree-sitter. ``contextd.chunkers.chunking`` picks a chunker per file
-and enforces the token cap. The registration is ``trylast`` so a third-party plugin that
-registers the same name (or claims the same extension) replaces a built-in.
+Code languages go through tree-sitter (one grammar wheel per language, compiled inside it:
+nothing is downloaded; ``contextd.chunkers.grammars``); Markdown, YAML, TOML, SQL and plain
+text are read line by line, JSON through tree-sitter. ``contextd.chunkers.chunking`` picks a
+chunker per file and enforces the token cap. The registration is ``trylast`` so a third-party
+plugin that registers the same name (or claims the same extension) replaces a built-in.
 """
 
 from __future__ import annotations

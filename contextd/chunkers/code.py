@@ -18,9 +18,9 @@ from pathlib import PurePosixPath
 from typing import Callable, Mapping
 
 from tree_sitter import Node, Query, QueryCursor
-from tree_sitter_language_pack import get_language, get_parser
 
 from contextd.chunkers.core import Source, Unit, UnparsableFile, emit_unit, fill_gaps
+from contextd.chunkers.grammars import get_language, get_parser
 from contextd.config.sections import LanguageChunking
 from contextd.records import Chunk, ChunkKind, SymbolDef
 

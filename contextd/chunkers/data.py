@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 
 from tree_sitter import Node
-from tree_sitter_language_pack import get_parser
 
 from contextd.chunkers.core import Source, Unit, emit_unit, fill_gaps, trim_span
+from contextd.chunkers.grammars import get_parser
 from contextd.chunkers.markdown import paragraph_starts
 from contextd.config.sections import LanguageChunking
 from contextd.records import Chunk, ChunkKind

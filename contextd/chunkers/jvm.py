@@ -43,7 +43,7 @@ KOTLIN = CodeSpec(
         "secondary_constructor": FUNCTION,
     },
     query="kotlin.scm",
-    import_types=frozenset({"import_list", "import_header", "package_header"}),
+    import_types=frozenset({"import", "package_header"}),
 )
 
 
