@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import io
 import json
 import logging
 import os
@@ -42,12 +41,12 @@ from contextd import ContextModule
 from contextd.config.loading import load_config
 from contextd.config.project import Project
 from contextd.config.sections import ContextConfig
-from contextd.errors import ContextdError
+from contextd.errors import ConfigError, ContextdError
 from contextd.query.records import QueryRequest
 from contextd.store import open_store
 from contextd.text.tokens import estimate_tokens
 
-from test_settings_truth import contextd, documented_keys
+from test_settings_truth import documented_keys
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -254,7 +253,7 @@ def _module(config: ContextConfig):
 
 
 def _hits(config: ContextConfig, query: str = "retry backoff", **request) -> list[tuple]:
-    """(file, label, score) of each hit, best first."""
+    """(file, label, score, providers) of each hit, best first."""
     with _module(config) as module:
         response = module.query(QueryRequest(query, **request))
     return [(h.file_path, h.label, round(h.score, 4), h.providers) for h in response.hits]
@@ -280,11 +279,12 @@ def _notes_probe(query: str) -> Probe:
 
 
 def _outcome(call: Callable[[], Any]) -> Any:
-    """What ``call`` returns, or the error it raises (type and message): a refusal is an
-    observable effect too."""
+    """What ``call`` returns, or contextd's refusal (type and message): a refusal is an
+    observable effect too. Any other exception is a bug of the probe or the code, and fails
+    the test rather than counting as a difference."""
     try:
         return call()
-    except Exception as exc:  # noqa: BLE001 (the probe reports whatever it was)
+    except ContextdError as exc:
         return type(exc).__name__, str(exc)
 
 
@@ -694,7 +694,7 @@ def _embedding_rounds(config, tmp) -> tuple[int, int]:
 def _workers(config, tmp) -> int:
     """Chunking processes the indexer runs."""
     with _small_project(config, tmp) as indexer:
-        return indexer.workers
+        return indexer.workers()
 
 
 def _cli_progress(config, tmp) -> tuple[str, Any]:
@@ -857,6 +857,17 @@ def _opened_store(config, tmp):
             store.close()
     with _environ(CONTEXTD_DB_KEY=None, EFFECTS_DB_KEY="an effects key of 24 chars"):
         return _outcome(opened)
+
+
+def _shared_workspace(config, tmp) -> bool:
+    """Whether two projects in different folders open the same workspace of the shared
+    database."""
+    workspaces = []
+    for name in ("one", "two"):
+        store = open_store(Project(_tree(tmp / name, {"a.py": "x = 1\n"}), config))
+        workspaces.append(store.workspace)
+        store.close()
+    return workspaces[0] == workspaces[1]
 
 
 def _postgres_url() -> str:
@@ -1043,14 +1054,13 @@ def _stash_fresh(config, tmp):
     store = DuckDBStore(tmp / "fresh.duckdb")
     try:
         service = _stash_service(config, store, "2026-10-10T12:00:00")
-        stashed = _outcome(lambda: service.stash(StashRequest((
+        stashed = _outcome(lambda: len(service.stash(StashRequest((
             SegmentInput("first note about the build " * 6),
-            SegmentInput("second note about the deploy " * 6)))).segment_ids)
+            SegmentInput("second note about the deploy " * 6)))).segment_ids))
         listed = [s.expires_at for s in service.list(all_sessions=True).segments]
         later = _stash_service(config, store)
         removed = later.gc()
-        return (stashed if isinstance(stashed, tuple) else len(stashed), listed,
-                len(removed.expired) + len(removed.aged_out))
+        return stashed, listed, len(removed.expired) + len(removed.aged_out)
     finally:
         store.close()
 
@@ -1500,7 +1510,7 @@ EFFECTS: dict[str, Effect] = {
     "storage.backend": Effect("postgres", _opened_store),
     "storage.url": Effect(_postgres_url, _opened_store,
                           base={"storage": {"backend": "postgres"}}),
-    "storage.workspace": Effect("team-shared", _opened_store,
+    "storage.workspace": Effect("team-shared", _shared_workspace,
                                 base=lambda: {"storage": {"backend": "postgres",
                                                           "url": _postgres_url()}}),
     "storage.backup_enabled": Effect(True, _owner_duties),
@@ -1580,11 +1590,19 @@ def _resolved(value: Any) -> Any:
     return value() if callable(value) else value
 
 
-def _configs(key: str, effect: Effect, tmp: Path) -> tuple[ContextConfig, ContextConfig]:
+def observe(key: str, effect: Effect, tmp: Path, changed: bool) -> Any:
+    """What the probe sees under the default configuration of ``key`` (its entry's base) or
+    under the changed one, written to ``tmp``; a configuration that does not load is refused,
+    and the refusal is what is seen."""
     table, name = _key_parts(key, effect)
-    base = _resolved(effect.base)
-    return (_loaded(tmp / "default", _merged(base, table, {})),
-            _loaded(tmp / "changed", _merged(base, table, {name: _resolved(effect.value)})))
+    change = {name: _resolved(effect.value)} if changed else {}
+    label = "changed" if changed else "default"
+    try:
+        config = _loaded(tmp / label, _merged(_resolved(effect.base), table, change))
+    except ConfigError as exc:
+        return "refused", str(exc).replace(str(tmp), "<tmp>")
+    (tmp / f"probe-{label}").mkdir()
+    return effect.probe(config, tmp / f"probe-{label}")
 
 
 def test_the_table_covers_exactly_the_documented_keys():
@@ -1597,9 +1615,6 @@ def test_the_table_covers_exactly_the_documented_keys():
 @pytest.mark.parametrize("key", sorted(EFFECTS))
 def test_each_documented_key_changes_what_contextd_does(key, tmp_path):
     effect = EFFECTS[key]
-    default, changed = _configs(key, effect, tmp_path)
-    (tmp_path / "probe-default").mkdir()
-    (tmp_path / "probe-changed").mkdir()
-    before = effect.probe(default, tmp_path / "probe-default")
-    after = effect.probe(changed, tmp_path / "probe-changed")
+    before = observe(key, effect, tmp_path, changed=False)
+    after = observe(key, effect, tmp_path, changed=True)
     assert before != after, f"{key} = {_resolved(effect.value)!r} changed nothing: {before!r}"
