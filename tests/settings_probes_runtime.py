@@ -6,7 +6,6 @@ processes (``contextd ui``, ``contextd owner``, ``contextd server``) driven from
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import json
 import os
@@ -172,8 +171,8 @@ REMOTE_TEXTS = [f"text number {i} " + "word " * (10 * i) for i in range(6)]
 
 def remote_run(config, faults: tuple[str, ...] = ()) -> dict:
     """What the remote embedder does with six texts while the server suffers ``faults``: the
-    batches the server embedded, the requests it got (retries included), the seconds it took
-    (under two, or more), and the outcome."""
+    batches the server embedded, the requests it got (retries included), whether it took under
+    three seconds, and the outcome."""
     from contextd.embedders.registry import get_embedder
 
     server = remote_server()
@@ -184,7 +183,7 @@ def remote_run(config, faults: tuple[str, ...] = ()) -> dict:
         started = time.monotonic()
         done = outcome(lambda: embedder.embed(REMOTE_TEXTS).shape)
     return {"batches": sorted(server.batch_sizes), "requests": server.requests,
-            "quick": time.monotonic() - started < 2.0, "outcome": done}
+            "quick": time.monotonic() - started < 3.0, "outcome": done}
 
 
 def remote_part(name: str, *faults: str) -> Probe:
@@ -318,7 +317,7 @@ def owner_duties(config, tmp) -> tuple[int, bool]:
         while duties.busy and time.monotonic() < deadline:
             time.sleep(0.05)
         (engine.project.root / "b.py").write_text("y = 2\n")
-        deadline = time.monotonic() + 2.5
+        deadline = time.monotonic() + 6
         while "b.py" not in indexed_paths(engine.store) and time.monotonic() < deadline:
             time.sleep(0.05)
         return len(list_backups(engine.project)), "b.py" in indexed_paths(engine.store)
@@ -653,9 +652,9 @@ def idle_exit(config, tmp) -> bool:
 @memoised
 def http_service(config, tmp) -> dict:
     """``contextd server`` on a small project with this configuration, driven over HTTP: the
-    scheme it answers on, the status of a 1.5 MB body, whether eight requests at once meet a
-    rate limit, and the query slots /stats reports. Memoised by the file's text: the default
-    configuration starts one server for every key."""
+    scheme it answers on, the status of a 1.5 MB body, whether four requests a tenth of a
+    second apart meet a rate limit, and the query slots /stats reports. Memoised by the file's
+    text: the default configuration starts one server for every key."""
     import httpx2
 
     from service_helpers import Server, env_for, free_port, make_project
@@ -684,9 +683,10 @@ def http_service(config, tmp) -> dict:
             big = client.post("/add_context", content=b" " * 1_500_000,
                               headers={"content-type": "application/json"}).status_code
             time.sleep(1.0)
-            with concurrent.futures.ThreadPoolExecutor(8) as pool:
-                statuses = list(pool.map(lambda _: client.get("/stats").status_code,
-                                         range(8)))
+            statuses = []
+            for _ in range(4):  # a tenth of a second apart: a limit of 0.5/s refuses some
+                statuses.append(client.get("/stats").status_code)
+                time.sleep(0.1)
         finally:
             client.close()
         return {"scheme": used, "big body": big == 413, "limited": 429 in statuses,

@@ -276,10 +276,10 @@ EFFECTS: dict[str, Effect] = {
     "engine.backoff_ms": Effect(50, service_client),
     # ----- [engine]: the service's side, over HTTP
     "engine.max_body_mb": Effect(1.0, service_part("big body")),
-    "engine.rate_limit_per_s": Effect(0.0, service_part("limited"),
+    "engine.rate_limit_per_s": Effect(0.5, service_part("limited"),
                                       base={"engine": {"rate_limit_burst": 1}}),
     "engine.rate_limit_burst": Effect(1, service_part("limited"),
-                                      base={"engine": {"rate_limit_per_s": 1.0}}),
+                                      base={"engine": {"rate_limit_per_s": 0.5}}),
     "engine.max_concurrent_queries": Effect(5, service_part("service")),
     "engine.tls_cert": Effect(lambda: self_signed_pair()[0], service_part("scheme"),
                               base=lambda: {"engine": {"tls_key": self_signed_pair()[1]}}),
