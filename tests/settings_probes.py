@@ -38,12 +38,14 @@ Probe = Callable[[ContextConfig, Path], Any]
 class Effect:
     """A non-default ``value`` for a key and the ``probe`` that shows what it changes.
     ``table``: the map table the key is written in (``chunking.typescript``) for map sections;
-    ``base``: settings both configurations share, so that the key has something to change."""
+    ``base``: settings both configurations share, so that the key has something to change.
+    ``value`` and ``base`` may be functions giving them when the test runs (a free port, the
+    URL of a server the module starts)."""
 
     value: Any
     probe: Probe
     table: str = ""
-    base: dict = field(default_factory=dict)
+    base: dict | Callable[[], dict] = field(default_factory=dict)
 
 
 # ----- writing and loading the two configurations ----------------------------------------
