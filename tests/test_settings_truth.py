@@ -4,6 +4,7 @@ One test walks every documented key (the config dataclasses, the repository's co
 the file ``contextd init`` writes) and proves each is read by the code or removed with a
 migration note; the others set the keys the audit found lying and show the behaviour change
 through the real surfaces (the CLI in a subprocess, the Python module on a real index).
+tests/test_settings_effects.py walks the same keys and proves each one changes behaviour.
 """
 
 from __future__ import annotations

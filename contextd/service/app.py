@@ -113,8 +113,13 @@ class ServiceRoutes:
             "timings_ms": response.timings_ms, "notes": list(response.notes)})
 
     async def stats(self, request: Request) -> JSONResponse:
+        """The engine's stats plus this service's own: queries running now and the most it
+        runs at once, for an operator sizing ``engine.max_concurrent_queries``."""
         engine = await self._engine()
-        return JSONResponse(to_dict(await anyio.to_thread.run_sync(engine.stats)))
+        stats = to_dict(await anyio.to_thread.run_sync(engine.stats))
+        stats["service"] = {"queries_running": int(self._query_slots.borrowed_tokens),
+                            "max_concurrent_queries": int(self._query_slots.total_tokens)}
+        return JSONResponse(stats)
 
     async def backup(self, request: Request) -> JSONResponse:
         body = await self._parse(request, api.BackupRequest)
