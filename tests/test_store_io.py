@@ -46,6 +46,7 @@ def test_vectors_go_in_and_come_out_bit_for_bit(con):
                                               "WHERE NOT text_hash LIKE '%+' ORDER BY rowid"))
     assert got_ids == ids
     assert matrix.dtype == np.float32 and matrix.flags.c_contiguous
+    assert not matrix.flags.writeable  # a view of DuckDB's buffer, as pyarrow's was
     assert matrix.tobytes() == vectors.tobytes()  # -0.0 and subnormals included
     assert con.execute("SELECT count(*) FROM e").fetchall() == [(2000,)]
 
@@ -58,6 +59,19 @@ def test_a_read_spanning_several_batches_keeps_rows_and_ids_together(con):
     picks = [0, 131_071, 131_072, 262_144, 299_999]
     assert [ids[i] for i in picks] == [f"id-{i}" for i in picks]
     assert matrix[picks].tolist() == [[i, -i, 0.5] for i in picks]
+
+
+def test_the_matrix_outlives_its_connection():
+    """The matrix of one batch is a view of DuckDB's buffer: it keeps the batch alive after
+    the cursor and the connection are gone, and frees it with the last view."""
+    connection = duckdb.connect()
+    ids, matrix = ids_and_vectors(connection.cursor().sql(
+        "SELECT 'id-' || i, [i::FLOAT, 2 * i::FLOAT] FROM range(1000) t(i) ORDER BY i"))
+    rows = matrix[10:12]  # a view of the view
+    connection.close()
+    del matrix
+    assert ids[10] == "id-10" and rows.tolist() == [[10, 20], [11, 22]]
+    del rows  # the batch is released here
 
 
 def test_empty_reads_and_writes(con):

@@ -8,8 +8,9 @@ vectors and ~2x the time), a registered object array of rows is converted value 
 and its structs are a stable C ABI that ctypes describes in a few lines:
 
 * reads: a relation's ``__arrow_c_stream__()`` (a PyCapsule holding an ``ArrowArrayStream``)
-  is read batch by batch; each batch's floats are copied once, straight into the matrix (a
-  batch is 131,072 rows, so at 60k chunks one copy), its ids decoded from the UTF-8 buffer.
+  is read batch by batch, ids decoded from the UTF-8 buffer; the matrix is a numpy view of
+  DuckDB's float buffer, which it keeps alive (a batch is 131,072 rows: at 60k chunks no
+  copy at all; several batches are joined with one copy).
 * writes: :class:`VectorTable` hands DuckDB's scan (``register``) a struct of a large-UTF-8
   and a large-list-of-float32 column whose buffers are the numpy arrays themselves
   (``__arrow_c_array__``, the Arrow PyCapsule interface): no copy before DuckDB's own.
@@ -106,8 +107,9 @@ def _strings(array: ArrowArray, width: Any) -> list[str]:
     return [data[a:b].decode("utf-8") for a, b in zip(bounds, bounds[1:])]
 
 
-def _vectors(array: ArrowArray, width: Any) -> np.ndarray:
-    """The rows of a list-of-float32 array as a (length, dims) view of the batch's floats."""
+def _vectors(batch: _Batch, array: ArrowArray, width: Any) -> np.ndarray:
+    """The rows of a list-of-float32 array as a read-only (length, dims) view of the batch's
+    floats, which it keeps alive."""
     offsets = _offsets(array, width)
     child = array.children[0].contents
     n = array.length
@@ -115,8 +117,10 @@ def _vectors(array: ArrowArray, width: Any) -> np.ndarray:
     dims = (end - start) // n if n else 0
     if n and (dims * n != end - start or not np.all(np.diff(offsets) == dims)):
         raise ValueError("vectors of different lengths in one result")
-    values = _buffer(child.buffers[1], ctypes.c_float, child.offset + end)
-    return values[child.offset + start:child.offset + end].reshape(n, dims)
+    if dims == 0:
+        return np.zeros((n, 0), dtype=np.float32)
+    address = child.buffers[1] + (child.offset + start) * ctypes.sizeof(ctypes.c_float)
+    return np.asarray(_Floats(batch, address, (n, dims)))
 
 
 def _has_nulls(array: ArrowArray) -> bool:
@@ -125,9 +129,33 @@ def _has_nulls(array: ArrowArray) -> bool:
     return array.null_count > 0 or (array.null_count < 0 and bool(array.buffers[0]))
 
 
-def _batches(capsule: object) -> Iterator[tuple[list[bytes], ArrowArray]]:
-    """(column formats, batch) of every batch of the stream; each batch is released once the
-    consumer moves on, the stream when the last one is read (or the consumer stops)."""
+class _Batch:
+    """One batch DuckDB handed out, released when this object goes: a numpy array over its
+    floats (:class:`_Floats`) keeps it alive through the array's base."""
+
+    def __init__(self) -> None:
+        self.array = ArrowArray()
+
+    def __del__(self) -> None:
+        if self.array.release:
+            self.array.release(ctypes.byref(self.array))
+
+
+class _Floats:
+    """``numpy.asarray`` of this is a read-only (rows, dims) float32 view of a batch's
+    floats, whose base keeps the batch."""
+
+    def __init__(self, batch: _Batch, address: int, shape: tuple[int, int]):
+        self.batch = batch
+        self.__array_interface__ = {"version": 3, "shape": shape, "data": (address, True),
+                                    "typestr": np.dtype(np.float32).str}
+
+
+def _batches(capsule: object) -> Iterator[tuple[list[bytes], _Batch]]:
+    """(column formats, batch) of every batch of the stream, each released once nothing
+    refers to it; the stream is released when the last batch is read (or the consumer
+    stops). Batches outlive the stream: the Arrow C stream interface makes them
+    independent."""
     stream = ArrowArrayStream.from_address(_capsule_pointer(capsule, b"arrow_array_stream"))
 
     def check(status: int) -> None:
@@ -145,14 +173,11 @@ def _batches(capsule: object) -> Iterator[tuple[list[bytes], ArrowArray]]:
         finally:
             schema.release(ctypes.byref(schema))
         while True:
-            batch = ArrowArray()
-            check(stream.get_next(ctypes.byref(stream), ctypes.byref(batch)))
-            if not batch.release:  # the end of the stream
+            batch = _Batch()
+            check(stream.get_next(ctypes.byref(stream), ctypes.byref(batch.array)))
+            if not batch.array.release:  # the end of the stream
                 return
-            try:
-                yield formats, batch
-            finally:
-                batch.release(ctypes.byref(batch))
+            yield formats, batch
     finally:
         if stream.release:
             stream.release(ctypes.byref(stream))
@@ -161,24 +186,31 @@ def _batches(capsule: object) -> Iterator[tuple[list[bytes], ArrowArray]]:
 
 def ids_and_vectors(relation: Any) -> tuple[list[str], np.ndarray]:
     """(ids, float32 matrix) of a relation of two columns, a text id and a ``FLOAT[]``
-    vector, in the relation's row order; ``([], (0, 0) matrix)`` for no rows."""
+    vector, in the relation's row order; ``([], (0, 0) matrix)`` for no rows. The matrix is
+    read-only: of one batch (up to 131,072 rows) it is a view of DuckDB's own buffer, no copy;
+    of several, one copy joins them."""
     ids: list[str] = []
     parts: list[np.ndarray] = []
     for formats, batch in _batches(relation.__arrow_c_stream__()):
         if len(formats) != 3 or formats[0] not in _STRINGS or formats[1] not in _LISTS \
                 or formats[2] != b"f":
             raise ValueError(f"expected (text, FLOAT[]) columns, got Arrow formats {formats}")
-        if batch.length == 0:
+        if batch.array.length == 0:
             continue
-        id_array, vector_array = batch.children[0].contents, batch.children[1].contents
+        id_array = batch.array.children[0].contents
+        vector_array = batch.array.children[1].contents
         if any(_has_nulls(a) for a in (id_array, vector_array,
                                        vector_array.children[0].contents)):
             raise ValueError("NULL id or vector in a vector read")
         ids.extend(_strings(id_array, _STRINGS[formats[0]]))
-        parts.append(np.array(_vectors(vector_array, _LISTS[formats[1]]), dtype=np.float32))
+        parts.append(_vectors(batch, vector_array, _LISTS[formats[1]]))
     if not parts:
         return [], np.zeros((0, 0), dtype=np.float32)
-    return ids, parts[0] if len(parts) == 1 else np.concatenate(parts)
+    if len(parts) == 1:
+        return ids, parts[0]
+    matrix = np.concatenate(parts)
+    matrix.flags.writeable = False
+    return ids, matrix
 
 
 # ----- writes -------------------------------------------------------------------------------
