@@ -191,19 +191,24 @@ def ids_and_vectors(relation: Any) -> tuple[list[str], np.ndarray]:
     of several, one copy joins them."""
     ids: list[str] = []
     parts: list[np.ndarray] = []
-    for formats, batch in _batches(relation.__arrow_c_stream__()):
-        if len(formats) != 3 or formats[0] not in _STRINGS or formats[1] not in _LISTS \
-                or formats[2] != b"f":
-            raise ValueError(f"expected (text, FLOAT[]) columns, got Arrow formats {formats}")
-        if batch.array.length == 0:
-            continue
-        id_array = batch.array.children[0].contents
-        vector_array = batch.array.children[1].contents
-        if any(_has_nulls(a) for a in (id_array, vector_array,
-                                       vector_array.children[0].contents)):
-            raise ValueError("NULL id or vector in a vector read")
-        ids.extend(_strings(id_array, _STRINGS[formats[0]]))
-        parts.append(_vectors(batch, vector_array, _LISTS[formats[1]]))
+    batches = _batches(relation.__arrow_c_stream__())
+    try:
+        for formats, batch in batches:
+            if len(formats) != 3 or formats[0] not in _STRINGS or formats[1] not in _LISTS \
+                    or formats[2] != b"f":
+                raise ValueError(f"expected (text, FLOAT[]) columns, got Arrow formats "
+                                 f"{formats}")
+            if batch.array.length == 0:
+                continue
+            id_array = batch.array.children[0].contents
+            vector_array = batch.array.children[1].contents
+            if any(_has_nulls(a) for a in (id_array, vector_array,
+                                           vector_array.children[0].contents)):
+                raise ValueError("NULL id or vector in a vector read")
+            ids.extend(_strings(id_array, _STRINGS[formats[0]]))
+            parts.append(_vectors(batch, vector_array, _LISTS[formats[1]]))
+    finally:
+        batches.close()  # the stream is released now, even when a check above failed
     if not parts:
         return [], np.zeros((0, 0), dtype=np.float32)
     if len(parts) == 1:
