@@ -44,7 +44,7 @@ class VectorsMixin:
         if len(hashes) == 0:
             return self.generation()
         # Through the Arrow C interface: DuckDB reads the matrix where it is (a registered
-        # object array of rows would be converted value by value, ~3x slower).
+        # object array of rows is converted value by value: ~15 ms a window of 1,024, not ~2).
         incoming = VectorTable(("text_hash", "vector"), list(hashes), vectors)
         with self._transaction() as cur:
             gen = self._bump_generation(cur)
@@ -81,7 +81,7 @@ class VectorsMixin:
             sql += " WHERE c.file_id IN (SELECT unnest(?))"
             params.append(list(file_ids))
         # A relation on a cursor of its own, free of the thread cursor's pending results, read
-        # as DuckDB's Arrow C stream: the floats are copied once, into the matrix.
+        # as DuckDB's Arrow C stream: the matrix is a view of DuckDB's buffer, no copy.
         with self._own_cursor() as cur:
             return ids_and_vectors(cur.sql(sql, params=params))
 
