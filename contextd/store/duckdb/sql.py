@@ -25,7 +25,7 @@ def vector_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows of a matrix as a column DuckDB's numpy scan reads as FLOAT[]: an object array of
     float32 views of the rows. DuckDB converts it value by value (~20 µs a 384-float row):
     fine for a store copy's one-off insert, while the embedding writes go through
-    :class:`contextd.store.duckdb.arrow_c.VectorTable`."""
+    :func:`contextd.store.duckdb.arrow_io.vector_table`."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     return np.fromiter(vectors, dtype=object, count=len(vectors))
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from contextd.store.base import SegmentRow
 from contextd.store.rows import SEGMENT_COLUMNS
-from contextd.store.duckdb.arrow_c import ids_and_vectors
+from contextd.store.duckdb.arrow_io import ids_and_vectors
 from contextd.store.duckdb.sql import first_row, insert_columns
 
 

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from contextd.store.duckdb.arrow_c import VectorTable, ids_and_vectors
+from contextd.store.duckdb.arrow_io import ids_and_vectors, vector_table
 from contextd.store.duckdb.sql import first_row
 
 
@@ -45,7 +45,7 @@ class VectorsMixin:
             return self.generation()
         # Through the Arrow C interface: DuckDB reads the matrix where it is (a registered
         # object array of rows is converted value by value: ~15 ms a window of 1,024, not ~2).
-        incoming = VectorTable(("text_hash", "vector"), list(hashes), vectors)
+        incoming = vector_table(("text_hash", "vector"), list(hashes), vectors)
         with self._transaction() as cur:
             gen = self._bump_generation(cur)
             cur.register("_incoming_vectors", incoming)
