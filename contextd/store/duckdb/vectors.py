@@ -81,7 +81,7 @@ class VectorsMixin:
             sql += " WHERE c.file_id IN (SELECT unnest(?))"
             params.append(list(file_ids))
         # A relation on a cursor of its own, free of the thread cursor's pending results, read
-        # as DuckDB's Arrow C stream: the matrix is a view of DuckDB's buffer, no copy.
+        # as DuckDB's Arrow C stream: each batch's floats are copied once into the matrix.
         with self._own_cursor() as cur:
             return ids_and_vectors(cur.sql(sql, params=params))
 
