@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 import duckdb
-import pyarrow as pa
 
 from contextd.store.base import KNOWLEDGE_PREFIX, Changes, ChunkRow, FileRecord, FileState
 from contextd.store.rows import record_columns
-from contextd.store.duckdb.sql import CHUNK_ROW_SQL
+from contextd.store.duckdb.sql import CHUNK_ROW_SQL, insert_columns
 
 
 class ContentsMixin:
@@ -45,21 +44,10 @@ class ContentsMixin:
             self._insert(cur, table, columns)
 
     @staticmethod
-    def _insert(cur: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list]) -> None:
-        if not next(iter(columns.values())):
+    def _insert(cur: duckdb.DuckDBPyConnection, table: str, columns: dict[str, Any]) -> None:
+        if len(next(iter(columns.values()))) == 0:
             return
-        ContentsMixin._insert_arrow(cur, table, pa.table(columns))
-
-    @staticmethod
-    def _insert_arrow(cur: duckdb.DuckDBPyConnection, table: str, arrow: pa.Table) -> None:
-        """Insert an Arrow table (~24k rows/s, where executemany manages ~580)."""
-        name = f"_incoming_{table}"
-        cur.register(name, arrow)
-        try:
-            cols = ", ".join(arrow.column_names)
-            cur.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {name}")
-        finally:
-            cur.unregister(name)
+        insert_columns(cur, table, columns)
 
     def delete_files(self, paths: Iterable[str]) -> int:
         paths = list(paths)

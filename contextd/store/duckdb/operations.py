@@ -13,7 +13,7 @@ from contextd.store.rows import (
     JOB_FIELDS, PROJECT_CONFIG_KEYS, TRANSFER_COLUMNS, job_assignments, job_from_row,
     renumber_files,
 )
-from contextd.store.duckdb.sql import first_row, iso, list_array
+from contextd.store.duckdb.sql import first_row, iso
 
 
 class OperationsMixin:
@@ -46,7 +46,7 @@ class OperationsMixin:
                 matrix = np.stack([np.asarray(v, dtype=np.float32) for v in vectors["vector"]])
                 self._insert(cur, "embeddings", {"model": vectors["model"],
                                                  "text_hash": vectors["text_hash"],
-                                                 "vector": list_array(matrix)})
+                                                 "vector": matrix})
         return len(files)
 
     def create_job(self, job_type: str, scope: str, files_total: int | None, created_by: str,

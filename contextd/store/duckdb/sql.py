@@ -7,8 +7,6 @@ from typing import Any
 
 import duckdb
 import numpy as np
-import pyarrow as pa
-
 
 
 CHUNK_ROW_SQL = """
@@ -23,12 +21,40 @@ def iso(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
 
 
-def list_array(vectors: np.ndarray) -> pa.ListArray:
-    """Rows of a matrix as an Arrow list column, without a Python list per row."""
+def vector_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows of a matrix as a column DuckDB's numpy scan reads as FLOAT[]: an object array of
+    float32 views of the rows. DuckDB converts it value by value (~20 µs a 384-float row):
+    fine for a store copy's one-off insert, while the embedding writes go through
+    :func:`contextd.store.duckdb.arrow_io.vector_table`."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-    flat = pa.array(vectors.ravel())
-    return pa.ListArray.from_arrays(
-        pa.array(np.arange(0, vectors.size + 1, vectors.shape[1], dtype=np.int32)), flat)
+    return np.fromiter(vectors, dtype=object, count=len(vectors))
+
+
+def numpy_columns(columns: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Columns as DuckDB's numpy scan takes them: a 1-D array as it is, a matrix as its
+    rows (:func:`vector_rows`), a list as an object array. DuckDB infers an object column's
+    type from all its values (str, int, float, bool, datetime, list; None is NULL; a column
+    of None or of empty lists only is typed NULL) and the INSERT casts it to the table's."""
+    out = {}
+    for name, values in columns.items():
+        if isinstance(values, np.ndarray):
+            out[name] = vector_rows(values) if values.ndim == 2 else values
+        else:
+            out[name] = np.fromiter(values, dtype=object, count=len(values))
+    return out
+
+
+def insert_columns(cur: duckdb.DuckDBPyConnection, table: str, columns: dict[str, Any]) -> None:
+    """Insert rows given column by column (lists, or numpy arrays) in one statement: DuckDB
+    scans the registered numpy arrays (~38k chunks/s with their symbols and links, measured by
+    benchmarks/bench_store_io.py, where executemany manages ~580 rows/s)."""
+    name = f"_incoming_{table}"
+    cur.register(name, numpy_columns(columns))
+    try:
+        cols = ", ".join(columns)
+        cur.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {name}")
+    finally:
+        cur.unregister(name)
 
 
 def first_row(result: duckdb.DuckDBPyConnection) -> tuple | None:

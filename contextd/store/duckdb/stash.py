@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-import pyarrow as pa
 
 from contextd.store.base import SegmentRow
 from contextd.store.rows import SEGMENT_COLUMNS
-from contextd.store.duckdb.sql import first_row
+from contextd.store.duckdb.arrow_io import ids_and_vectors
+from contextd.store.duckdb.sql import first_row, insert_columns
 
 
 class StashMixin:
@@ -25,12 +25,8 @@ class StashMixin:
                     row.stashed_at, row.tokens, row.topic, row.source, list(row.references),
                     row.text_hash, row.embedding_model, row.expires_at, row.protected)):
                 columns[name].append(value)
-        arrow = pa.table({**columns,
-                          "refs": pa.array(columns["refs"], type=pa.list_(pa.string())),
-                          "expires_at": pa.array(columns["expires_at"],
-                                                 type=pa.timestamp("us"))})
         with self._transaction() as cur:
-            self._insert_arrow(cur, "stash_segments", arrow)
+            insert_columns(cur, "stash_segments", columns)
 
     def segments(self, segment_ids: Sequence[str] | None = None) -> list[SegmentRow]:
         sql, params = f"SELECT {', '.join(SEGMENT_COLUMNS)} FROM stash_segments", []
@@ -38,11 +34,12 @@ class StashMixin:
             sql += " WHERE segment_id IN (SELECT unnest(?))"
             params.append(list(segment_ids))
         sql += " ORDER BY stashed_at, segment_id"
-        # Through Arrow, column by column: ~3x faster than fetchall at 100k segments.
+        # Column by column as numpy (NULLs masked, timestamps as datetime64[us]), then Python
+        # values: ~30% faster than fetchall's row tuples at 100k segments.
         with self._own_cursor() as cur:
-            table = cur.sql(sql, params=params).to_arrow_table()
-        columns = [table.column(name).to_pylist() for name in SEGMENT_COLUMNS]
-        return [SegmentRow(*row[:9], tuple(row[9] or ()), *row[10:]) for row in zip(*columns)]
+            fetched = cur.sql(sql, params=params).fetchnumpy()
+        columns = [fetched[name].tolist() for name in SEGMENT_COLUMNS]
+        return [SegmentRow(*row[:9], tuple(row[9]), *row[10:]) for row in zip(*columns)]
 
     def count_segments(self) -> int:
         return first_row(self._cursor().execute("SELECT count(*) FROM stash_segments"))[0]
@@ -72,11 +69,7 @@ class StashMixin:
 
     def segment_vectors(self, model: str) -> tuple[list[str], np.ndarray]:
         with self._own_cursor() as cur:
-            table = cur.sql("SELECT s.segment_id, e.vector FROM stash_segments s "
-                            "JOIN embeddings e ON e.text_hash = s.text_hash AND e.model = ?",
-                            params=[model]).to_arrow_table()
-        ids = table.column("segment_id").to_pylist()
-        if not ids:
-            return [], np.zeros((0, 0), dtype=np.float32)
-        flat = table.column("vector").combine_chunks().flatten().to_numpy()
-        return ids, flat.reshape(len(ids), -1).astype(np.float32, copy=False)
+            return ids_and_vectors(cur.sql(
+                "SELECT s.segment_id, e.vector FROM stash_segments s "
+                "JOIN embeddings e ON e.text_hash = s.text_hash AND e.model = ?",
+                params=[model]))
