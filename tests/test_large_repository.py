@@ -7,7 +7,10 @@
 - the BM25 arrays are saved beside the index, and the next process loads them instead of
   tokenising every chunk again, answering the same;
 - translations of one page (fastapi's ``docs/<lang>/``) do not fill the top 5, and a query in
-  one language prefers the page in that language.
+  one language prefers the page in that language;
+- where prose outnumbers code (fastapi's documentation and examples), the lexical provider's
+  answer still holds source chunks, within its limit, so the hybrid that cuts its fused list
+  there keeps them.
 
 Real parts throughout: generated files in a tmp directory, the real indexer and DuckDB store,
 the real ContextModule; lexical and symbol providers only (no model needed).
@@ -258,3 +261,36 @@ def test_copies_of_a_file_collapse_into_one_hit(tmp_path):
         limiters = [h for h in answer.hits if h.file_path.endswith("limiter.py")]
         assert len({h.file_path for h in limiters}) == 1, [h.file_path for h in answer.hits]
         assert len(limiters[0].metadata.get("duplicates", ())) == 2
+
+
+def test_source_chunks_reach_the_fused_list_where_prose_outnumbers_code(tmp_path):
+    """Sixty documentation pages match the question's words better than the code that
+    implements it; the full-text provider keeps a share of its answer for source chunks
+    and stays within its limit (it used to append them past it, and the hybrid provider,
+    which cuts its fused list at that limit, dropped every one)."""
+    from contextd.providers.base import ProviderQuery
+    from contextd.records import ContextScope, TokenBudget
+
+    root = tmp_path / "repo"
+    (root / "docs").mkdir(parents=True)
+    (root / "src").mkdir()
+    for i in range(60):
+        (root / "docs" / f"guide_{i:02d}.md").write_text(
+            f"# Uploads, part {i}\n\nA failed upload is retried: the retry delay of failed "
+            f"uploads grows after each attempt (step {i}), so the retry delay of uploads that "
+            f"failed {i} times is longer.\n")
+    (root / "src" / "uploader.py").write_text(
+        "def next_retry_delay(attempt: int) -> float:\n"
+        "    \"\"\"Seconds to wait before retrying an upload: doubled per attempt.\"\"\"\n"
+        "    return min(60.0, 0.5 * 2 ** attempt)\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    question = "how is the retry delay of failed uploads computed"
+    with _lexical_module(tmp_path, root) as module:
+        module.warm_up(wait=True)
+        limit = 20
+        hits = module.pipeline.provider("full_text").query(
+            ProviderQuery(question, limit=limit), ContextScope(), TokenBudget())
+        assert len(hits) <= limit
+        assert "src/uploader.py" in [h.file_path for h in hits]
+        answer = module.query(QueryRequest(question, k=5, by_file=True))
+        assert "src/uploader.py" in [f.file_path for f in answer.files], answer.files

@@ -624,7 +624,11 @@ class FullTextProvider(ContextProvider):
         index has them: on a project whose prose outnumbers its code ten to one (fastapi's
         documentation and examples), the words of a question match the pages about a feature
         better than the code that implements it, and the ranking's file-role factors
-        (``[ranking] implementation_*``) can only put source first if some reach it."""
+        (``[ranking] implementation_*``) can only put source first if some reach it.
+
+        The source chunks take the places of the weakest others: the answer stays within
+        ``limit``, where a hybrid cuts its fused list, so source chunks appended past it
+        would never be seen."""
         def is_source(cid: str) -> bool:
             row = rows.get(cid)
             return row is not None and file_role(row.file_path, row.language) is FileRole.SOURCE
@@ -635,9 +639,13 @@ class FullTextProvider(ContextProvider):
             return hits
         seen = {cid for cid, _ in hits}
         more = self.index.bm25.top(
-            tokens, wanted, lambda cid: cid not in seen and is_source(cid)
+            tokens, wanted - held, lambda cid: cid not in seen and is_source(cid)
             and (accept is None or accept(cid)))
-        return sorted(hits + more[:wanted - held], key=lambda hit: -hit[1])
+        others = [cid for cid, _ in hits if not is_source(cid)]
+        overflow = max(0, len(hits) + len(more) - limit)
+        dropped = set(others[len(others) - overflow:]) if overflow else set()
+        return sorted([hit for hit in hits if hit[0] not in dropped] + more,
+                      key=lambda hit: -hit[1])
 
     def stats(self) -> dict[str, Any]:
         if self.index is None:
