@@ -286,13 +286,22 @@ class FileHit:
 def aggregate_files(snippets: Sequence[ContextSnippet], settings: RankingConfig
                     ) -> list[FileHit]:
     """Files ranked by their best chunk plus a geometrically decaying share of the others
-    (``file_aggregation_decay``): a file with several relevant chunks beats one lucky hit."""
+    (``file_aggregation_decay``): a file with several relevant chunks beats one lucky hit.
+
+    Each further chunk counts in proportion to its own relevance (its score over the best
+    of the candidates): fused scores are rank-based and flat (with RRF's k = 60 the 50th
+    candidate keeps over half the score of the first), so four chunks from the tail of the
+    candidates, each a weak match, outweighed the file holding the two best ones. On
+    wagtail's change requests the file ``api/v2/router.py`` came first that way for three
+    commits about other endpoints."""
     by_file: dict[str, list[ContextSnippet]] = {}
     for snippet in snippets:
         by_file.setdefault(snippet.file_path, []).append(snippet)
+    top = max((s.score for s in snippets), default=0.0) or 1.0
     hits = []
     for path, items in by_file.items():
         items.sort(key=lambda s: -s.score)
-        score = sum(s.score * settings.file_aggregation_decay ** i for i, s in enumerate(items))
+        score = items[0].score + sum(s.score * (s.score / top) * settings.file_aggregation_decay
+                                     ** i for i, s in enumerate(items[1:], start=1))
         hits.append(FileHit(path, score, tuple(items)))
     return sorted(hits, key=lambda h: (-h.score, h.file_path))
