@@ -10,7 +10,9 @@
   one language prefers the page in that language;
 - where prose outnumbers code (fastapi's documentation and examples), the lexical provider's
   answer still holds source chunks, within its limit, so the hybrid that cuts its fused list
-  there keeps them.
+  there keeps them;
+- copies of one docstring (fastapi's ``APIRouter.get``, ``.put``, ``.post``...) do not use up
+  the lexical provider's candidates.
 
 Real parts throughout: generated files in a tmp directory, the real indexer and DuckDB store,
 the real ContextModule; lexical and symbol providers only (no model needed).
@@ -294,3 +296,42 @@ def test_source_chunks_reach_the_fused_list_where_prose_outnumbers_code(tmp_path
         assert "src/uploader.py" in [h.file_path for h in hits]
         answer = module.query(QueryRequest(question, k=5, by_file=True))
         assert "src/uploader.py" in [f.file_path for f in answer.files], answer.files
+
+
+_METHOD = '''
+    def {method}(self, path: str, operation_id: str | None = None):
+        """Add a {upper} path operation. The OpenAPI schema of the routes lists it: the
+        OpenAPI operation generated for it from the routes holds the operation id, the
+        OpenAPI parameters generated from the routes and the OpenAPI responses generated
+        from the response model of the routes, in the OpenAPI schema of the routes."""
+        return self.add_route(path, "{upper}", operation_id)
+'''
+
+
+def test_copies_of_a_docstring_do_not_use_up_the_lexical_candidates(tmp_path):
+    """Eight methods carry the same long docstring; the code that answers the question is
+    still among the full-text provider's first few candidates (the copies step back)."""
+    from contextd.providers.base import ProviderQuery
+    from contextd.records import ContextScope, TokenBudget
+
+    root = tmp_path / "repo"
+    (root / "app").mkdir(parents=True)
+    methods = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
+    (root / "app" / "routing.py").write_text("class Router:\n" + "".join(
+        _METHOD.format(method=m, upper=m.upper()) for m in methods))
+    (root / "app" / "schema.py").write_text(
+        "def get_openapi(routes):\n"
+        "    \"\"\"The OpenAPI schema generated from the routes.\"\"\"\n"
+        "    return {\"paths\": {route.path: route.operation() for route in routes}}\n")
+    for i in range(30):  # other files, so that the question's words are rare (BM25's IDF)
+        (root / "app" / f"view_{i}.py").write_text(
+            f"def view_{i}(request):\n    return render_page(request, {i})\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    with _lexical_module(tmp_path, root) as module:
+        module.warm_up(wait=True)
+        hits = module.pipeline.provider("full_text").query(
+            ProviderQuery("where is the OpenAPI schema generated from the routes", limit=4),
+            ContextScope(), TokenBudget())
+        files = [h.file_path for h in hits]
+        assert "app/schema.py" in files, [(h.file_path, h.label) for h in hits]
+        assert len(hits) == 4

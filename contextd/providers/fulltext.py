@@ -34,7 +34,9 @@ from contextd.providers.base import (
 )
 from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
 from contextd.query.roles import FileRole, file_role
-from contextd.query.duplicates import TRANSLATION_DEPTH, own_language_first, translation_groups
+from contextd.query.duplicates import (
+    TRANSLATION_DEPTH, copies_last, own_language_first, translation_groups,
+)
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 from contextd.text.stemming import light_stem
 from contextd.store.base import ChunkRow
@@ -601,11 +603,12 @@ class FullTextProvider(ContextProvider):
             groups = translation_groups(self.context.catalog.file_paths(query.generation))
             accept = None if scope_filter.unrestricted else (
                 lambda cid: (row := rows.get(cid)) is not None and scope_filter.accepts_row(row))
-            depth = query.limit * TRANSLATION_DEPTH if groups.member else query.limit
             hits = own_language_first(
-                index.bm25.top(tokens, depth, accept),
+                index.bm25.top(tokens, query.limit * TRANSLATION_DEPTH, accept),
                 lambda hit: (row := rows.get(hit[0])) and row.file_path, groups, query.text,
-                query.limit)
+                query.limit * TRANSLATION_DEPTH)
+            hits = copies_last(hits, lambda hit: hit[1],
+                               lambda hit: (row := rows.get(hit[0])) and row.text, query.limit)
             hits = self._with_source_share(tokens, hits, rows, accept, query.limit)
             coverage = index.bm25.coverage(tokens, [cid for cid, _ in hits])
         if not hits:

@@ -52,6 +52,9 @@ DEFAULT_LANGUAGE = "en"
 # How many times its limit a provider fetches when the project has translations, so that
 # the copies it puts last do not leave it short of candidates.
 TRANSLATION_DEPTH = 4
+# Hits whose scores differ by at most this share are compared as possible copies
+# (copies_last).
+COPY_SCORE_TOLERANCE = 0.02
 # Translation groupings kept (one per project path mapping a process answers for).
 GROUPINGS_KEPT = 8
 
@@ -216,6 +219,40 @@ def _word_set(text: str) -> frozenset[str]:
     return frozenset(light_stem(w.lower()) for w in _WORD_RE.findall(text))
 
 
+def _near_copies(mine: frozenset[str], other: frozenset[str]) -> bool:
+    """Two word sets that are one text twice (Jaccard at least NEAR_DUPLICATE_JACCARD)."""
+    return (len(mine) >= MIN_DUPLICATE_WORDS and len(other) >= MIN_DUPLICATE_WORDS
+            and len(mine & other) >= NEAR_DUPLICATE_JACCARD * len(mine | other))
+
+
+def copies_last(hits: Sequence[Hit], score_of: Callable[[Hit], float],
+                text_of: Callable[[Hit], str | None], limit: int) -> list[Hit]:
+    """A provider's hits (best first, fetched deeper than ``limit``) with the near-copies
+    of a better hit moved behind the others, cut to ``limit``.
+
+    fastapi's ``APIRouter.get``, ``.put``, ``.post``... (and ``FastAPI.get``...) carry the
+    same long docstring eight times per class: for a question about OpenAPI, 32 of BM25's
+    best 50 chunks were four texts, and the code that answers it was never a candidate.
+    Copies score alike (same words, same length), so a hit is compared only with the better
+    hits whose score is within :data:`COPY_SCORE_TOLERANCE` of its own."""
+    first: list[Hit] = []
+    last: list[Hit] = []
+    kept: list[tuple[float, frozenset[str]]] = []
+    for hit in hits:
+        if len(first) >= limit:
+            last.append(hit)
+            continue
+        score, text = score_of(hit), text_of(hit)
+        mine = _word_set(text) if text else frozenset()
+        if any(abs(score - other_score) <= COPY_SCORE_TOLERANCE * max(abs(score), 1e-9)
+               and _near_copies(mine, other) for other_score, other in reversed(kept)):
+            last.append(hit)
+            continue
+        first.append(hit)
+        kept.append((score, mine))
+    return (first + last)[:limit]
+
+
 def collapse_near_duplicates(snippets: Sequence[ContextSnippet]) -> list[ContextSnippet]:
     """Snippets (best first) without the near-copies of a better one in another file: the
     better one keeps its place and names the copies' paths in ``metadata["duplicates"]``."""
@@ -229,8 +266,7 @@ def collapse_near_duplicates(snippets: Sequence[ContextSnippet]) -> list[Context
         target = None
         if len(mine) >= MIN_DUPLICATE_WORDS:
             for index, other in enumerate(words):
-                if (kept[index].file_path != snippet.file_path and len(other) >= MIN_DUPLICATE_WORDS
-                        and len(mine & other) >= NEAR_DUPLICATE_JACCARD * len(mine | other)):
+                if kept[index].file_path != snippet.file_path and _near_copies(mine, other):
                     target = index
                     break
         if target is None:
