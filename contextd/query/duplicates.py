@@ -54,7 +54,7 @@ DEFAULT_LANGUAGE = "en"
 TRANSLATION_DEPTH = 4
 # Hits whose scores differ by at most this share are compared as possible copies
 # (copies_last).
-COPY_SCORE_TOLERANCE = 0.02
+COPY_SCORE_TOLERANCE = 0.01
 # Translation groupings kept (one per project path mapping a process answers for).
 GROUPINGS_KEPT = 8
 
@@ -237,19 +237,30 @@ def copies_last(hits: Sequence[Hit], score_of: Callable[[Hit], float],
     hits whose score is within :data:`COPY_SCORE_TOLERANCE` of its own."""
     first: list[Hit] = []
     last: list[Hit] = []
-    kept: list[tuple[float, frozenset[str]]] = []
+    words: dict[int, frozenset[str]] = {}  # of kept hits, made only when one scores alike
+
+    def word_set(hit: Hit) -> frozenset[str]:  # copies share their words as written
+        text = text_of(hit)
+        return frozenset(_WORD_RE.findall(text.lower())) if text else frozenset()
+
+    def kept_words(index: int) -> frozenset[str]:
+        if index not in words:
+            words[index] = word_set(first[index])
+        return words[index]
+
     for hit in hits:
         if len(first) >= limit:
             last.append(hit)
             continue
-        score, text = score_of(hit), text_of(hit)
-        mine = _word_set(text) if text else frozenset()
-        if any(abs(score - other_score) <= COPY_SCORE_TOLERANCE * max(abs(score), 1e-9)
-               and _near_copies(mine, other) for other_score, other in reversed(kept)):
-            last.append(hit)
-            continue
+        score = score_of(hit)
+        alike = [i for i, other in enumerate(first)
+                 if abs(score - score_of(other)) <= COPY_SCORE_TOLERANCE * abs(score)]
+        if alike:
+            mine = word_set(hit)
+            if any(_near_copies(mine, kept_words(i)) for i in alike):
+                last.append(hit)
+                continue
         first.append(hit)
-        kept.append((score, mine))
     return (first + last)[:limit]
 
 
