@@ -118,3 +118,13 @@ def test_weak_chunks_from_the_tail_do_not_outweigh_strong_ones():
             snippet("router.py", "detail_urlpath", 0.42)]
     hits = aggregate_files(pool, SETTINGS)
     assert [h.file_path for h in hits][1:] == ["api.py", "router.py"]
+
+
+def test_a_link_in_the_task_is_not_read_as_words_or_names():
+    """A commit message citing a specification by URL: its host and path segments
+    ("swagger.io", "v3_0") are neither code names nor content words."""
+    q = understand("Rename 'features' hint: extensions must start with x- "
+                   "https://swagger.io/docs/specification/v3_0/openapi-extensions/", SETTINGS)
+    assert q.symbols == ("features",)
+    assert not {"swagger", "io", "specification", "v3_0", "https"} & set(q.lexical.split())
+    assert "swagger" not in q.dense
