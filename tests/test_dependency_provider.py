@@ -141,3 +141,26 @@ def test_manifest_parsers():
     assert [(d.name, d.line) for d in parse_manifest("requirements.txt", reqs)] == [
         ("Django", 2), ("psycopg", 4)]
     assert parse_manifest("package.json", "{not json") == []
+
+
+def test_a_dependency_named_in_passing_weighs_by_its_share_of_the_query(root):
+    """A question whose subject is something else ("the prices", "the catalog") and that
+    names a package in passing must not get the package's declaration and importers first:
+    the provider's fusion weight is scaled by the share of the query it recognises."""
+    from contextd import ContextModule
+    from contextd.providers.base import ProviderQuery
+
+    module = ContextModule.open(str(root))
+    try:
+        provider = module.pipeline.provider("dependency")
+        assert provider.query_share(ProviderQuery("requests")) == 1.0
+        assert provider.query_share(ProviderQuery("where is PyYAML used")) == 1.0
+        assert provider.query_share(ProviderQuery("which libraries does the shop depend on")) \
+            == 2 / 3
+        passing = "how are the item prices summed into a total for requests"
+        assert provider.query_share(ProviderQuery(passing)) == 1 / 5
+        assert provider.query_share(ProviderQuery("how are prices summed")) == 0.0
+    finally:
+        module.shutdown()
+    answer = contextd(root, "query", passing, "--k", "3")
+    assert answer["hits"][0]["file_path"] == "shop/prices.py"

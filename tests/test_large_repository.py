@@ -7,7 +7,12 @@
 - the BM25 arrays are saved beside the index, and the next process loads them instead of
   tokenising every chunk again, answering the same;
 - translations of one page (fastapi's ``docs/<lang>/``) do not fill the top 5, and a query in
-  one language prefers the page in that language.
+  one language prefers the page in that language;
+- where prose outnumbers code (fastapi's documentation and examples), the lexical provider's
+  answer still holds source chunks, within its limit, so the hybrid that cuts its fused list
+  there keeps them;
+- copies of one docstring (fastapi's ``APIRouter.get``, ``.put``, ``.post``...) do not use up
+  the lexical provider's candidates.
 
 Real parts throughout: generated files in a tmp directory, the real indexer and DuckDB store,
 the real ContextModule; lexical and symbol providers only (no model needed).
@@ -258,3 +263,101 @@ def test_copies_of_a_file_collapse_into_one_hit(tmp_path):
         limiters = [h for h in answer.hits if h.file_path.endswith("limiter.py")]
         assert len({h.file_path for h in limiters}) == 1, [h.file_path for h in answer.hits]
         assert len(limiters[0].metadata.get("duplicates", ())) == 2
+
+
+def test_source_chunks_reach_the_fused_list_where_prose_outnumbers_code(tmp_path):
+    """Sixty documentation pages match the question's words better than the code that
+    implements it; the full-text provider keeps a share of its answer for source chunks
+    and stays within its limit (it used to append them past it, and the hybrid provider,
+    which cuts its fused list at that limit, dropped every one)."""
+    from contextd.providers.base import ProviderQuery
+    from contextd.records import ContextScope, TokenBudget
+
+    root = tmp_path / "repo"
+    (root / "docs").mkdir(parents=True)
+    (root / "src").mkdir()
+    for i in range(60):
+        (root / "docs" / f"guide_{i:02d}.md").write_text(
+            f"# Uploads, part {i}\n\nA failed upload is retried: the retry delay of failed "
+            f"uploads grows after each attempt (step {i}), so the retry delay of uploads that "
+            f"failed {i} times is longer.\n")
+    (root / "src" / "uploader.py").write_text(
+        "def next_retry_delay(attempt: int) -> float:\n"
+        "    \"\"\"Seconds to wait before retrying an upload: doubled per attempt.\"\"\"\n"
+        "    return min(60.0, 0.5 * 2 ** attempt)\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    question = "how is the retry delay of failed uploads computed"
+    with _lexical_module(tmp_path, root) as module:
+        module.warm_up(wait=True)
+        limit = 20
+        hits = module.pipeline.provider("full_text").query(
+            ProviderQuery(question, limit=limit), ContextScope(), TokenBudget())
+        assert len(hits) <= limit
+        assert "src/uploader.py" in [h.file_path for h in hits]
+        answer = module.query(QueryRequest(question, k=5, by_file=True))
+        assert "src/uploader.py" in [f.file_path for f in answer.files], answer.files
+
+
+_METHOD = '''
+    def {method}(self, path: str, operation_id: str | None = None):
+        """Add a {upper} path operation. The OpenAPI schema of the routes lists it: the
+        OpenAPI operation generated for it from the routes holds the operation id, the
+        OpenAPI parameters generated from the routes and the OpenAPI responses generated
+        from the response model of the routes, in the OpenAPI schema of the routes.
+        The OpenAPI schema generated from the routes keeps its tags, the OpenAPI schema
+        generated from the routes keeps its summary, description, callbacks, servers,
+        security, deprecation, webhooks, extensions and links: OpenAPI routes, OpenAPI schema,
+        generated."""
+        return self.add_route(path, "{upper}", operation_id)
+'''
+
+
+def test_copies_of_a_docstring_do_not_use_up_the_lexical_candidates(tmp_path):
+    """Eight methods carry the same long docstring; the code that answers the question is
+    still among the full-text provider's first few candidates (the copies step back)."""
+    from contextd.providers.base import ProviderQuery
+    from contextd.records import ContextScope, TokenBudget
+
+    root = tmp_path / "repo"
+    (root / "app").mkdir(parents=True)
+    methods = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
+    (root / "app" / "routing.py").write_text("class Router:\n" + "".join(
+        _METHOD.format(method=m, upper=m.upper()) for m in methods))
+    (root / "app" / "schema.py").write_text(
+        "def get_openapi(routes):\n"
+        "    \"\"\"The OpenAPI schema generated from the routes.\"\"\"\n"
+        "    return {\"paths\": {route.path: route.operation() for route in routes}}\n")
+    for i in range(30):  # other files, so that the question's words are rare (BM25's IDF)
+        (root / "app" / f"view_{i}.py").write_text(
+            f"def view_{i}(request):\n    return render_page(request, {i})\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    with _lexical_module(tmp_path, root) as module:
+        module.warm_up(wait=True)
+        hits = module.pipeline.provider("full_text").query(
+            ProviderQuery("where is the OpenAPI schema generated from the routes", limit=4),
+            ContextScope(), TokenBudget())
+        files = [h.file_path for h in hits]
+        assert "app/schema.py" in files, [(h.file_path, h.label) for h in hits]
+        assert len(hits) == 4
+
+
+def test_two_similar_functions_of_one_module_are_not_copies():
+    """Small functions of one module share most of their words and do different things
+    (with the docstrings stripped, toolz's ``merge`` and ``merge_with``): only near-identical
+    texts step back, and copies in other files stay candidates for the pipeline to merge."""
+    from contextd.query.duplicates import copies_last
+
+    merge = ("def merge(*dicts, **kwargs):\n    factory = _get_factory(merge, kwargs)\n"
+             "    rv = factory()\n    for d in dicts:\n        rv.update(d)\n    return rv\n"
+             "# keys of later dictionaries win over the earlier ones in the result\n")
+    # 91% of their words in common: a copy by the pipeline's cross-file rule (80%)
+    merge_with = merge.replace("def merge(", "def merge_with(func, ").replace(
+        "rv.update(d)", "rv.update(func(d))")
+    hits = [("a", 1.0, "toolz/dicttoolz.py", merge), ("b", 0.995, "toolz/dicttoolz.py", merge_with),
+            ("c", 0.99, "toolz/curried.py", merge), ("d", 0.5, "toolz/other.py", "x = 1\n")]
+    kept = copies_last(hits, lambda h: h[1], lambda h: h[3], lambda h: h[2], limit=3)
+    assert [h[0] for h in kept] == ["a", "b", "c"]
+    copy = ("e", 0.999, "toolz/dicttoolz.py", merge)  # the same text twice in one file
+    kept = copies_last([hits[0], copy, *hits[1:]], lambda h: h[1], lambda h: h[3],
+                       lambda h: h[2], limit=3)
+    assert [h[0] for h in kept] == ["a", "b", "c"]

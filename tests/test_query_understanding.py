@@ -99,5 +99,32 @@ def test_file_aggregation_rewards_several_relevant_chunks():
                             snippet("b.py", "z", 0.7), snippet("b.py", "w", 0.1)], SETTINGS)
     assert [h.file_path for h in hits] == ["b.py", "a.py"]
     decay = SETTINGS.file_aggregation_decay
-    assert abs(hits[0].score - (0.8 + 0.7 * decay + 0.1 * decay ** 2)) < 1e-9
+    # each further chunk weighs by its relevance: its score over the best candidate's (0.9)
+    expected = 0.8 + 0.7 * (0.7 / 0.9) * decay + 0.1 * (0.1 / 0.9) * decay ** 2
+    assert abs(hits[0].score - expected) < 1e-9
     assert [s.label for s in hits[0].snippets] == ["y", "z", "w"]
+
+
+def test_weak_chunks_from_the_tail_do_not_outweigh_strong_ones():
+    """Rank-fused scores are flat (a candidate from the tail keeps half the score of the
+    first): a file with one good chunk and three weak ones must not beat the file holding
+    two good ones (wagtail: api/v2/router.py over contrib/redirects/api.py for "Add
+    redirects find endpoint in API v3")."""
+    pool = [snippet("other.py", "best", 1.0),
+            snippet("router.py", "get_model_endpoint", 0.78),
+            snippet("api.py", "find_object", 0.72), snippet("api.py", "module code", 0.72),
+            snippet("router.py", "register_endpoint", 0.46),
+            snippet("router.py", "listing_urlpath", 0.42),
+            snippet("router.py", "detail_urlpath", 0.42)]
+    hits = aggregate_files(pool, SETTINGS)
+    assert [h.file_path for h in hits][1:] == ["api.py", "router.py"]
+
+
+def test_a_link_in_the_task_is_not_read_as_words_or_names():
+    """A commit message citing a specification by URL: its host and path segments
+    ("swagger.io", "v3_0") are neither code names nor content words."""
+    q = understand("Rename 'features' hint: extensions must start with x- "
+                   "https://swagger.io/docs/specification/v3_0/openapi-extensions/", SETTINGS)
+    assert q.symbols == ("features",)
+    assert not {"swagger", "io", "specification", "v3_0", "https"} & set(q.lexical.split())
+    assert "swagger" not in q.dense

@@ -379,7 +379,9 @@ class RankingConfig:
                                     "names code symbols.")
     file_aggregation_decay: float = _opt(0.5, min=0.0, max=1.0,
                                          help="Files: best chunk score plus this factor "
-                                              "times each further chunk (geometric).")
+                                              "times each further chunk (geometric), each "
+                                              "weighed by its score over the best "
+                                              "candidate's.")
     max_symbol_candidates: int = _opt(12, min=0, max=200,
                                       help="Symbol names taken from one task description.")
     test_path_patterns: list[str] = _opt(["tests/*", "test/*", "*/tests/*", "*/test/*",

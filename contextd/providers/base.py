@@ -215,6 +215,15 @@ class ContextProvider:
         vectors ranks its best among those 2% first, which says little about the project."""
         return 1.0
 
+    def query_share(self, query: ProviderQuery) -> float:
+        """The share of ``query`` this provider recognises, in [0, 1] (default 1.0). Fusion
+        scales the provider's weight by it, as by :meth:`share_indexed`: a narrow provider
+        (the dependency provider, which knows the names of declared packages) that
+        recognises one word of an eight-word question ranks what that one word finds, which
+        says little about the question ("how are pydantic models ... converted to JSON").
+        Must be cheap: it is asked once per query, beside the query itself."""
+        return 1.0
+
     def catch_up(self, generation: int | None) -> None:
         """Bring in-memory state up to date with the store at ``generation`` (default:
         nothing to do). The runner calls it before the provider's ``timeout_ms`` starts: on a

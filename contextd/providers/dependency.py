@@ -23,6 +23,7 @@ from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.manifests import Dependency, is_manifest, normalise, parse_manifest
+from contextd.query.understanding import STOP_WORDS
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 
 DECLARES_SCORE = 1.0
@@ -136,11 +137,9 @@ class DependencyProvider(ContextProvider):
     def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
         query = ProviderQuery.of(query)
-        words = {w.strip(".,;:!?'\"()").lower() for w in _QUERY_WORD.findall(query.text)}
-        keys = {normalise(w) for w in words}
+        words = _words(query.text)
         declared = self.dependencies(query.generation)
-        named = [d for d in declared if d.key in keys or any(
-            n.lower() in words for n in d.import_names())]
+        named = _named(declared, words)
         accepts = ScopeFilter(scope).accepts_row
         if named:
             found = self._about(named, query.generation)
@@ -156,6 +155,23 @@ class DependencyProvider(ContextProvider):
             if row is not None and cid not in out and accepts(row) and score >= query.min_score:
                 out[cid] = snippet_from_row(row, score, self.id, meta)
         return sorted(out.values(), key=lambda s: -s.score)[:query.limit]
+
+    def query_share(self, query: ProviderQuery) -> float:
+        """The share of the query's content words that name a declared dependency (by its
+        name or an import name) or ask about dependencies in general: 1.0 for "where is
+        PyYAML used", 1/8 for a question about pydantic models converted to JSON, whose
+        subject is the conversion (see :meth:`ContextProvider.query_share`)."""
+        query = ProviderQuery.of(query)
+        words = _words(query.text)
+        content = {w for w in words if len(w) >= 2 and w not in STOP_WORDS}
+        if not content:
+            return 1.0
+        recognised = content & GENERAL_WORDS
+        for dep in _named(self.dependencies(query.generation), content):
+            recognised |= {w for w in content
+                           if normalise(w) == dep.key
+                           or w in {n.lower() for n in dep.import_names()}}
+        return len(recognised) / len(content)
 
     def _declarations(self, deps: Iterable[Dependency], generation: int | None
                       ) -> list[tuple[str, dict[str, Any]]]:
@@ -230,6 +246,18 @@ class DependencyProvider(ContextProvider):
             return {}
         deps = self.dependencies()
         return {"declared": len(deps), "manifests": sorted({d.manifest for d in deps})}
+
+
+def _words(text: str) -> set[str]:
+    """The lower-cased words of a query, as dependency names are written."""
+    return {w.strip(".,;:!?'\"()").lower() for w in _QUERY_WORD.findall(text)}
+
+
+def _named(declared: Iterable[Dependency], words: set[str]) -> list[Dependency]:
+    """The declared dependencies the words name, by distribution or import name."""
+    keys = {normalise(w) for w in words}
+    return [d for d in declared if d.key in keys or any(
+        n.lower() in words for n in d.import_names())]
 
 
 def _meta(dep: Dependency, relation: str) -> dict[str, Any]:

@@ -34,7 +34,9 @@ from contextd.providers.base import (
 )
 from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
 from contextd.query.roles import FileRole, file_role
-from contextd.query.duplicates import TRANSLATION_DEPTH, own_language_first, translation_groups
+from contextd.query.duplicates import (
+    TRANSLATION_DEPTH, copies_last, own_language_first, translation_groups,
+)
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 from contextd.text.stemming import light_stem
 from contextd.store.base import ChunkRow
@@ -601,11 +603,14 @@ class FullTextProvider(ContextProvider):
             groups = translation_groups(self.context.catalog.file_paths(query.generation))
             accept = None if scope_filter.unrestricted else (
                 lambda cid: (row := rows.get(cid)) is not None and scope_filter.accepts_row(row))
-            depth = query.limit * TRANSLATION_DEPTH if groups.member else query.limit
             hits = own_language_first(
-                index.bm25.top(tokens, depth, accept),
+                index.bm25.top(tokens, query.limit * TRANSLATION_DEPTH, accept),
                 lambda hit: (row := rows.get(hit[0])) and row.file_path, groups, query.text,
-                query.limit)
+                query.limit * TRANSLATION_DEPTH)
+            hits = copies_last(hits, lambda hit: hit[1],
+                               lambda hit: (row := rows.get(hit[0])) and row.text,
+                               lambda hit: (row := rows.get(hit[0])) and row.file_path,
+                               query.limit)
             hits = self._with_source_share(tokens, hits, rows, accept, query.limit)
             coverage = index.bm25.coverage(tokens, [cid for cid, _ in hits])
         if not hits:
@@ -624,7 +629,11 @@ class FullTextProvider(ContextProvider):
         index has them: on a project whose prose outnumbers its code ten to one (fastapi's
         documentation and examples), the words of a question match the pages about a feature
         better than the code that implements it, and the ranking's file-role factors
-        (``[ranking] implementation_*``) can only put source first if some reach it."""
+        (``[ranking] implementation_*``) can only put source first if some reach it.
+
+        The source chunks take the places of the weakest others: the answer stays within
+        ``limit``, where a hybrid cuts its fused list, so source chunks appended past it
+        would never be seen."""
         def is_source(cid: str) -> bool:
             row = rows.get(cid)
             return row is not None and file_role(row.file_path, row.language) is FileRole.SOURCE
@@ -635,9 +644,13 @@ class FullTextProvider(ContextProvider):
             return hits
         seen = {cid for cid, _ in hits}
         more = self.index.bm25.top(
-            tokens, wanted, lambda cid: cid not in seen and is_source(cid)
+            tokens, wanted - held, lambda cid: cid not in seen and is_source(cid)
             and (accept is None or accept(cid)))
-        return sorted(hits + more[:wanted - held], key=lambda hit: -hit[1])
+        others = [cid for cid, _ in hits if not is_source(cid)]
+        overflow = max(0, len(hits) + len(more) - limit)
+        dropped = set(others[len(others) - overflow:]) if overflow else set()
+        return sorted([hit for hit in hits if hit[0] not in dropped] + more,
+                      key=lambda hit: -hit[1])
 
     def stats(self) -> dict[str, Any]:
         if self.index is None:

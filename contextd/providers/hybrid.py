@@ -17,13 +17,19 @@ from contextd.query.fusion import FusionStrategy, fuse
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 
 
-def fusion_weights(providers: Mapping[str, Any], config: Any) -> dict[str, float]:
+def fusion_weights(providers: Mapping[str, Any], config: Any,
+                   query: ProviderQuery | None = None) -> dict[str, float]:
     """Each provider's fusion weight: its configured ``weight`` times the share of the
-    project it can search (``share_indexed``: vectors still being computed)."""
+    project it can search (``share_indexed``: vectors still being computed) and, given the
+    ``query``, the share of the query it recognises (``query_share``)."""
     weights = {}
     for pid, provider in providers.items():
         share = getattr(provider, "share_indexed", None)
-        weights[pid] = config.provider(pid).weight * (share() if share is not None else 1.0)
+        weight = config.provider(pid).weight * (share() if share is not None else 1.0)
+        recognised = getattr(provider, "query_share", None)
+        if query is not None and recognised is not None:
+            weight *= recognised(query.for_kind(provider.type))
+        weights[pid] = weight
     return weights
 
 
@@ -77,7 +83,8 @@ class HybridProvider(ContextProvider):
                              lambda pid: config.provider(pid).timeout_ms)
         notes += left_out_notes(runs)
         ranked = {pid: run.snippets for pid, run in runs.items() if not run.error}
-        weights = fusion_weights({p.id: p for p in providers if p.id in ranked}, config)
+        weights = fusion_weights({p.id: p for p in providers if p.id in ranked}, config,
+                                 query)
         fused = fuse(ranked, weights, FusionStrategy(self.settings.fusion_strategy),
                      self.settings.rrf_k, order=self.settings.combines, limit=query.limit)
         fused = [s for s in fused if s.score >= query.min_score]

@@ -52,6 +52,12 @@ DEFAULT_LANGUAGE = "en"
 # How many times its limit a provider fetches when the project has translations, so that
 # the copies it puts last do not leave it short of candidates.
 TRANSLATION_DEPTH = 4
+# Hits whose scores differ by at most this share are compared as possible copies
+# (copies_last).
+COPY_SCORE_TOLERANCE = 0.01
+# Word-set similarity from which two chunks of one file are copies (copies_last): two small
+# functions of one module share most of their words and still do different things.
+COPY_JACCARD = 0.95
 # Translation groupings kept (one per project path mapping a process answers for).
 GROUPINGS_KEPT = 8
 
@@ -216,6 +222,58 @@ def _word_set(text: str) -> frozenset[str]:
     return frozenset(light_stem(w.lower()) for w in _WORD_RE.findall(text))
 
 
+def _near_copies(mine: frozenset[str], other: frozenset[str],
+                 similarity: float = NEAR_DUPLICATE_JACCARD) -> bool:
+    """Two word sets that are one text twice (Jaccard at least ``similarity``)."""
+    return (len(mine) >= MIN_DUPLICATE_WORDS and len(other) >= MIN_DUPLICATE_WORDS
+            and len(mine & other) >= similarity * len(mine | other))
+
+
+def copies_last(hits: Sequence[Hit], score_of: Callable[[Hit], float],
+                text_of: Callable[[Hit], str | None], file_of: Callable[[Hit], str | None],
+                limit: int) -> list[Hit]:
+    """A provider's hits (best first, fetched deeper than ``limit``) with the near-copies
+    of a better hit of the same file moved behind the others, cut to ``limit``.
+
+    fastapi's ``APIRouter.get``, ``.put``, ``.post``... (and ``FastAPI.get``...) carry the
+    same long docstring eight times per class: for a question about OpenAPI, 32 of BM25's
+    best 50 chunks were four texts, and the code that answers it was never a candidate.
+    Copies score alike (same words, same length), so a hit is compared only with the better
+    hits whose score is within :data:`COPY_SCORE_TOLERANCE` of its own. Copies in other
+    files stay candidates: the pipeline merges them into the best one, naming their paths
+    (:func:`collapse_near_duplicates`), and the one a query wants may be either (a module
+    and its ``.pyi`` stub)."""
+    first: list[Hit] = []
+    last: list[Hit] = []
+    words: dict[int, frozenset[str]] = {}  # of kept hits, made only when one scores alike
+
+    def word_set(hit: Hit) -> frozenset[str]:  # copies share their words as written
+        text = text_of(hit)
+        return frozenset(_WORD_RE.findall(text.lower())) if text else frozenset()
+
+    def kept_words(index: int) -> frozenset[str]:
+        if index not in words:
+            words[index] = word_set(first[index])
+        return words[index]
+
+    for hit in hits:
+        if len(first) >= limit:
+            last.append(hit)
+            continue
+        score = score_of(hit)
+        path = file_of(hit)
+        alike = [i for i, other in enumerate(first)
+                 if abs(score - score_of(other)) <= COPY_SCORE_TOLERANCE * abs(score)
+                 and file_of(other) == path]
+        if alike:
+            mine = word_set(hit)
+            if any(_near_copies(mine, kept_words(i), COPY_JACCARD) for i in alike):
+                last.append(hit)
+                continue
+        first.append(hit)
+    return (first + last)[:limit]
+
+
 def collapse_near_duplicates(snippets: Sequence[ContextSnippet]) -> list[ContextSnippet]:
     """Snippets (best first) without the near-copies of a better one in another file: the
     better one keeps its place and names the copies' paths in ``metadata["duplicates"]``."""
@@ -229,8 +287,7 @@ def collapse_near_duplicates(snippets: Sequence[ContextSnippet]) -> list[Context
         target = None
         if len(mine) >= MIN_DUPLICATE_WORDS:
             for index, other in enumerate(words):
-                if (kept[index].file_path != snippet.file_path and len(other) >= MIN_DUPLICATE_WORDS
-                        and len(mine & other) >= NEAR_DUPLICATE_JACCARD * len(mine | other)):
+                if kept[index].file_path != snippet.file_path and _near_copies(mine, other):
                     target = index
                     break
         if target is None:

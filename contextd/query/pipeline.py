@@ -304,7 +304,8 @@ class QueryPipeline:
         if len(ranked) == 1:
             return runs, next(iter(ranked.values())), notes
         hybrid = self.config.provider(HYBRID_ID)
-        weights = fusion_weights({p.id: p for p in ready if p.id in ranked}, self.config)
+        weights = fusion_weights({p.id: p for p in ready if p.id in ranked}, self.config,
+                                 query)
         fused = fuse(ranked, weights, FusionStrategy(hybrid.fusion_strategy), hybrid.rrf_k,
                      order=list(ranked))
         return runs, fused, notes

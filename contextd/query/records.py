@@ -132,7 +132,7 @@ class Hit:
 @dataclass(frozen=True)
 class FileResult:
     """One file of a ``by_file`` answer: its aggregated score (best chunk plus a decaying
-    share of the others, see :func:`contextd.query.understanding.aggregate_files`) and the
+    share of the others, each weighed by its relevance, see :func:`contextd.query.understanding.aggregate_files`) and the
     1-based inclusive line ranges of the candidate chunks found in it, best first."""
 
     file_path: str

@@ -47,6 +47,9 @@ _CAMEL_PARTS_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _BOILERPLATE_RE = re.compile(
     r"^\s*(?:(?:fix(?:es|ed)?|feat(?:ure)?|bug|chore|refactor|perf|docs|test|issue|todo)"
     r"(?:\([^)]*\))?!?\s*:\s*)+", re.I)
+# A link is where to read more, not words of the task: its host and path segments
+# ("swagger.io", "v3_0", "specification") read as names and words matched nothing of the code.
+_URL_RE = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.I)
 _ISSUE_REF_RE = re.compile(r"(?:\b(?:closes|fixes|resolves|see)\s+)?#\d+\b", re.I)
 _MARKDOWN_RE = re.compile(r"[`*]+|^\s*[#>]+", re.M)
 # What is left of "(#42)" or "[closes #42]" once the reference is gone (not the "()" of a call).
@@ -150,7 +153,7 @@ def plain_cross_references(text: str) -> str:
 def understand(task: str, settings: RankingConfig) -> UnderstoodQuery:
     """Build the dense query, the lexical query and the symbol candidates of a task.
     Exact evidence and intent read the task as written (a quotation keeps its markup)."""
-    original, task = task, plain_cross_references(task)
+    original, task = task, _URL_RE.sub(" ", plain_cross_references(task))
     quoted = tuple(next(g for g in m.groups() if g) for m in _QUOTED_RE.finditer(task))
     files = tuple(dict.fromkeys(m.group(1) for m in _FILE_RE.finditer(task)
                                 if m.group(2).lower() in _FILE_EXTENSIONS))
@@ -286,13 +289,22 @@ class FileHit:
 def aggregate_files(snippets: Sequence[ContextSnippet], settings: RankingConfig
                     ) -> list[FileHit]:
     """Files ranked by their best chunk plus a geometrically decaying share of the others
-    (``file_aggregation_decay``): a file with several relevant chunks beats one lucky hit."""
+    (``file_aggregation_decay``): a file with several relevant chunks beats one lucky hit.
+
+    Each further chunk counts in proportion to its own relevance (its score over the best
+    of the candidates): fused scores are rank-based and flat (with RRF's k = 60 the 50th
+    candidate keeps over half the score of the first), so four chunks from the tail of the
+    candidates, each a weak match, outweighed the file holding the two best ones. On
+    wagtail's change requests the file ``api/v2/router.py`` came first that way for three
+    commits about other endpoints."""
     by_file: dict[str, list[ContextSnippet]] = {}
     for snippet in snippets:
         by_file.setdefault(snippet.file_path, []).append(snippet)
+    top = max((s.score for s in snippets), default=0.0) or 1.0
     hits = []
     for path, items in by_file.items():
         items.sort(key=lambda s: -s.score)
-        score = sum(s.score * settings.file_aggregation_decay ** i for i, s in enumerate(items))
+        score = items[0].score + sum(s.score * (s.score / top) * settings.file_aggregation_decay
+                                     ** i for i, s in enumerate(items[1:], start=1))
         hits.append(FileHit(path, score, tuple(items)))
     return sorted(hits, key=lambda h: (-h.score, h.file_path))
