@@ -123,6 +123,9 @@ def measure(wheel: Path, first: list[str], work: Path) -> dict:
     first_query_s = _run(query, capture_output=True, env=env)
     second_query_s = _run(query, capture_output=True, env=env)
     tools, top_hit, mcp_s = mcp_answer(contextd, root, env)
+    # The first query handed its vectors to a background owner: stop it before the folder
+    # goes (it would otherwise idle for [owner] idle_exit_seconds, writing into it).
+    subprocess.run([contextd, "--root", str(root), "stop"], capture_output=True, env=env)
     return {"wheel": wheel.name, "installed_mb": round(_size_mb(venv)),
             "packages": len(listed), "heavy_present": sorted(n for n in HEAVY if n in names),
             "install_s": round(install_s, 1), "version_cold_s": round(version_s, 2),
