@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -39,9 +39,11 @@ PENDING_NOTE = "semantic results pending: model loading"
 COMPACT_DEAD_SHARE = 0.25
 COMPACT_MIN_DEAD = 1024
 MIN_CAPACITY = 1024
-# Files whose vectors one store read loads: a full load holds one batch of float32 vectors at
-# a time (~3 MB at fastapi's 20 chunks per file), not the whole matrix and its Arrow copy.
-FILES_PER_VECTOR_READ = 100
+# Chunks whose vectors one store read loads, by text hash: a load holds one batch of vectors
+# at a time (~3 MB), not the whole matrix, its Arrow copy and the hash table of a join with
+# every vector (chunk_vectors: ~240 MB above the matrix at 60k chunks, most of it kept by
+# DuckDB's allocator afterwards).
+CHUNKS_PER_VECTOR_READ = 2000
 # Query embeddings kept per text: agents repeat queries (retries, one task's context asked
 # for again), and embedding costs 3-15 ms on a loaded machine.
 QUERY_VECTOR_CACHE = 256
@@ -97,16 +99,16 @@ class VectorIndex(IncrementalIndex):
                 self.alive[row] = False
                 del self.position[self.ids[row]]
                 self.ids[row] = None
-        for chunk_rows in _file_batches(self.catalog.entries_for_files(changed),
-                                        FILES_PER_VECTOR_READ):
-            files = list(dict.fromkeys(r.file_id for r in chunk_rows))
-            ids, vectors = self.store.chunk_vectors(self.model, files)
-            found = dict(zip(ids, range(len(ids))))
-            new = [r for r in chunk_rows if r.chunk_id in found]
+        entries = self.catalog.entries_for_files(changed)
+        for start in range(0, len(entries), CHUNKS_PER_VECTOR_READ):
+            chunk_rows = entries[start:start + CHUNKS_PER_VECTOR_READ]
+            found = self.store.vectors_for(self.model,
+                                           list(dict.fromkeys(r.embed_hash for r in chunk_rows)))
+            new = [r for r in chunk_rows if r.embed_hash in found]
             self.files_missing_vectors |= {r.file_id for r in chunk_rows
-                                           if r.chunk_id not in found}
+                                           if r.embed_hash not in found}
             if new:
-                self._append(new, vectors[[found[r.chunk_id] for r in new]])
+                self._append(new, np.stack([found[r.embed_hash] for r in new]))
         if self.size - len(self.position) > max(COMPACT_MIN_DEAD,
                                                  COMPACT_DEAD_SHARE * self.size):
             self._compact()
@@ -250,20 +252,6 @@ class StoreVectorSearch:
         hashes = {cid: rows[cid].embed_hash for cid in chunk_ids if cid in rows}
         found = self.store.vectors_for(self.model, sorted(set(hashes.values())))
         return {cid: found[h] for cid, h in hashes.items() if h in found}
-
-
-def _file_batches(entries: Sequence[Any], files: int) -> Iterator[list[Any]]:
-    """``entries`` (grouped by file) in consecutive runs of at most ``files`` files."""
-    batch: list[Any] = []
-    seen: set[int] = set()
-    for entry in entries:
-        if entry.file_id not in seen and len(seen) == files:
-            yield batch
-            batch, seen = [], set()
-        seen.add(entry.file_id)
-        batch.append(entry)
-    if batch:
-        yield batch
 
 
 def _grown(array: np.ndarray, used: int, capacity: int) -> np.ndarray:
