@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import struct
 import sys
 import threading
 from collections import defaultdict
@@ -46,26 +47,48 @@ SPOOL_COMPACT_MIN_DEAD = 16 << 20
 
 @dataclass(frozen=True, slots=True)
 class ChunkEntry:
-    """A stored chunk as the catalog keeps it: every field of a
-    :class:`~contextd.store.base.ChunkRow` but the texts, and where in the spool they lie
-    (``text_bytes`` of UTF-8 text at ``at``, then ``index_bytes`` of index text when it
-    differs from the text, 0 when it is the same)."""
+    """A stored chunk as the catalog keeps it: the fields of a
+    :class:`~contextd.store.base.ChunkRow` that scopes, rankings and loads read, and where
+    the rest lies in the spool (``size`` bytes at ``at``: see :func:`_packed`)."""
 
     chunk_id: str
     file_id: int
     file_path: str
     ordinal: int
     kind: str
-    label: str
     language: str
     start_line: int
     end_line: int
     tokens: int
     embed_hash: str
-    parent: str
     at: int
-    text_bytes: int
-    index_bytes: int
+    size: int
+
+
+# The lengths of the text, the index text (0: the same as the text) and the label, before them.
+_HEADER = struct.Struct("<III")
+
+
+def _packed(row: ChunkRow) -> bytes:
+    """What the spool holds of a chunk: its text, index text, label and parent (UTF-8)."""
+    text, label = row.text.encode(), row.label.encode()
+    index = b"" if row.index_text == row.text else row.index_text.encode()
+    return b"".join((_HEADER.pack(len(text), len(index), len(label)), text, index, label,
+                     row.parent.encode()))
+
+
+def _unpacked(entry: ChunkEntry, data: bytes) -> ChunkRow:
+    """The ChunkRow of an entry and its packed bytes."""
+    text_end, index_bytes, label_bytes = _HEADER.unpack_from(data)
+    text_end += _HEADER.size
+    text = data[_HEADER.size:text_end].decode()
+    index_end = text_end + index_bytes
+    label_end = index_end + label_bytes
+    return ChunkRow(entry.chunk_id, entry.file_id, entry.file_path, entry.ordinal, entry.kind,
+                    data[index_end:label_end].decode(), entry.language, entry.start_line,
+                    entry.end_line, entry.tokens, text,
+                    data[text_end:index_end].decode() if index_bytes else text,
+                    entry.embed_hash, data[label_end:].decode())
 
 
 class IncrementalIndex:
@@ -204,31 +227,25 @@ class ChunkCatalog(IncrementalIndex):
             release_scratch_memory()
 
     def _load_rows(self, rows: list[ChunkRow]) -> None:
-        """Keep the entries of ``rows`` and append their texts to the spool (one write)."""
-        blobs: list[bytes] = []
-        at = self.spool.size
+        """Keep the entries of ``rows`` and append the rest to the spool (one write)."""
+        blobs = [_packed(row) for row in rows]
+        at = self.spool.append(b"".join(blobs))
+        self._live_bytes += sum(map(len, blobs))
         intern = sys.intern
-        for row in rows:
-            text = row.text.encode()
-            index = b"" if row.index_text == row.text else row.index_text.encode()
-            blobs += (text, index)
+        for row, blob in zip(rows, blobs):
             # Path, kind and language interned: one string per file and value, not per chunk.
-            entry = ChunkEntry(row.chunk_id, row.file_id, intern(row.file_path), row.ordinal,
-                               intern(row.kind), row.label, intern(row.language),
-                               row.start_line, row.end_line, row.tokens, row.embed_hash,
-                               row.parent, at, len(text), len(index))
-            at += len(text) + len(index)
+            self.rows[row.chunk_id] = ChunkEntry(
+                row.chunk_id, row.file_id, intern(row.file_path), row.ordinal, intern(row.kind),
+                intern(row.language), row.start_line, row.end_line, row.tokens, row.embed_hash,
+                at, len(blob))
             self._file_chunks.setdefault(row.file_id, []).append(row.chunk_id)
-            self.rows[row.chunk_id] = entry
-        written = self.spool.append(b"".join(blobs))
-        self._live_bytes += at - written
+            at += len(blob)
 
     def _compact_spool(self) -> None:
         """Rewrite the spool with the live texts only."""
         old, self.spool = self.spool, Spool(self.spool_folder)
         for chunk_id, entry in self.rows.items():
-            size = entry.text_bytes + entry.index_bytes
-            at = self.spool.append(old.read(entry.at, size))
+            at = self.spool.append(old.read(entry.at, entry.size))
             self.rows[chunk_id] = dataclasses.replace(entry, at=at)
         self._live_bytes = self.spool.size
         old.close()
@@ -241,20 +258,14 @@ class ChunkCatalog(IncrementalIndex):
         for chunk_id in self._file_chunks.pop(file_id, ()):
             entry = self.rows.pop(chunk_id, None)
             if entry is not None:
-                self._live_bytes -= entry.text_bytes + entry.index_bytes
+                self._live_bytes -= entry.size
         for postings, key, entry in self._file_entries.pop(file_id, ()):
             postings.remove(key, entry)
 
     def _row(self, entry: ChunkEntry) -> ChunkRow:
-        """The stored chunk of an entry, its texts read from the spool (caller holds the
-        lock: a compaction swaps the spool)."""
-        data = self.spool.read(entry.at, entry.text_bytes + entry.index_bytes)
-        text = data[:entry.text_bytes].decode()
-        index_text = data[entry.text_bytes:].decode() if entry.index_bytes else text
-        return ChunkRow(entry.chunk_id, entry.file_id, entry.file_path, entry.ordinal,
-                        entry.kind, entry.label, entry.language, entry.start_line,
-                        entry.end_line, entry.tokens, text, index_text, entry.embed_hash,
-                        entry.parent)
+        """The stored chunk of an entry, read back from the spool (caller holds the lock: a
+        compaction swaps the spool)."""
+        return _unpacked(entry, self.spool.read(entry.at, entry.size))
 
     # ----- reading (each call first catches up with the store) ---------------------------
     def rows_by_id(self, chunk_ids: Iterable[str], generation: int | None = None

@@ -40,10 +40,10 @@ COMPACT_DEAD_SHARE = 0.25
 COMPACT_MIN_DEAD = 1024
 MIN_CAPACITY = 1024
 # Chunks whose vectors one store read loads, by text hash: a load holds one batch of vectors
-# at a time (~3 MB), not the whole matrix, its Arrow copy and the hash table of a join with
+# at a time (~6 MB), not the whole matrix, its Arrow copy and the hash table of a join with
 # every vector (chunk_vectors: ~240 MB above the matrix at 60k chunks, most of it kept by
-# DuckDB's allocator afterwards).
-CHUNKS_PER_VECTOR_READ = 2000
+# DuckDB's allocator afterwards). Each read scans the embeddings table (~0.1 s at 60k).
+CHUNKS_PER_VECTOR_READ = 4000
 # Query embeddings kept per text: agents repeat queries (retries, one task's context asked
 # for again), and embedding costs 3-15 ms on a loaded machine.
 QUERY_VECTOR_CACHE = 256
@@ -102,13 +102,14 @@ class VectorIndex(IncrementalIndex):
         entries = self.catalog.entries_for_files(changed)
         for start in range(0, len(entries), CHUNKS_PER_VECTOR_READ):
             chunk_rows = entries[start:start + CHUNKS_PER_VECTOR_READ]
-            found = self.store.vectors_for(self.model,
-                                           list(dict.fromkeys(r.embed_hash for r in chunk_rows)))
+            hashes, vectors = self.store.vector_rows(
+                self.model, list(dict.fromkeys(r.embed_hash for r in chunk_rows)))
+            found = dict(zip(hashes, range(len(hashes))))
             new = [r for r in chunk_rows if r.embed_hash in found]
             self.files_missing_vectors |= {r.file_id for r in chunk_rows
                                            if r.embed_hash not in found}
             if new:
-                self._append(new, np.stack([found[r.embed_hash] for r in new]))
+                self._append(new, vectors[[found[r.embed_hash] for r in new]])
         if self.size - len(self.position) > max(COMPACT_MIN_DEAD,
                                                  COMPACT_DEAD_SHARE * self.size):
             self._compact()
