@@ -281,6 +281,8 @@ class IndexStore(abc.ABC):
         hashes under ``model``: what an in-memory index loads a batch at a time. The default
         asks :meth:`vectors_for`; a store may build the matrix without a Python object per
         vector."""
+        import numpy as np  # here only: a CLI client of an owner never loads numpy
+
         found = self.vectors_for(model, embed_hashes)
         if not found:
             return [], np.zeros((0, 0), dtype=np.float32)
