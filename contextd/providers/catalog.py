@@ -171,7 +171,8 @@ class ChunkCatalog(IncrementalIndex):
 
     Shared by the providers of one module (~0.4 KB of memory per chunk) and by the in-memory
     indexes built from it (:meth:`entries_for_files`, :meth:`iter_chunks`). ``spool``: the
-    folder of the texts' spool (None: in memory, see :func:`~contextd.providers.spool.spool_folder`).
+    folder of the texts' spool (None: in memory; see
+    :func:`~contextd.providers.spool.spool_folder`).
     """
 
     def __init__(self, store: IndexStore, spool: Path | None = None):

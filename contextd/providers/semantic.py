@@ -1,12 +1,12 @@
 """Semantic provider: cosine similarity between the query embedding and chunk embeddings.
 
 A store that searches vectors itself (PostgreSQL + pgvector: :meth:`IndexStore.nearest`) is
-asked for the nearest chunks instead (:class:`StoreVectorSearch`). Otherwise vectors are held once: their int8
-codes in memory (:mod:`contextd.vectors.quantized`: a first pass over the codes, 1.5-3.5 ms at
-100k chunks instead of 6-16 ms for the float32 product) and the float32 rows in a spool file
-(:class:`~contextd.providers.spool.RowFile`: 92 MB at 60k chunks kept off the heap), from
-which the best candidates of the first pass are read back and scored exactly, so the top-k is
-the exact one. They follow the store file by file through
+asked for the nearest chunks instead (:class:`StoreVectorSearch`). Otherwise vectors are
+held once: their int8 codes in memory (:mod:`contextd.vectors.quantized`: a first pass over
+the codes, 1.5-3.5 ms at 100k chunks instead of 6-16 ms for the float32 product) and the
+float32 rows in a spool file (:class:`~contextd.providers.spool.RowFile`: 92 MB at 60k chunks
+kept off the heap), from which the best candidates of the first pass are read back and scored
+exactly, so the top-k is the exact one. They follow the store file by file through
 :class:`~contextd.providers.catalog.IncrementalIndex`. Chunks written before their vectors exist
 are remembered per file and picked up as soon as the vectors are stored, so results are never
 stale. Until the embedding model has loaded the provider reports a pending note instead of
@@ -40,10 +40,12 @@ COMPACT_DEAD_SHARE = 0.25
 COMPACT_MIN_DEAD = 1024
 MIN_CAPACITY = 1024
 # Chunks whose vectors one store read loads, by text hash: a load holds one batch of vectors
-# at a time (~6 MB), not the whole matrix, its Arrow copy and the hash table of a join with
+# at a time (~16 MB), not the whole matrix, its Arrow copy and the hash table of a join with
 # every vector (chunk_vectors: ~240 MB above the matrix at 60k chunks, most of it kept by
-# DuckDB's allocator afterwards). Each read scans the embeddings table (~0.1 s at 60k).
-CHUNKS_PER_VECTOR_READ = 4000
+# DuckDB's allocator afterwards). Each read scans the embeddings table (0.1-0.3 s at 60k), and
+# while the vectors are being computed each query asks again for every chunk still missing
+# one, so batches are not much smaller.
+CHUNKS_PER_VECTOR_READ = 10000
 # Query embeddings kept per text: agents repeat queries (retries, one task's context asked
 # for again), and embedding costs 3-15 ms on a loaded machine.
 QUERY_VECTOR_CACHE = 256
