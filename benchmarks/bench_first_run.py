@@ -67,7 +67,10 @@ class Cli:
 
     def __init__(self, root: Path, env: dict[str, str]):
         self.root = root
-        self.env = env
+        # The copied standard library is the working folder: without a safe path, ``-m``
+        # would put it first on sys.path and the CLI (and the owner it starts) would import
+        # the copy's concurrent/ or multiprocessing/ instead of the interpreter's.
+        self.env = {**env, "PYTHONSAFEPATH": "1"}
         self.cpu = 0.0
 
     def run(self, *args: str, timeout: float = 3600) -> tuple[float, subprocess.CompletedProcess]:

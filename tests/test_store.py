@@ -155,6 +155,11 @@ def test_embeddings_are_a_cache_keyed_by_model_and_text(make_store):
     by_hash = store.vectors_for("m1", [h for h, _ in missing])
     assert sorted(by_hash) == sorted(h for h, _ in missing)
     assert all(v.shape == (4,) for v in by_hash.values())
+    # the same vectors as a matrix, a row per hash found (an unknown hash is left out)
+    hashes, matrix = store.vector_rows("m1", [h for h, _ in missing] + ["unknown"])
+    assert sorted(hashes) == sorted(by_hash) and matrix.dtype == np.float32
+    assert all(np.array_equal(row, by_hash[h]) for h, row in zip(hashes, matrix))
+    assert store.vector_rows("m2", [h for h, _ in missing])[0] == []
     # same text in another file reuses the vector
     store.write_files([record("b.py", make_chunk("x = 1", "x"))])
     assert store.count_missing_embeddings("m1") == 0

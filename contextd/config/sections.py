@@ -549,9 +549,10 @@ class OwnerConfig:
              "whatever the project's size; 0: always hand off.")
     memory_limit_mb: int = _opt(
         600, min=128,
-        help="Memory the owner process is sized for: DuckDB's buffer pool gets a quarter of "
-             "it, the embedder runs in token-capped batches and hands its scratch memory "
-             "back after each; `contextd stats` shows the owner's resident size against it.")
+        help="Memory the owner process is sized for: DuckDB's buffer pool gets an eighth of "
+             "it, chunk texts and float32 vectors are kept in a spool file instead of memory, "
+             "the embedder runs in token-capped batches and hands its scratch memory back "
+             "after each; `contextd stats` shows the owner's resident size against it.")
     idle_exit_seconds: int = _opt(900, min=5, help="A background owner exits after this "
                                                     "long without calls, once its work is "
                                                     "done.")

@@ -41,12 +41,15 @@ OPSET = 17
 # 2: the graph is built from the safetensors weights without torch.
 EXPORT_FORMAT = 2
 CHECKSUM_SUFFIX = ".blake3"
-# Padded tokens per batch at most (rows x the longest row): 8 chunks of 256 tokens, or the
+# Padded tokens per batch at most (rows x the longest row): 2 chunks of 256 tokens, or the
 # whole configured batch of short ones (contextd.embedders.common.embed_sorted). Measured
 # on the loaded 2-core machine embedding 512 real chunks: peak RSS 504-537 MB at 4096,
-# 346-378 MB at 2048, for the same CPU per chunk (24.4 against 23.4-25.8 ms). A fixed
-# glibc mmap threshold would cut the peak further but cost ~50% more CPU per chunk.
-MAX_BATCH_TOKENS = 2048
+# 346-378 MB at 2048, for the same CPU per chunk (24.4 against 23.4-25.8 ms); then on 600
+# of fastapi's Python chunks, twice each: the peak above the loaded model +158/+196 MB at
+# 2048, +94/+95 MB at 1024, +70 MB at 512, and CPU per chunk 14.7-15.2 ms at 2048, 10.1-10.5
+# ms at 1024, 9.9 ms at 512 (smaller attention matrices stay in cache). A fixed glibc mmap
+# threshold would cut the peak further but cost ~50% more CPU per chunk.
+MAX_BATCH_TOKENS = 512
 
 log = logging.getLogger(__name__)
 

@@ -143,7 +143,7 @@ class ContextualRetrieval:
         """Rank every indexed chunk by its index-text vector and by its chunk-text vector;
         ``expect`` names files that answer the query, whose best rank each side reports."""
         model = self._model()
-        rows = [r for r in self.context.catalog.chunks_for_files(None)]
+        rows = list(self.context.catalog.iter_chunks())
         if not rows:
             raise UsageError("nothing is indexed yet: run contextd refresh (or a query) first")
         with_hash = [r.embed_hash for r in rows]

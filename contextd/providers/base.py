@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from contextd.config.sections import ContextConfig, ProviderConfig
-from contextd.providers.catalog import ChunkCatalog
+from contextd.providers.catalog import ChunkCatalog, ChunkEntry
+from contextd.providers.spool import spool_folder
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 from contextd.query.roles import checked_roles, file_role
 from contextd.store.base import KNOWLEDGE_PREFIX, ChunkRow, IndexStore
@@ -161,7 +162,7 @@ class ProviderContext:
 
     def __post_init__(self) -> None:
         if self.catalog is None:
-            self.catalog = ChunkCatalog(self.store)
+            self.catalog = ChunkCatalog(self.store, spool_folder(self.project))
 
     def rows(self, chunk_ids: Sequence[str], generation: int | None = None
              ) -> dict[str, ChunkRow]:
@@ -370,8 +371,9 @@ class ScopeFilter:
             return False
         return self.accepts_path(path)
 
-    def accepts_row(self, row: ChunkRow) -> bool:
-        """Whether a stored chunk is inside the scope."""
+    def accepts_row(self, row: ChunkEntry | ChunkRow) -> bool:
+        """Whether a stored chunk (the catalog's entry or the row with its text) is inside
+        the scope."""
         return self.accepts(row.file_path, row.language, row.kind)
 
 

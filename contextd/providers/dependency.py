@@ -183,7 +183,7 @@ class DependencyProvider(ContextProvider):
             file_id = paths.get(dep.manifest)
             if file_id is None:
                 continue
-            for row in catalog.chunks_for_files([file_id], generation):
+            for row in catalog.entries_for_files([file_id], generation):
                 if row.start_line <= dep.line <= row.end_line:
                     out.append((row.chunk_id, _meta(dep, "declares")))
                     break
@@ -204,12 +204,14 @@ class DependencyProvider(ContextProvider):
     def _importers(self, dep: Dependency, generation: int | None) -> list[_Import]:
         """Chunks with an import statement of the dependency, by its first import name any
         code uses."""
-        rows = self.context.catalog.chunks_for_files(None, generation)
+        catalog = self.context.catalog
         languages = _LANGUAGES[dep.ecosystem]
+        files = sorted({e.file_id for e in catalog.entries_for_files(None, generation)
+                        if e.language in languages})
         for name in dep.import_names():
             pattern = _import_pattern(dep.ecosystem, name)
             found = []
-            for row in rows:
+            for row in catalog.iter_chunks(files, generation):  # texts from the spool
                 if row.language not in languages or name not in row.text:
                     continue
                 matches = list(pattern.finditer(row.text))

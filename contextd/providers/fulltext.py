@@ -25,14 +25,14 @@ import re
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
-from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
+from contextd.providers.catalog import ChunkCatalog, ChunkEntry, IncrementalIndex
 from contextd.query.roles import FileRole, file_role
 from contextd.query.duplicates import (
     TRANSLATION_DEPTH, copies_last, own_language_first, translation_groups,
@@ -507,18 +507,20 @@ class FullTextIndex(IncrementalIndex):
 
     def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
         if changed is None:
-            rows = self.catalog.chunks_for_files(None)
-            self.bm25 = BM25Index.build((row.chunk_id, code_tokens(document_text(row)))
-                                        for row in rows)
             self.file_chunks = {}
-            for row in rows:
-                self.file_chunks.setdefault(row.file_id, []).append(row.chunk_id)
+
+            def documents() -> Iterator[tuple[str, list[str]]]:
+                for row in self.catalog.iter_chunks():  # a batch of texts at a time
+                    self.file_chunks.setdefault(row.file_id, []).append(row.chunk_id)
+                    yield row.chunk_id, code_tokens(document_text(row))
+
+            self.bm25 = BM25Index.build(documents())
             self._unsaved = True
             return
         for file_id in list(removed) + list(changed):
             for chunk_id in self.file_chunks.pop(file_id, ()):
                 self.bm25.remove(chunk_id)
-        for row in self.catalog.chunks_for_files(changed):
+        for row in self.catalog.iter_chunks(changed):
             self.bm25.add(row.chunk_id, code_tokens(document_text(row)))
             self.file_chunks.setdefault(row.file_id, []).append(row.chunk_id)
 
@@ -623,7 +625,7 @@ class FullTextProvider(ContextProvider):
         return [s for s in results if s.score >= query.min_score]
 
     def _with_source_share(self, tokens: list[str], hits: list[tuple[str, float]],
-                           rows: dict[str, ChunkRow], accept: Callable[[str], bool] | None,
+                           rows: dict[str, ChunkEntry], accept: Callable[[str], bool] | None,
                            limit: int) -> list[tuple[str, float]]:
         """``hits`` holding at least :data:`SOURCE_SHARE` of ``limit`` source chunks when the
         index has them: on a project whose prose outnumbers its code ten to one (fastapi's

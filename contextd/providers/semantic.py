@@ -1,10 +1,12 @@
 """Semantic provider: cosine similarity between the query embedding and chunk embeddings.
 
 A store that searches vectors itself (PostgreSQL + pgvector: :meth:`IndexStore.nearest`) is
-asked for the nearest chunks instead (:class:`StoreVectorSearch`). Otherwise vectors live in
-memory as one float32 matrix beside its int8 codes (:mod:`contextd.vectors.quantized`: a first pass
-over the codes, 1.5-3.5 ms at 100k chunks instead of 6-16 ms for the float32 product, then
-the best candidates scored exactly, so the top-k is the exact one) and follow the store file by file through
+asked for the nearest chunks instead (:class:`StoreVectorSearch`). Otherwise vectors are
+held once: their int8 codes in memory (:mod:`contextd.vectors.quantized`: a first pass over
+the codes, 1.5-3.5 ms at 100k chunks instead of 6-16 ms for the float32 product) and the
+float32 rows in a spool file (:class:`~contextd.providers.spool.RowFile`: 92 MB at 60k chunks
+kept off the heap), from which the best candidates of the first pass are read back and scored
+exactly, so the top-k is the exact one. They follow the store file by file through
 :class:`~contextd.providers.catalog.IncrementalIndex`. Chunks written before their vectors exist
 are remembered per file and picked up as soon as the vectors are stored, so results are never
 stale. Until the embedding model has loaded the provider reports a pending note instead of
@@ -23,6 +25,7 @@ from contextd.providers.base import (
     ContextProvider, ProviderQuery, QueryCounters, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
+from contextd.providers.spool import RowFile
 from contextd.vectors.quantized import approximate_scores, exact_top, quantize
 from contextd.query.duplicates import TRANSLATION_DEPTH, own_language_first, translation_groups
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
@@ -36,6 +39,13 @@ PENDING_NOTE = "semantic results pending: model loading"
 COMPACT_DEAD_SHARE = 0.25
 COMPACT_MIN_DEAD = 1024
 MIN_CAPACITY = 1024
+# Chunks whose vectors one store read loads, by text hash: a load holds one batch of vectors
+# at a time (~16 MB), not the whole matrix, its Arrow copy and the hash table of a join with
+# every vector (chunk_vectors: ~240 MB above the matrix at 60k chunks, most of it kept by
+# DuckDB's allocator afterwards). Each read scans the embeddings table (0.1-0.3 s at 60k), and
+# while the vectors are being computed each query asks again for every chunk still missing
+# one, so batches are not much smaller.
+CHUNKS_PER_VECTOR_READ = 10000
 # Query embeddings kept per text: agents repeat queries (retries, one task's context asked
 # for again), and embedding costs 3-15 ms on a loaded machine.
 QUERY_VECTOR_CACHE = 256
@@ -47,9 +57,10 @@ STORE_SEARCH_MAX_DEPTH = 1000
 class VectorIndex(IncrementalIndex):
     """Chunk vectors of one embedding model, in memory, kept in step with the store.
 
-    One contiguous float32 matrix with spare capacity, and its int8 codes (``codes``, with
-    ``factors`` to scale them back) for the first pass of a search: a re-written file's rows
-    are marked dead (``alive``) and its new rows appended, so an update costs its own rows.
+    The int8 codes (``codes``, with ``factors`` to scale them back) with spare capacity, for
+    the first pass of a search, and the float32 rows in a spool (``matrix``, a few hundred
+    rows read per query): a re-written file's rows are marked dead (``alive``) and its new
+    rows appended, so an update costs its own rows.
     """
 
     def __init__(self, catalog: ChunkCatalog, model: str, dimension: int):
@@ -57,10 +68,13 @@ class VectorIndex(IncrementalIndex):
         self.catalog = catalog
         self.model = model
         self.dimension = dimension
+        self.matrix: RowFile | None = None
         self._clear()
 
     def _clear(self) -> None:
-        self.matrix = np.zeros((0, self.dimension), dtype=np.float32)
+        if self.matrix is not None:
+            self.matrix.close()
+        self.matrix = RowFile(self.catalog.spool_folder, self.dimension)
         self.codes = np.zeros((0, self.dimension), dtype=np.int8)
         self.factors = np.zeros(0, dtype=np.float32)
         self.alive = np.zeros(0, dtype=bool)
@@ -87,13 +101,17 @@ class VectorIndex(IncrementalIndex):
                 self.alive[row] = False
                 del self.position[self.ids[row]]
                 self.ids[row] = None
-        chunk_rows = self.catalog.chunks_for_files(changed)
-        ids, vectors = self.store.chunk_vectors(self.model, changed)
-        found = dict(zip(ids, range(len(ids))))
-        new = [r for r in chunk_rows if r.chunk_id in found]
-        self.files_missing_vectors |= {r.file_id for r in chunk_rows if r.chunk_id not in found}
-        if new:
-            self._append(new, vectors[[found[r.chunk_id] for r in new]])
+        entries = self.catalog.entries_for_files(changed)
+        for start in range(0, len(entries), CHUNKS_PER_VECTOR_READ):
+            chunk_rows = entries[start:start + CHUNKS_PER_VECTOR_READ]
+            hashes, vectors = self.store.vector_rows(
+                self.model, list(dict.fromkeys(r.embed_hash for r in chunk_rows)))
+            found = dict(zip(hashes, range(len(hashes))))
+            new = [r for r in chunk_rows if r.embed_hash in found]
+            self.files_missing_vectors |= {r.file_id for r in chunk_rows
+                                           if r.embed_hash not in found}
+            if new:
+                self._append(new, vectors[[found[r.embed_hash] for r in new]])
         if self.size - len(self.position) > max(COMPACT_MIN_DEAD,
                                                  COMPACT_DEAD_SHARE * self.size):
             self._compact()
@@ -101,13 +119,12 @@ class VectorIndex(IncrementalIndex):
     def _append(self, rows: list[Any], vectors: np.ndarray) -> None:
         """Add rows at the end, doubling the capacity when it runs out."""
         end = self.size + len(rows)
-        if end > len(self.matrix):
-            capacity = max(MIN_CAPACITY, end, 2 * len(self.matrix))
-            self.matrix = _grown(self.matrix, self.size, capacity)
+        if end > len(self.codes):
+            capacity = max(MIN_CAPACITY, end, 2 * len(self.codes))
             self.codes = _grown(self.codes, self.size, capacity)
             self.factors = _grown(self.factors, self.size, capacity)
             self.alive = _grown(self.alive, self.size, capacity)
-        self.matrix[self.size:end] = vectors
+        self.matrix.append(vectors)
         self.codes[self.size:end], self.factors[self.size:end] = quantize(vectors)
         self.alive[self.size:end] = True
         for offset, row in enumerate(rows, start=self.size):
@@ -122,7 +139,8 @@ class VectorIndex(IncrementalIndex):
         keep = np.flatnonzero(self.alive[:self.size])
         remap = np.full(self.size, -1, dtype=np.int64)
         remap[keep] = np.arange(len(keep))
-        self.matrix = np.ascontiguousarray(self.matrix[keep])
+        old, self.matrix = self.matrix, self.matrix.kept(keep)
+        old.close()
         self.codes = np.ascontiguousarray(self.codes[keep])
         self.factors = self.factors[keep]
         self.alive = np.ones(len(keep), dtype=bool)

@@ -196,7 +196,7 @@ class SymbolProvider(ContextProvider):
                   if any(path == n or path.endswith("/" + n) or path.startswith(n.rstrip("/") + "/")
                          for n in names)]
         shown: dict[int, int] = {}
-        for row in catalog.chunks_for_files(wanted, generation):
+        for row in catalog.entries_for_files(wanted, generation):
             shown[row.file_id] = shown.get(row.file_id, 0) + 1
             if shown[row.file_id] <= FILE_CHUNKS_PER_MATCH and row.chunk_id not in scored:
                 scored[row.chunk_id] = (1, FILE_SCORE, {"file_match": row.file_path})

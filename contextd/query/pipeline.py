@@ -32,6 +32,7 @@ from contextd.providers.base import (
     DEFAULT_CANDIDATES, ProviderContext, ProviderQuery, QueryCounters,
 )
 from contextd.providers.catalog import ChunkCatalog
+from contextd.providers.spool import spool_folder
 from contextd.providers.hybrid import fusion_weights
 from contextd.providers.runner import ProviderRun, left_out_notes, run_providers
 from contextd.query.budget import BudgetManager
@@ -81,7 +82,7 @@ class QueryPipeline:
         self.budgets = BudgetManager(self.config.budget)
         self.embedder = embedder
         # Chunk rows, paths, symbols and links in memory, shared by every provider.
-        self.catalog = ChunkCatalog(store)
+        self.catalog = ChunkCatalog(store, spool_folder(project))
         # Knowledge contexts → the documents a query's scope holds (cached per generation).
         self.knowledge_scope = KnowledgeScope(store)
         # [projects.NAME]: named parts of the index a query may name (spec 004 §8.0.12).

@@ -275,6 +275,19 @@ class IndexStore(abc.ABC):
     def vectors_for(self, model: str, embed_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Vectors for the given text hashes under ``model``."""
 
+    def vector_rows(self, model: str, embed_hashes: Sequence[str]
+                    ) -> tuple[list[str], np.ndarray]:
+        """(hashes found, float32 matrix of their vectors, a row each) for the given text
+        hashes under ``model``: what an in-memory index loads a batch at a time. The default
+        asks :meth:`vectors_for`; a store may build the matrix without a Python object per
+        vector."""
+        import numpy as np  # here only: a CLI client of an owner never loads numpy
+
+        found = self.vectors_for(model, embed_hashes)
+        if not found:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return list(found), np.stack(list(found.values())).astype(np.float32, copy=False)
+
     def nearest(self, model: str, vector: np.ndarray, k: int
                 ) -> list[tuple[str, float]] | None:
         """The ``k`` chunks whose ``model`` vectors are closest to ``vector`` by cosine, as

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 import uuid
 from importlib import resources
 from pathlib import Path
@@ -312,10 +313,25 @@ class DuckDBStore(ContentsMixin, VectorsMixin, StashMixin, KnowledgeMixin, Repor
             if not self.read_only:
                 self._con.execute("CHECKPOINT")
             for cur in self._cursors:
-                cur.close()
+                _close_when_idle(cur)
             self._cursors.clear()
             self._local = threading.local()
             self._con.close()
             if self._counter_key is not None:
                 _GenerationCounter.release(self._counter_key)
                 self._counter_key = self._counter = None
+
+
+def _close_when_idle(cur: duckdb.DuckDBPyConnection) -> None:
+    """Close a thread's cursor, waiting (up to CLOSE_WAIT_S) for a call another thread still
+    runs on it: DuckDB refuses to close a busy cursor, and a module shut down while its
+    warm-up reads the texts of a BM25 build a batch at a time finds one busy for a few ms."""
+    deadline = time.monotonic() + CLOSE_WAIT_S
+    while True:
+        try:
+            cur.close()
+            return
+        except duckdb.ResourceInUseException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)

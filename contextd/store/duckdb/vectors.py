@@ -90,3 +90,24 @@ class VectorsMixin:
             "SELECT text_hash, vector FROM embeddings WHERE model = ? AND text_hash IN "
             "(SELECT unnest(?))", [model, list(embed_hashes)]).fetchall()
         return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
+
+    def vector_rows(self, model: str, embed_hashes: Sequence[str]
+                    ) -> tuple[list[str], np.ndarray]:
+        # Fixed-size arrays come back as one numpy array per row (no Python float per
+        # component, unlike fetchall; no Arrow table beside the result, unlike chunk_vectors).
+        if not embed_hashes:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        cur = self._cursor()
+        width = first_row(cur.execute(
+            "SELECT len(vector) FROM embeddings WHERE model = ? LIMIT 1", [model]))
+        if width is None:
+            return [], np.zeros((0, 0), dtype=np.float32)
+        found = cur.execute(
+            f"SELECT text_hash, vector::FLOAT[{int(width[0])}] AS vector FROM embeddings "
+            "WHERE model = ? AND text_hash IN (SELECT unnest(?))",
+            [model, list(embed_hashes)]).fetchnumpy()
+        if not len(found["text_hash"]):
+            return [], np.zeros((0, 0), dtype=np.float32)
+        return (list(found["text_hash"]),
+                np.stack(found["vector"]).astype(np.float32, copy=False))
+
