@@ -93,21 +93,13 @@ class VectorsMixin:
 
     def vector_rows(self, model: str, embed_hashes: Sequence[str]
                     ) -> tuple[list[str], np.ndarray]:
-        # Fixed-size arrays come back as one numpy array per row (no Python float per
-        # component, unlike fetchall; no Arrow table beside the result, unlike chunk_vectors).
+        # Through the Arrow C stream, as chunk_vectors: no numpy array or Python float per
+        # row, and a cursor of its own, free of the thread cursor's pending results.
         if not embed_hashes:
             return [], np.zeros((0, 0), dtype=np.float32)
-        cur = self._cursor()
-        width = first_row(cur.execute(
-            "SELECT len(vector) FROM embeddings WHERE model = ? LIMIT 1", [model]))
-        if width is None:
-            return [], np.zeros((0, 0), dtype=np.float32)
-        found = cur.execute(
-            f"SELECT text_hash, vector::FLOAT[{int(width[0])}] AS vector FROM embeddings "
-            "WHERE model = ? AND text_hash IN (SELECT unnest(?))",
-            [model, list(embed_hashes)]).fetchnumpy()
-        if not len(found["text_hash"]):
-            return [], np.zeros((0, 0), dtype=np.float32)
-        return (list(found["text_hash"]),
-                np.stack(found["vector"]).astype(np.float32, copy=False))
+        with self._own_cursor() as cur:
+            return ids_and_vectors(cur.sql(
+                "SELECT text_hash, vector FROM embeddings "
+                "WHERE model = ? AND text_hash IN (SELECT unnest(?))",
+                params=[model, list(embed_hashes)]))
 
