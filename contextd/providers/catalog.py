@@ -277,6 +277,13 @@ class ChunkCatalog(IncrementalIndex):
             rows = self.rows
             return {cid: self._row(rows[cid]) for cid in chunk_ids if cid in rows}
 
+    def text_of(self, chunk_id: str) -> str | None:
+        """The stored text of one chunk (None: not stored), read back from the spool: for a
+        ranking step that compares a few texts (near-copies), without a whole row's read."""
+        with self.lock:
+            entry = self.rows.get(chunk_id)
+            return None if entry is None else self._row(entry).text
+
     def file_paths(self, generation: int | None = None) -> dict[str, int]:
         """Indexed paths → file ids (do not modify)."""
         with self.lock:

@@ -610,7 +610,7 @@ class FullTextProvider(ContextProvider):
                 lambda hit: (row := rows.get(hit[0])) and row.file_path, groups, query.text,
                 query.limit * TRANSLATION_DEPTH)
             hits = copies_last(hits, lambda hit: hit[1],
-                               lambda hit: (row := rows.get(hit[0])) and row.text,
+                               lambda hit: self.context.catalog.text_of(hit[0]),
                                lambda hit: (row := rows.get(hit[0])) and row.file_path,
                                query.limit)
             hits = self._with_source_share(tokens, hits, rows, accept, query.limit)
