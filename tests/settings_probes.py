@@ -21,12 +21,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
 
-from contextd import ContextModule
+from contextd import ContextModule, hookimpl
 from contextd.config.loading import load_config
 from contextd.config.project import Project
 from contextd.config.sections import ContextConfig
 from contextd.errors import ContextdError
+from contextd.plugins.manager import get_plugin_manager
+from contextd.providers.base import ContextProvider
 from contextd.query.records import QueryRequest
+from contextd.records import ProviderType
 from contextd.store import open_store
 
 REPO = Path(__file__).resolve().parent.parent
@@ -240,6 +243,36 @@ def hits(config: ContextConfig, query: str = "retry backoff", **request) -> list
 
 def query_probe(query: str, **request) -> Probe:
     return lambda config, tmp: hits(config, query, **request)
+
+
+class _SlowProvider(ContextProvider):
+    """A provider answering in ~0.3 s from a worker thread (it does not say it answers from
+    memory): what ``timeout_ms`` bounds. The built-in providers answer in milliseconds, too
+    fast to show a limit without a race."""
+    id, name, type = "slow_probe", "Answers in 0.3 s", ProviderType.FULL_TEXT
+
+    def query(self, query, scope, budget):
+        time.sleep(0.3)
+        return []
+
+
+class _SlowPlugin:
+    @hookimpl
+    def register_providers(self, register):
+        register(_SlowProvider)
+
+
+def slow_provider_probe(config: ContextConfig, tmp: Path) -> tuple[str, ...]:
+    """The notes of a query asked of the slow provider alone (one says it timed out, or
+    none does)."""
+    manager = get_plugin_manager()
+    manager.register(_SlowPlugin(), name="settings-probe-slow")
+    try:
+        with query_module(config) as module:
+            notes = module.query(QueryRequest("retry backoff", providers=("slow_probe",))).notes
+    finally:
+        manager.unregister(name="settings-probe-slow")
+    return tuple(n for n in notes if "slow_probe" in n)
 
 
 def files_probe(query: str) -> Probe:

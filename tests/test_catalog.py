@@ -88,7 +88,10 @@ def test_the_catalog_does_not_grow_with_the_length_of_the_texts(tmp_path):
     (short_chunks, short_text, short_held), (long_chunks, long_text, long_held) = figures
     assert short_chunks == long_chunks >= FILES * FUNCTIONS_PER_FILE
     assert long_text - short_text > 400_000
-    assert long_held - short_held < 0.1 * (long_text - short_text), figures
+    # tracemalloc counts every thread's allocations: in a full run, threads left by earlier
+    # tests (warm-ups, watchers) add tens of KB either way. Holding the texts costs more
+    # than the extra text itself (+720 KB for +537 KB before the spool).
+    assert long_held - short_held < 0.25 * (long_text - short_text), figures
 
 
 def test_texts_stay_right_across_rewrites_and_spool_compactions(project, monkeypatch):

@@ -33,7 +33,8 @@ from settings_probes import (
     boundary, budget_log, chunks_probe, Effect, files_probe, index_texts, key_parts, LEXICAL,
     llm_base, llm_cost, llm_key_header, llm_outcome, llm_parallel, llm_prompt_size, llm_request,
     llm_server, loaded, LONG_PYTHON, MANY_LINES, MARKDOWN, merged, notes_probe, projects_probe,
-    quality, query_probe, Shared, task_probe, third_party_options, TS_FILE, usage_flags,
+    quality, query_probe, Shared, slow_provider_probe, task_probe, third_party_options, TS_FILE,
+    usage_flags,
 )
 from settings_probes_runtime import (
     backups, chunk_texts, cli_progress, command_handoff, debounce, embedder_outcome,
@@ -169,8 +170,8 @@ EFFECTS: dict[str, Effect] = {
                                   table="providers.symbol", base=LEXICAL),
     "providers.*.weight": Effect(5.0, query_probe("RetryPolicy retry backoff"),
                                  table="providers.full_text", base=LEXICAL),
-    "providers.*.timeout_ms": Effect(1, query_probe("retry backoff client"),
-                                     table="providers.git_history", base=LEXICAL),
+    "providers.*.timeout_ms": Effect(100, slow_provider_probe,
+                                     table="providers.slow_probe", base=LEXICAL),
     "providers.*.index_ast": Effect(False, query_probe("RetryPolicy retry backoff"),
                                     table="providers.symbol", base=LEXICAL),
     "providers.*.max_commits": Effect(1, query_probe("retry backoff client",
