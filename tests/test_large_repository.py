@@ -206,6 +206,15 @@ def test_translated_copies_of_a_page_do_not_fill_the_top_5(tmp_path):
         assert first_page.startswith("docs/ja/"), [h.file_path for h in japanese.hits]
 
 
+def _other_files_and_git(folder: Path, name: str) -> None:
+    """30 small modules beside the files a test is about, so that the question's words are
+    rare (BM25's IDF), and the repository made a git repository."""
+    for i in range(30):
+        (folder / f"{name}_{i}.py").write_text(
+            f"def {name}_{i}(request):\n    return render_page(request, {i})\n")
+    subprocess.run(["git", "init", "-q", str(folder.parent)], check=True)
+
+
 def test_a_readme_repeating_the_question_does_not_outrank_the_code(tmp_path):
     """The project's README shows its main command with the very question as the example;
     the code that answers the question comes first."""
@@ -221,10 +230,7 @@ def test_a_readme_repeating_the_question_does_not_outrank_the_code(tmp_path):
         "        \"\"\"Resume an interrupted bootstrap from the files its job has not done.\"\"\"\n"
         "        pending = [f for f in job.files if f not in job.done]\n"
         "        return self.index_files(pending)\n")
-    for i in range(30):  # other files, so that the question's words are rare (BM25's IDF)
-        (root / "src" / f"module_{i}.py").write_text(
-            f"def handler_{i}(request):\n    return render_page(request, {i})\n")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    _other_files_and_git(root / "src", "handler")
     with _lexical_module(tmp_path, root) as module:
         answer = module.query(QueryRequest(question, k=5, providers=LEXICAL))
         assert [h.file_path for h in answer.hits][:1] == ["src/indexer.py"], answer.hits
@@ -327,10 +333,7 @@ def test_copies_of_a_docstring_do_not_use_up_the_lexical_candidates(tmp_path):
         "def get_openapi(routes):\n"
         "    \"\"\"The OpenAPI schema generated from the routes.\"\"\"\n"
         "    return {\"paths\": {route.path: route.operation() for route in routes}}\n")
-    for i in range(30):  # other files, so that the question's words are rare (BM25's IDF)
-        (root / "app" / f"view_{i}.py").write_text(
-            f"def view_{i}(request):\n    return render_page(request, {i})\n")
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    _other_files_and_git(root / "app", "view")
     with _lexical_module(tmp_path, root) as module:
         module.warm_up(wait=True)
         hits = module.pipeline.provider("full_text").query(
