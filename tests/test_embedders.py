@@ -227,17 +227,23 @@ finally:
 """
 
 
-def test_cli_query_indexes_and_answers_without_torch(tmp_path):
-    """The whole query path of a cold process (ContextModule, indexing with embeddings, the
-    semantic provider) runs on ONNX without importing torch."""
-    get_embedder(EmbeddingConfig()).prepare()
-    root = tmp_path / "repo"
+def rates_repository(root: Path) -> Path:
+    """A one-function git repository whose function answers "shipping price of a parcel"
+    in words a model matches (its docstring) and the query does not share (its name)."""
     (root / "src").mkdir(parents=True)
     (root / "src/rates.py").write_text(
         'def shipping_rate(weight_kg: float) -> float:\n'
         '    """Price of shipping a parcel of the given weight."""\n'
         '    return 4.5 + 1.2 * weight_kg\n')
     subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def test_cli_query_indexes_and_answers_without_torch(tmp_path):
+    """The whole query path of a cold process (ContextModule, indexing with embeddings, the
+    semantic provider) runs on ONNX without importing torch."""
+    get_embedder(EmbeddingConfig()).prepare()
+    root = rates_repository(tmp_path / "repo")
     done = subprocess.run([sys.executable, "-c", CLI_QUERY_IN_FRESH_PROCESS, str(root)],
                           capture_output=True, text=True, cwd=REPO, timeout=300,
                           env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path / "run")})

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from contextd.store.duckdb.arrow_io import ids_and_vectors, vector_table
+from test_embedders import rates_repository
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -183,13 +184,7 @@ def test_index_query_stash_and_copy_never_import_pyarrow(tmp_path):
     env = {**os.environ, "CONTEXTD_TEST_PYARROW_LOG": str(log),
            "PYTHONPATH": os.pathsep.join([str(site), str(REPO)]),
            "XDG_RUNTIME_DIR": str(tmp_path / "run")}
-    root = tmp_path / "repo"
-    (root / "src").mkdir(parents=True)
-    (root / "src/rates.py").write_text(
-        'def shipping_rate(weight_kg: float) -> float:\n'
-        '    """Price of shipping a parcel of the given weight."""\n'
-        '    return 4.5 + 1.2 * weight_kg\n')
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    root = rates_repository(tmp_path / "repo")
 
     probe = subprocess.run([sys.executable, "-c", "import pyarrow"], env=env,
                            capture_output=True, text=True)

@@ -38,7 +38,7 @@ def vector_table(names: tuple[str, str], texts: Sequence[str], vectors: np.ndarr
                                      children=[na.c_array(vectors.ravel(), na.float32())])
     schema = na.struct({names[0]: na.string(), names[1]: _VECTOR_COLUMN})
     return na.c_array_from_buffers(schema, rows, [None],
-                                   children=[na.c_array(list(texts), na.string()), column])
+                                   children=[na.c_array(texts, na.string()), column])
 
 
 def _batch_vectors(view: Any) -> np.ndarray:
