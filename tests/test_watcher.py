@@ -173,7 +173,8 @@ def test_a_queue_overflow_is_one_catch_up_not_a_loop(tmp_path):
             for i in range(limit // 2 + 100):  # two events a write (modify, close)
                 (root / ("src/a.py" if i % 2 else "src/b.py")).write_text(f"x = {i}\n")
             (root / "src/lost.py").write_text(FUNC.format(name="lost", doc="Lost.", n=7))
-        eventually(lambda: "src/lost.py" in stored(indexer), timeout=30)
+        # a batch is reported after its indexing: wait for the report, not only the row
+        eventually(lambda: "src/lost.py" in stored(indexer) and batches, timeout=30)
         assert watcher.overflows == 1
         settled = len(batches)
         time.sleep(2)
