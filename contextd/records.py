@@ -90,7 +90,7 @@ class Chunk:
 @dataclass(frozen=True)
 class ContextScope:
     """Where to search (spec 004 §3.1): path globs relative to the root, languages, chunk kinds,
-    exclusion globs, and file roles (source, test, doc, config: :mod:`contextd.query.roles`).
+    exclusion globs, and file roles (source, test, doc, config: :mod:`contextd.boundary.roles`).
     Empty means no restriction.
 
     ``memory`` adds the agent's stashed segments (:mod:`contextd.stash`) to the project's

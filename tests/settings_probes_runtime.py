@@ -336,7 +336,8 @@ def debounce(config, tmp) -> float:
 
 def command_handoff(config, tmp):
     """What a CLI command does with a never-indexed project as the index's owner: the vectors
-    it leaves to the background owner, and those still missing when it answers."""
+    it leaves to the background owner, those still missing when it answers, and the files it
+    had no time to read."""
     from contextd.indexer.progress import NullProgress
     from contextd.runtime.background import index_for_command
     from contextd.runtime.owner import connect
@@ -348,7 +349,7 @@ def command_handoff(config, tmp):
         engine = connect(project)
     try:
         handoff = index_for_command(engine, project, NullProgress())
-        return handoff.pending, engine.embeddings_pending()
+        return handoff.pending, engine.embeddings_pending(), handoff.files_left
     finally:
         engine.close()
 

@@ -258,6 +258,51 @@ def test_a_first_query_answers_at_once_and_the_background_owner_finishes(repo, r
             os.kill(pid, signal.SIGKILL)
 
 
+def test_a_first_query_on_a_large_project_reads_source_first_and_answers_in_time(repo,
+                                                                                 runtime):
+    """A first query does not read a 2,000-file project to its end before answering (issue
+    26): it reads for [owner] index_within_seconds, source code before docs, answers from
+    that with a note saying how many files are not read yet, and the background owner reads
+    them. (Reading the 2,000 pages takes seconds; the order itself is shown in
+    test_indexer.)"""
+    pages = 2000
+    for n in range(pages):
+        page = repo / "docs" / ("de", "fr", "ja", "pt")[n % 4] / f"page_{n:04d}.md"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text(f"# Page {n}\n\n" + "".join(f"Shipping notes, part {n}, line {k}.\n\n"
+                                                    for k in range(120)))
+    (repo / "src" / "refunds.py").write_text(
+        "def compute_refund_for_damaged_shipment(order, damage_report):\n"
+        "    \"\"\"Refund the damaged share of a shipment to the customer who reported "
+        "it.\"\"\"\n    return order.total * damage_report.damaged_share\n")
+    (repo / "context.toml").write_text("[owner]\nindex_within_seconds = 0.5\n"
+                                       "idle_exit_seconds = 5\n"
+                                       "[contextualizer]\nstrategy = \"none\"\n")
+    first = run(repo, runtime, "--json", "query", "refund for a damaged shipment")
+    assert first.returncode == 0, first.stderr
+    answer = json.loads(first.stdout)
+    assert answer["hits"][0]["file_path"] == "src/refunds.py"
+    note = [n for n in answer["notes"] if n.startswith(STILL_INDEXING)]
+    assert note and "files are not read yet" in note[0], answer["notes"]
+    left = int(note[0][len(STILL_INDEXING):].split(" ", 1)[0].replace(",", ""))
+    assert 0 < left <= pages
+    time.sleep(0.5)
+    pid = _owner_pid(repo)
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # the background owner reads the files the first answer had no time for
+            later = json.loads(run(repo, runtime, "--json", "query", "Shipping notes").stdout)
+            if not any(n.startswith(STILL_INDEXING) for n in later["notes"]):
+                break
+            assert time.monotonic() < deadline, later["notes"]
+            time.sleep(1)
+        assert _stats(repo, runtime)["indexing"]["files_indexed"] > pages
+    finally:
+        run(repo, runtime, "stop")
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_mcp_filters_that_cannot_match_are_tool_errors(repo, tmp_path):
     with mcp_session(repo, server_env(tmp_path / "run"), tmp_path / "server.log") as session:
         assert structured(session.call("refresh_context",

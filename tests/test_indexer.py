@@ -241,7 +241,7 @@ def test_sigkill_at_any_point_then_resume_gives_the_uninterrupted_rows(tmp_path)
 
 
 def test_priority_order_and_max_initial_files(tmp_path):
-    big = "x = 1\n" * 3000  # ~18 KB: past the small-file bucket
+    big = "x = 1\n" * 3000  # ~18 KB: larger than the small config file
     root = make_repo(tmp_path / "repo", {
         "a_large.py": "y = 2\n" * 200_000,  # ~1.2 MB: large files come last
         "b_config.yaml": "k: v\n" * 3000,
@@ -253,8 +253,9 @@ def test_priority_order_and_max_initial_files(tmp_path):
     indexer = open_indexer(root)
     order = [e.path for e in order_by_priority(indexer.boundary.iter_files(),
                                                indexer.config.bootstrap.priority_extensions)]
-    assert order[-4:] == ["d_source.py", "c_doc.rst", "b_config.yaml", "a_large.py"]
-    assert order[0] == "e_small.yaml"  # small files first, the smallest first
+    # source, docs, configuration (the smaller first), large files last
+    assert order == ["d_source.py", "c_doc.rst", "e_small.yaml", "context.toml", "b_config.yaml",
+                     "a_large.py"]
     report = indexer.ensure_indexed()
     assert report.files_indexed == 3
     assert set(stored(indexer)) == set(order[:3])

@@ -29,7 +29,7 @@ from contextd.config.loading import config_from_dict
 from contextd.config.project import Project
 from contextd.indexer import Indexer
 from contextd.providers.fulltext import SAVED_INDEX
-from contextd.providers.runner import left_out_providers
+from contextd.query.left_out import left_out_providers
 from contextd.query.records import QueryRequest
 from contextd.runtime.indexing_notes import ready_results
 from contextd.store import open_store

@@ -30,7 +30,7 @@ from contextd.providers.symbol import extract_candidates
 from contextd.query.records import QueryRequest
 from contextd.query.understanding import apply_boosts, boost_factor, understand
 from contextd.records import ContextScope, ContextSnippet
-from contextd.query.roles import FileRole, file_role
+from contextd.boundary.roles import FileRole, file_role
 
 ARGPARSE = Path(sysconfig.get_paths()["stdlib"]) / "argparse.py"
 

@@ -290,6 +290,7 @@ EFFECTS: dict[str, Effect] = {
     "owner.background": Effect(False, command_handoff,
                                base={"owner": {"answer_within_seconds": 0.0}}),
     "owner.answer_within_seconds": Effect(0.0, command_handoff),
+    "owner.index_within_seconds": Effect(0.001, command_handoff),  # less than the walk
     "owner.memory_limit_mb": Effect(2048, owner_memory),
     "owner.idle_exit_seconds": Effect(5, idle_exit),
     # ----- [ui]

@@ -19,7 +19,7 @@ from contextd.cli.common import CliState, emit, open_engine, pass_state, user_pa
 from contextd.errors import UsageError
 from contextd.query.records import QueryRequest, QueryResponse
 from contextd.records import ContextScope, to_dict
-from contextd.query.roles import ROLE_NAMES
+from contextd.boundary.roles import ROLE_NAMES
 
 # Lines of each snippet shown in the human-readable listing.
 PREVIEW_LINES = 3
@@ -184,9 +184,9 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
                                           providers=request.providers
                                           or _without_semantic(project))
         response = engine.query(request)
-        if handoff.handed_off:
-            response = dataclasses.replace(
-                response, notes=response.notes + (handoff.note(response.notes),))
+        note = handoff.note(response.notes) if handoff.handed_off else None
+        if note:
+            response = dataclasses.replace(response, notes=response.notes + (note,))
         if handoff.start_owner:
             start_background_owner(project)
     finally:

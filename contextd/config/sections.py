@@ -306,7 +306,8 @@ class BootstrapConfig:
                                             "together; an interruption loses one at most); "
                                             "[embedding] batch_size elsewhere.")
     priority_extensions: list[str] = _opt([".py", ".ts", ".kt", ".java", ".go", ".rs", ".md"],
-                                          help="Extensions indexed first.")
+                                          help="Extensions read first within each part of the "
+                                               "project (source, docs, tests, config).")
     max_initial_files: int = _opt(0, min=0, help="Index at most this many files (0 = all).")
     fail_fast: bool = _opt(False, help="Stop at the first file that fails.")
     show_progress: bool = _opt(True, help="Show progress while indexing.")
@@ -547,6 +548,11 @@ class OwnerConfig:
         help="A CLI command embeds in-line only what fits in this many seconds (the model "
              "load included) and hands the rest of the vectors to the background owner, "
              "whatever the project's size; 0: always hand off.")
+    index_within_seconds: float = _opt(
+        1.5, min=0.0, max=600.0,
+        help="A CLI command on a project not fully indexed reads files (source code first) "
+             "for at most this many seconds, answers from what it read, and hands the rest "
+             "to the background owner; 0: read every file before answering.")
     memory_limit_mb: int = _opt(
         600, min=128,
         help="Memory the owner process is sized for: DuckDB's buffer pool gets an eighth of "

@@ -29,7 +29,7 @@ from contextd.indexer.plan import (PUSHED_MTIME_NS, FileTask, in_scope, order_by
                                    plan_changes)
 from contextd.indexer.recency import recently_touched
 from contextd.indexer.worker import process_data
-from contextd.indexer.report import IndexReport
+from contextd.indexer.report import BUSY, IndexReport
 from contextd.indexer.interrupts import is_interrupt
 from contextd.boundary.path_args import check_path, check_paths, refusal_text, shown
 from contextd.indexer.progress import (JobProgress, NullProgress, Progress, TeeProgress, WorkFigures,
@@ -53,8 +53,12 @@ RECOUNT_WINDOWS = 10
 
 # ensure_indexed's report when the index is empty and bootstrap.enabled is false.
 BOOTSTRAP_OFF = "bootstrap disabled"
+# Runs given less time than this (seconds) read in this process, without a worker pool.
+POOL_WORTH_S = 5.0
 # Runs that read a whole scope: their embedding batches follow bootstrap.batch_size.
 WHOLE_RUNS = frozenset({"bootstrap", "resume", "rebuild"})
+# Runs that read the whole project, a catch-up of its changes included.
+PROJECT_RUNS = WHOLE_RUNS | {"incremental"}
 
 
 def index_signature(config) -> str:
@@ -97,7 +101,9 @@ class Indexer:
         self._embed_lock = threading.Lock()
         self._state = "idle"
         self._files_total: int | None = None
+        self._run_mode = ""
         self._embed_now = True
+        self._pool_allowed = True
         self._embedding_busy = False
         # Live figures for stats and query notes: files of the current run, vectors.
         self.file_figures = WorkFigures("files indexed")
@@ -134,18 +140,38 @@ class Indexer:
 
     # ----- entry points ------------------------------------------------------------------
     def ensure_indexed(self, progress: Progress | None = None,
-                       cancel: threading.Event | None = None, embed: bool = True
-                       ) -> IndexReport:
+                       cancel: threading.Event | None = None, embed: bool = True,
+                       wait: bool = True, within_s: float | None = None) -> IndexReport:
         """Make the index current: resume an interrupted bootstrap, bootstrap an empty index,
         or catch up with changes made while nothing was watching. ``embed=False`` leaves the
         vectors to a later run (the CLI hands a large first embedding to a background owner,
-        answering from the lexical and symbol indexes at once)."""
-        with self._run_lock:
+        answering from the lexical and symbol indexes at once). ``wait=False``: when another
+        thread's run is under way (an owner's catch-up of a large project), return at once
+        with a ``busy`` report instead of waiting for it; the caller answers from what is
+        indexed, and the answer's notes say what is not. ``within_s``: stop reading files
+        after this many seconds (the run is then ``cancelled`` with ``files_left``; a
+        bootstrap's stay pending and the next run resumes them)."""
+        if not self._run_lock.acquire(blocking=wait):
+            return IndexReport(mode=BUSY)
+        timer = None
+        if within_s is not None:
+            cancel = cancel or threading.Event()
+            timer = threading.Timer(max(0.0, within_s), cancel.set)
+            timer.daemon = True
+            timer.start()
+        try:
             self._embed_now = embed
+            # A pool of chunking processes takes about a second to start, and a cancel waits
+            # for the batches it holds: a run this short reads in this process.
+            self._pool_allowed = within_s is None or within_s >= POOL_WORTH_S
             try:
                 return self._ensure_indexed(progress, cancel)
             finally:
-                self._embed_now = True
+                self._embed_now, self._pool_allowed = True, True
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self._run_lock.release()
 
     def _ensure_indexed(self, progress: Progress | None, cancel: threading.Event | None
                         ) -> IndexReport:
@@ -320,6 +346,13 @@ class Indexer:
         return self._state == "indexing"
 
     @property
+    def reading_project(self) -> bool:
+        """Whether a run over the whole project (a bootstrap, its resume, a catch-up, a
+        rebuild) is reading files now: an answer meanwhile may miss files not read yet (a
+        watcher's batch of a few files is not worth saying so)."""
+        return self._state == "indexing" and self._run_mode in PROJECT_RUNS
+
+    @property
     def never_indexed(self) -> bool:
         """Whether no catch-up or bootstrap has ever finished and no file is indexed: a new
         project whose first indexing has not started or not got far (an empty folder, once
@@ -382,7 +415,10 @@ class Indexer:
     def _resume(self, job_id: str | None, pending: list[str], progress: Progress | None,
                 cancel: threading.Event | None) -> IndexReport:
         wanted = set(pending)
-        entries = [e for e in self.boundary.iter_files() if e.path in wanted]
+        # In priority order again: a resumed first answer's files are read source first.
+        entries = order_by_priority((e for e in self.boundary.iter_files() if e.path in wanted),
+                                    self.config.bootstrap.priority_extensions,
+                                    recently_touched(self.project.root))
         states = {p: s for p, s in self.store.file_states().items() if p in wanted}
         plan = plan_changes(entries, states)
         gone = wanted - {e.path for e in entries}
@@ -531,12 +567,13 @@ class Indexer:
                      else self.config.embedding.batch_size)
             stage = EmbeddingStage(self.store, lambda: self.embedder, batch, self._embed_lock,
                                    cancel, on_embedding).start()
-        writer = Writer(self.store, report, progress, track_progress,
-                        self.config.bootstrap.fail_fast, stage.wake if stage else lambda: None)
-        self._state, self._files_total = "indexing", total
+        self._state, self._files_total, self._run_mode = "indexing", total, mode
         self.file_figures = WorkFigures("files indexed")
         self.file_figures.record(total - len(tasks), len(tasks))
         progress = TeeProgress(progress, _FileFigures(self.file_figures, total - len(tasks)))
+        # After the tee: the writer's updates are what keeps the live file figures current.
+        writer = Writer(self.store, report, progress, track_progress,
+                        self.config.bootstrap.fail_fast, stage.wake if stage else lambda: None)
         progress.start(len(tasks), mode)
         try:
             prefix_store = self.store if needs_store(self.config) else None
@@ -545,9 +582,10 @@ class Indexer:
             # the files. The reading generator is closed explicitly: when the writer fails
             # (Ctrl-C inside a DuckDB statement) it would otherwise shut its worker pool down
             # only when collected, and a process leaving with os._exit would orphan workers.
+            workers = self.workers() if self._pool_allowed else 0
             with contextlib.ExitStack() as stack:
                 produced = produce(prefix_store) if produce is not None else stack.enter_context(
-                    contextlib.closing(outcomes(tasks, self.config, self.workers(), cancel,
+                    contextlib.closing(outcomes(tasks, self.config, workers, cancel,
                                                 prefix_store)))
                 for outcome in produced:
                     writer.add(outcome)
@@ -566,7 +604,9 @@ class Indexer:
                 report.embedding = remote_run_counters(remote_before,
                                                        embedding_stats(self.config.embedding))
             self._state = "idle"
-        report.cancelled = cancel.is_set()
+        # A cancel that came after the last file cancelled nothing of this run's reading.
+        report.files_left = len(tasks) - writer.files_done if cancel.is_set() else 0
+        report.cancelled = report.files_left > 0
         report.embeddings_reused = max(0, writer.distinct_texts - report.chunks_embedded)
         report.seconds = time.perf_counter() - started
         if report.bytes_indexed >= THROUGHPUT_MIN_BYTES:

@@ -57,9 +57,11 @@ def outcomes(tasks: Sequence[FileTask], config: ContextConfig, workers: int,
     caching its prefixes there) every file is processed inline.
 
     The pool works through the tasks front to back (priority order). Whenever its oldest
-    batch is not ready, this process takes the last batch not yet sent and processes it
+    batch is not ready, this process takes the next batch not yet sent and processes it
     itself: the writer's core would otherwise idle while the pool chunks (the pool has
-    cores - 1 workers, one core being kept for the writer and the embedding stage)."""
+    cores - 1 workers, one core being kept for the writer and the embedding stage). Both
+    take from the front, so a run cut short by a deadline has read the files that come
+    first (taking from the back read tests and configuration in half the time given)."""
     if workers < 1 or len(tasks) < POOL_MIN_FILES or store is not None:
         yield from _inline(tasks, config, cancel, store)
         return
@@ -73,7 +75,7 @@ def outcomes(tasks: Sequence[FileTask], config: ContextConfig, workers: int,
                 pending.append(pool.submit(process_batch, waiting.popleft()))
             while pending and not cancel.is_set():
                 if not pending[0].done() and waiting:
-                    yield from _inline(waiting.pop(), config, cancel)
+                    yield from _inline(waiting.popleft(), config, cancel)
                     continue
                 results = pending.popleft().result()
                 if waiting:

@@ -12,6 +12,10 @@ FAILURES_IN_SUMMARY = 3
 VANISHED_NAMED = 20
 
 
+# The mode of an ensure_indexed that did not wait for the run of another thread.
+BUSY = "busy"
+
+
 @dataclass
 class IndexReport:
     """What one run of the indexer did.
@@ -28,6 +32,8 @@ class IndexReport:
     retries, rate-limit waits, texts per second); empty for a local model.
     ``vanished`` names files deleted while the run read them (the first
     :data:`VANISHED_NAMED`; ``files_vanished`` counts them all): they are not in the index.
+    ``files_left`` counts the files a cancelled run had no time to read (a bootstrap's stay
+    pending and are resumed by the next run; a catch-up's are found again by the next walk).
     """
 
     mode: str = "refresh"
@@ -51,6 +57,7 @@ class IndexReport:
     embedding: dict[str, Any] = field(default_factory=dict)
     files_vanished: int = 0
     vanished: list[str] = field(default_factory=list)
+    files_left: int = 0
 
     def note_vanished(self, paths: list[str]) -> None:
         """Count and name files that were deleted while this run read them."""

@@ -22,7 +22,7 @@ from contextd.config.sections import ContextConfig, ProviderConfig
 from contextd.providers.catalog import ChunkCatalog, ChunkEntry
 from contextd.providers.spool import spool_folder
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
-from contextd.query.roles import checked_roles, file_role
+from contextd.boundary.roles import checked_roles, file_role
 from contextd.store.base import KNOWLEDGE_PREFIX, ChunkRow, IndexStore
 
 log = logging.getLogger(__name__)

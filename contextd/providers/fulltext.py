@@ -33,7 +33,7 @@ from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.catalog import ChunkCatalog, ChunkEntry, IncrementalIndex
-from contextd.query.roles import FileRole, file_role
+from contextd.boundary.roles import FileRole, file_role
 from contextd.query.duplicates import (
     TRANSLATION_DEPTH, copies_last, own_language_first, translation_groups,
 )

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from contextd.providers.base import ProviderQuery
+from contextd.query.left_out import LEFT_OUT_NOTE
 from contextd.records import ContextScope, ContextSnippet, TokenBudget
 
 log = logging.getLogger(__name__)
@@ -52,20 +53,9 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
         return _pool
 
 
-# How an answer names a provider whose results it lacks (failed, timed out, still loading).
-LEFT_OUT_NOTE = "provider {} left out: {}"
-_LEFT_OUT_HEAD, _LEFT_OUT_TAIL = LEFT_OUT_NOTE.split("{}")[:2]
-
-
 def left_out_notes(runs: "dict[str, ProviderRun]") -> list[str]:
     """A note per provider whose run failed."""
     return [LEFT_OUT_NOTE.format(pid, run.error) for pid, run in runs.items() if run.error]
-
-
-def left_out_providers(notes: Sequence[str]) -> list[str]:
-    """The ids of the providers an answer's notes say were left out."""
-    return [note[len(_LEFT_OUT_HEAD):note.index(_LEFT_OUT_TAIL)] for note in notes
-            if note.startswith(_LEFT_OUT_HEAD) and _LEFT_OUT_TAIL in note]
 
 
 @dataclass

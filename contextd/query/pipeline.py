@@ -44,7 +44,7 @@ from contextd.query.duplicates import (
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
 from contextd.query.records import FileResult, Hit, QueryRequest, QueryResponse
-from contextd.query.roles import checked_roles
+from contextd.boundary.roles import checked_roles
 from contextd.query.scope_check import check_scope
 from contextd.query.understanding import (
     UnderstoodQuery, aggregate_files, apply_boosts, understand,

@@ -12,7 +12,7 @@ from typing import Any
 
 from contextd.query.understanding import FileHit
 from contextd.records import ContextScope, ContextSnippet, to_dict
-from contextd.query.roles import file_role
+from contextd.boundary.roles import file_role
 
 
 def scope_from_dict(data: dict[str, Any] | None) -> ContextScope:

@@ -16,7 +16,7 @@ The boosts are factors named in ``[ranking]`` (no magic numbers): definitions of
 over mere references, source over tests and vendored code (unless the task is about tests),
 code over documentation when the task names symbols, source over documentation, tests and
 config when the query asks for an implementation or a change (:mod:`contextd.query.intent`, file
-roles from :mod:`contextd.query.roles`), the chunk that holds the query verbatim or the names
+roles from :mod:`contextd.boundary.roles`), the chunk that holds the query verbatim or the names
 it writes above its neighbours (:mod:`contextd.query.evidence`), and a definition whose name the
 query's own words spell (:func:`name_words_share`).
 """
@@ -34,7 +34,7 @@ from contextd.config.sections import DEFAULT_ALLOWED_EXTENSIONS, RankingConfig
 from contextd.query.evidence import ExactQuery, echoes_query, exact_evidence, quotation_tier
 from contextd.query.intent import QueryIntent, classify
 from contextd.records import ChunkKind, ContextSnippet, ProviderType
-from contextd.query.roles import FileRole, file_role
+from contextd.boundary.roles import FileRole, file_role
 from contextd.text.stemming import light_stem
 
 # Score factor of a non-source chunk that merely repeats the query between quotes.

@@ -54,48 +54,75 @@ INLINE_CHUNKS_PER_S = 40.0
 
 @dataclass(frozen=True)
 class Handoff:
-    """What :func:`index_for_command` did: vectors left for the background (``pending``
-    chunk texts), or none; ``start_owner``: this process owns the index, so a background
-    owner must be started to take the work over (a running owner does it already)."""
+    """What :func:`index_for_command` did: files it had no time to read (``files_left``,
+    resumed by the background) and vectors left for the background (``pending`` chunk
+    texts), or none; ``start_owner``: this process owns the index, so a background owner
+    must be started to take the work over (a running owner does it already)."""
 
     pending: int = 0
     start_owner: bool = False
+    files_left: int = 0
+    catching_up: bool = False
 
     @property
     def handed_off(self) -> bool:
-        return self.pending > 0
+        return self.pending > 0 or self.files_left > 0 or self.catching_up
 
-    def note(self, notes: Sequence[str] = ()) -> str:
+    def note(self, notes: Sequence[str] = ()) -> str | None:
         """The note of an answer handed off (``notes``: the answer's other notes, which say
-        whether a provider was left out)."""
+        whether a provider was left out); None when they already say what is missing (an
+        owner answering while it indexes says it itself)."""
         # Imported here: the owner process starts from this module and must take the index
-        # over at once, before the query stack (numpy and the providers) is loaded.
-        from contextd.runtime.indexing_notes import ready_results
+        # over at once, before the query stack is loaded.
+        from contextd.runtime.indexing_notes import (STILL_INDEXING, SEMANTIC_PENDING,
+                                                     ready_results, says_incomplete)
 
-        return (f"semantic results are still being computed in the background "
-                f"({self.pending:,} chunks to embed); {ready_results(notes)}. 'contextd stats' "
-                "shows how far the embedding is")
+        if self.files_left or self.catching_up:
+            if says_incomplete(notes, files=True):
+                return None
+            if self.catching_up:
+                return (f"{STILL_INDEXING}the background owner is catching up with the "
+                        "project's files, so this answer may miss files not read yet; retry "
+                        "in a few seconds. 'contextd stats' shows how far it is")
+            return (f"{STILL_INDEXING}{self.files_left:,} files are not read yet (this answer "
+                    "comes from those read first, source code before docs and tests); the "
+                    "background owner reads them, then computes the vectors: retry in a few "
+                    "seconds for a complete answer. 'contextd stats' shows how far it is")
+        if says_incomplete(notes):
+            return None
+        return (f"{SEMANTIC_PENDING} in the background ({self.pending:,} chunks to embed); "
+                f"{ready_results(notes)}. 'contextd stats' shows how far the embedding is")
 
 
 def index_for_command(engine: Any, project: Project, progress: Any) -> Handoff:
-    """Bring the index up to date for a command run by a person: the chunks always (the
-    lexical and symbol answers), the vectors only when they fit in ``[owner]
-    answer_within_seconds``; the rest is handed to the background."""
+    """Bring the index up to date for a command run by a person, within about ``[owner]
+    answer_within_seconds``: the files it can read in that time (source first; the lexical
+    and symbol answers), the vectors only when they fit in what is left; the rest is handed
+    to the background. A command reaching a running owner does not wait for the owner's own
+    catch-up either: it answers from what is indexed, and the answer says what is not."""
+    from contextd.indexer.report import BUSY
+
     owner = project.config.owner
     if not owner.background:
         engine.ensure_indexed(progress=progress)
         return Handoff()
     started = time.monotonic()
-    engine.ensure_indexed(progress=progress, embed=False)
-    pending = engine.embeddings_pending()
-    if not pending:
-        return Handoff()
     is_owner = getattr(engine, "is_owner", False)
-    if is_owner and _fits(project, pending, owner.answer_within_seconds
-                          - (time.monotonic() - started)):
+    # An owner reached over its socket reads under the same limit: its own catch-up resumes
+    # what this call leaves.
+    report = engine.ensure_indexed(progress=progress, embed=False, wait=False,
+                                   within_s=owner.index_within_seconds or None)
+    files_left = report.files_left if report.cancelled else 0
+    catching_up = report.mode == BUSY  # the owner's own catch-up holds the index
+    pending = engine.embeddings_pending()
+    if not pending and not files_left and not catching_up:
+        return Handoff()
+    if is_owner and not files_left and not catching_up and _fits(project, pending, owner.answer_within_seconds
+                                             - (time.monotonic() - started)):
         engine.ensure_indexed(progress=progress)  # nothing to chunk: only the vectors
         return Handoff()
-    return Handoff(pending, start_owner=is_owner)
+    return Handoff(pending, start_owner=is_owner, files_left=files_left,
+                   catching_up=catching_up)
 
 
 def _fits(project: Project, pending: int, seconds: float) -> bool:

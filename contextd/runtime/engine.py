@@ -102,16 +102,20 @@ class Engine:
             return self._sessions
 
     # ----- indexing --------------------------------------------------------------------
-    def ensure_indexed(self, progress=None, embed: bool = True):
+    def ensure_indexed(self, progress=None, embed: bool = True, within_s: float | None = None,
+                       wait: bool = True):
         """Bootstrap or catch up (resuming an interrupted bootstrap) when the index is not
         current; returns an :class:`contextd.indexer.IndexReport`. ``embed=False`` leaves
         the vectors for later (see :mod:`contextd.runtime.background`). With a watcher that
         has caught up, the changes it noted are indexed at once instead (a 2,000-file walk
-        cost every command on a large project a few hundred ms)."""
+        cost every command on a large project a few hundred ms).
+
+        ``within_s`` and ``wait``: see :meth:`contextd.indexer.Indexer.ensure_indexed`."""
         watcher = self.watcher
         if not embed and watcher is not None and watcher.running:
             return watcher.flush()
-        return self.indexer.ensure_indexed(progress=progress, embed=embed)
+        return self.indexer.ensure_indexed(progress=progress, embed=embed, wait=wait,
+                                           within_s=within_s)
 
     def embeddings_pending(self) -> int:
         """Distinct chunk texts still without a vector for the configured model."""

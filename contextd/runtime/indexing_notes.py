@@ -13,13 +13,15 @@ import dataclasses
 import time
 from typing import Any, Callable, Sequence
 
-from contextd.providers.runner import left_out_providers
+from contextd.query.left_out import left_out_providers
 
 from contextd.indexer.progress import format_duration
 
 # Every note meaning "the index is incomplete, retry" starts so (the MCP text then leaves out
 # its "Nothing matched" advice).
 STILL_INDEXING = "still indexing: "
+# Every note meaning "the vectors are incomplete" starts so.
+SEMANTIC_PENDING = "semantic results are still being computed"
 # An empty index that nothing will fill by itself.
 BOOTSTRAP_OFF_NOTE = ("the index is empty and bootstrap.enabled = false: index the project "
                       "with `contextd refresh` (MCP: refresh_context with ['.'])")
@@ -43,7 +45,7 @@ def answer_while_indexing(indexer: Any, run: Callable[[], Any],
         time.sleep(POLL_S)
         response = run()
     note = None
-    if _empty(response) and indexer.indexing:
+    if indexer.reading_project or (_empty(response) and indexer.indexing):
         note = indexing_note(indexer)
     elif _empty(response) and not indexer.config.bootstrap.enabled \
             and not indexer.store.file_states():
@@ -82,8 +84,15 @@ def indexing_note(indexer: Any) -> str:
 def embedding_note(indexer: Any, notes: Sequence[str] = ()) -> str:
     """``semantic results cover 1,234 / 5,000 chunks so far (...)``, and what the rest of
     the answer holds (``notes``: the answer's other notes)."""
-    return (f"semantic results are still being computed ({indexer.embedding_figures.text()}); "
+    return (f"{SEMANTIC_PENDING} ({indexer.embedding_figures.text()}); "
             f"{ready_results(notes)}")
+
+
+def says_incomplete(notes: Sequence[str], files: bool = False) -> bool:
+    """Whether ``notes`` already say that files or vectors are missing from the answer
+    (``files``: that files are; a note about vectors does not say so)."""
+    heads = (STILL_INDEXING,) if files else (STILL_INDEXING, SEMANTIC_PENDING)
+    return any(note.startswith(heads) for note in notes)
 
 
 def ready_results(notes: Sequence[str]) -> str:

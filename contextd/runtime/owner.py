@@ -98,9 +98,11 @@ class SharedEngine:
         return self
 
     # ----- the Engine's methods --------------------------------------------------------
-    def ensure_indexed(self, progress=None, embed: bool = True):
+    def ensure_indexed(self, progress=None, embed: bool = True, within_s: float | None = None,
+                       wait: bool = True):
         """See :meth:`contextd.runtime.engine.Engine.ensure_indexed`."""
-        return self._call("ensure_indexed", {"embed": embed}, progress)
+        return self._call("ensure_indexed", {"embed": embed, "within_s": within_s,
+                                             "wait": wait}, progress)
 
     def embeddings_pending(self) -> int:
         """See :meth:`contextd.runtime.engine.Engine.embeddings_pending`."""

@@ -14,7 +14,8 @@ from lists kept per repository, so it holds for a project nobody here has seen:
 - source: everything else (code in a programming language).
 
 The ranking uses roles to put source first when a query asks for an implementation or a
-change, and a scope may keep only some roles (``ContextScope.roles``, ``--role``).
+change, and a scope may keep only some roles (``ContextScope.roles``, ``--role``); the
+bootstrap reads source first (:func:`contextd.indexer.plan.priority`).
 """
 
 from __future__ import annotations
