@@ -25,8 +25,9 @@ Per repository it prints:
   of an index of the tree at the parent of the oldest of them (no answer leaks into it):
   R@1 / R@5 / MRR of contextd's ``--files`` ranking against BM25 over whole files;
 * with ``--vectors``: seconds until ``contextd stats`` reports no chunk waiting for its vector
-  (about 20 minutes for fastapi on a quiet 2-core machine), then the background owner's peak
-  RSS (VmHWM) and its CPU over ``--idle`` seconds, read from ``/proc/<pid>``.
+  (about 10 minutes for fastapi on a quiet 2-core machine), then the background owner's peak
+  RSS (VmHWM) and its CPU over ``--idle`` seconds, read from ``/proc/<pid>``, and its
+  embedding rate against the embedder's own on a sample of the same texts.
 
 The quality part runs first; the vector part is optional because of its length. On
 2026-11-26 (before the watcher of issue 26's runtime half) the owner started by the first
@@ -253,6 +254,39 @@ def owner_figures(root: Path, idle_s: float) -> None:
           f"{100 * used / idle_s:.1f}% of a core")
 
 
+def embedding_ratio(root: Path, sample: int) -> None:
+    """The owner's embedding rate (texts per second over its whole run, which it keeps in the
+    index) against the embedder alone, in this process, on a random sample of the same
+    texts: rates in chunks/s differ by a factor of two between corpora (a stdlib function
+    against a fastapi page), so the ratio is taken on one set of texts. Run after the owner
+    stopped (the database is read while nothing writes it)."""
+    import duckdb
+
+    from contextd.config.project import Project
+    from contextd.embedders.registry import get_embedder
+
+    con = duckdb.connect(str(root / ".contextd" / "context.duckdb"), read_only=True)
+    try:
+        row = con.execute("SELECT value FROM index_meta WHERE key = "
+                          "'embedding_texts_per_second'").fetchone()
+        texts = [r[0] for r in con.execute(
+            "SELECT any_value(coalesce(index_text, text)) FROM chunks GROUP BY embed_hash "
+            f"USING SAMPLE {int(sample)} ROWS").fetchall()]
+    finally:
+        con.close()
+    if row is None:
+        print("the owner kept no embedding rate (fewer texts than it times)")
+        return
+    embedder = get_embedder(Project.open(root).config.embedding)
+    embedder.embed_query("warm up")
+    started = time.perf_counter()
+    embedder.embed(texts)
+    alone = len(texts) / (time.perf_counter() - started)
+    owner = float(row[0])
+    print(f"embedding: owner {owner:,.1f} texts/s, the embedder alone on {len(texts):,} of the "
+          f"same texts {alone:,.1f} texts/s: {100 * owner / alone:.0f}% (target >= 90%)")
+
+
 # ----- change-request localization -----------------------------------------------------------
 def _git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
@@ -365,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also wait until every vector is computed, then measure the owner")
     parser.add_argument("--vector-limit", type=float, default=3600)
     parser.add_argument("--idle", type=float, default=60.0)
+    parser.add_argument("--rate-sample", type=int, default=2000,
+                        help="texts the embedder alone embeds for the rate ratio")
     parser.add_argument("--keep-index", action="store_true",
                         help="reuse the existing index instead of a never-indexed start")
     parser.add_argument("--no-venv", action="store_true",
@@ -398,6 +434,8 @@ def main(argv: list[str] | None = None) -> int:
             wait_for_vectors(root, started, args.vector_limit)
             owner_figures(root, args.idle)
         stop_owner(root)
+        if args.vectors:
+            embedding_ratio(root, args.rate_sample)
     return 0
 
 
