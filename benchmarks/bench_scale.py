@@ -26,8 +26,10 @@ Per repository it prints:
   R@1 / R@5 / MRR of contextd's ``--files`` ranking against BM25 over whole files;
 * with ``--vectors``: seconds until ``contextd stats`` reports no chunk waiting for its vector
   (about 10 minutes for fastapi on a quiet 2-core machine), then the background owner's peak
-  RSS (VmHWM) and its CPU over ``--idle`` seconds, read from ``/proc/<pid>``, and its
-  embedding rate against the embedder's own on a sample of the same texts.
+  RSS (VmHWM) and its CPU over ``--idle`` seconds, read from ``/proc/<pid>``, the questions
+  again (hybrid answers with every vector, from the warm owner: the wall ms a CLI query
+  costs once the owner runs), and the owner's embedding rate against the embedder's own on
+  a sample of the same texts.
 
 The quality part runs first; the vector part is optional because of its length. On
 2026-11-26 (before the watcher of issue 26's runtime half) the owner started by the first
@@ -433,6 +435,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.vectors:
             wait_for_vectors(root, started, args.vector_limit)
             owner_figures(root, args.idle)
+            print("the questions again, the owner warm with every vector:")
+            ask_questions(root, ask_cli(root))
         stop_owner(root)
         if args.vectors:
             embedding_ratio(root, args.rate_sample)

@@ -354,6 +354,26 @@ def command_handoff(config, tmp):
         engine.close()
 
 
+def leaves_warm_owner(config, tmp) -> tuple[bool, bool]:
+    """Whether a CLI command that answered as the index's owner leaves a background owner
+    behind for the commands after it (and that its providers' load was timed at all)."""
+    from contextd.query.records import LOAD_TIMING, QueryRequest
+    from contextd.runtime.background import keeps_warm
+    from contextd.runtime.owner import connect
+
+    root = tree(tmp / "p", {f"m{i}.py": f"def f{i}(x):\n    return x * {i}\n" for i in range(5)})
+    project = Project(root, config)
+    with environ(XDG_RUNTIME_DIR=short_dir()):
+        engine = connect(project)
+    try:
+        engine.ensure_indexed(embed=False)
+        response = engine.query(QueryRequest("f1", providers=("full_text", "symbol"),
+                                             wait_for_model=False))
+        return keeps_warm(engine, project, response), LOAD_TIMING in response.timings_ms
+    finally:
+        engine.close()
+
+
 def owner_memory(config, tmp) -> str:
     """DuckDB's memory limit in the owner's store."""
     project = Project(tree(tmp / "p", {"a.py": "x = 1\n"}), config)

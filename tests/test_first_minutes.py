@@ -303,6 +303,33 @@ def test_a_first_query_on_a_large_project_reads_source_first_and_answers_in_time
             os.kill(pid, signal.SIGKILL)
 
 
+def test_a_command_that_loaded_its_indexes_slowly_leaves_a_warm_owner(repo, runtime):
+    """A cold command on a large, fully indexed project spends seconds loading its indexes
+    (fastapi: 2.5 s of a 3.9 s answer); one whose load took longer than [owner]
+    warm_after_load_ms leaves a background owner, so the commands after it answer warm
+    (0.3 s). A small project's load stays under the default, and no process is left."""
+    (repo / "context.toml").write_text("[contextualizer]\nstrategy = \"none\"\n")
+    assert run(repo, runtime, "query", "invoice_total").returncode == 0
+    time.sleep(1)
+    assert not _alive(_owner_pid(repo))
+    (repo / "context.toml").write_text("[owner]\nwarm_after_load_ms = 1\nidle_exit_seconds = 5\n"
+                                       "[contextualizer]\nstrategy = \"none\"\n")
+    assert run(repo, runtime, "query", "invoice_total").returncode == 0
+    time.sleep(1)
+    pid = _owner_pid(repo)
+    try:
+        assert _alive(pid)
+        stats = _stats(repo, runtime)
+        assert stats["owner"]["pid"] == pid and not stats["owner"]["this_process"]
+        deadline = time.monotonic() + 60  # idle_exit_seconds = 5
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not _alive(pid)
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_mcp_filters_that_cannot_match_are_tool_errors(repo, tmp_path):
     with mcp_session(repo, server_env(tmp_path / "run"), tmp_path / "server.log") as session:
         assert structured(session.call("refresh_context",

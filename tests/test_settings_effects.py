@@ -39,8 +39,8 @@ from settings_probes import (
 from settings_probes_runtime import (
     backups, chunk_texts, cli_progress, command_handoff, debounce, embedder_outcome,
     embedder_settings, embedding_rounds, idle_exit, indexed, indexed_paths, key_file,
-    knowledge_adds, local_route, MEDIUM_FILES, opened_module, opened_store, owner_duties,
-    owner_memory, pdf_pages, postgres_url, query_cache_hits, rate_limit_waits, remote_base,
+    knowledge_adds, leaves_warm_owner, local_route, MEDIUM_FILES, opened_module, opened_store,
+    owner_duties, owner_memory, pdf_pages, postgres_url, query_cache_hits, rate_limit_waits, remote_base,
     remote_client, remote_part, retrieved, self_signed_pair, service_client, service_part,
     sessions, shared_workspace, stash_fresh, tools, ui, unused_port, vector_norm, workers,
     written_report,
@@ -291,6 +291,7 @@ EFFECTS: dict[str, Effect] = {
                                base={"owner": {"answer_within_seconds": 0.0}}),
     "owner.answer_within_seconds": Effect(0.0, command_handoff),
     "owner.index_within_seconds": Effect(0.001, command_handoff),  # less than the walk
+    "owner.warm_after_load_ms": Effect(1, leaves_warm_owner),
     "owner.memory_limit_mb": Effect(2048, owner_memory),
     "owner.idle_exit_seconds": Effect(5, idle_exit),
     # ----- [ui]

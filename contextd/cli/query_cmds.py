@@ -163,7 +163,8 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
             "task_type": task_type, "complexity": complexity}
     if description:
         text = f"{text}\n{description}"
-    from contextd.runtime.background import index_for_command, start_background_owner
+    from contextd.runtime.background import (index_for_command, keeps_warm,
+                                             start_background_owner)
 
     project = state.project()
     request = QueryRequest(
@@ -187,7 +188,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
         note = handoff.note(response.notes) if handoff.handed_off else None
         if note:
             response = dataclasses.replace(response, notes=response.notes + (note,))
-        if handoff.start_owner:
+        if handoff.start_owner or keeps_warm(engine, project, response):
             start_background_owner(project)
     finally:
         engine.close()

@@ -66,6 +66,8 @@ class ProviderRun:
     snippets: list[ContextSnippet] = field(default_factory=list)
     elapsed_ms: float = 0.0
     error: str | None = None
+    # Time its catch-up took first (loading its index in a cold process, taking in changes).
+    load_ms: float = 0.0
 
 
 def _timed(provider: Any, query: ProviderQuery, scope: ContextScope, budget: TokenBudget
@@ -91,20 +93,28 @@ def _in_memory(provider: Any, generation: int | None) -> bool:
         return False
 
 
-def _catch_up(providers: Sequence[Any], generation: int | None) -> dict[str, ProviderRun]:
-    """Let the providers that are behind the store catch up, in parallel; a failed run per
-    provider that raised or did not finish within :data:`CATCH_UP_LIMIT_S`."""
+def _timed_catch_up(provider: Any, generation: int | None) -> float:
+    begin = time.perf_counter()
+    provider.catch_up(generation)
+    return (time.perf_counter() - begin) * 1000
+
+
+def _catch_up(providers: Sequence[Any], generation: int | None
+              ) -> tuple[dict[str, ProviderRun], dict[str, float]]:
+    """Let the providers that are behind the store catch up, in parallel: a failed run per
+    provider that raised or did not finish within :data:`CATCH_UP_LIMIT_S`, and the ms each
+    of the others took."""
     behind = [p for p in providers
               if hasattr(p, "catch_up") and not _in_memory(p, generation)]
     if not behind:
-        return {}
+        return {}, {}
     started = time.perf_counter()
-    futures = {p.id: _executor().submit(p.catch_up, generation) for p in behind}
-    failed = {}
+    futures = {p.id: _executor().submit(_timed_catch_up, p, generation) for p in behind}
+    failed, loads = {}, {}
     for provider_id, future in futures.items():
         left = max(0.0, CATCH_UP_LIMIT_S - (time.perf_counter() - started))
         try:
-            future.result(left)
+            loads[provider_id] = future.result(left)
         except concurrent.futures.TimeoutError:
             failed[provider_id] = ProviderRun(
                 provider_id, elapsed_ms=CATCH_UP_LIMIT_S * 1000,
@@ -114,7 +124,7 @@ def _catch_up(providers: Sequence[Any], generation: int | None) -> dict[str, Pro
                                               error=f"{type(exc).__name__}: {exc}")
     for run in failed.values():
         log.warning("provider %s left out: %s", run.provider_id, run.error)
-    return failed
+    return failed, loads
 
 
 def run_providers(providers: Sequence[Any], query: ProviderQuery | str, scope: ContextScope,
@@ -124,7 +134,7 @@ def run_providers(providers: Sequence[Any], query: ProviderQuery | str, scope: C
     (:meth:`ProviderQuery.for_kind`); a run per provider id, in the given order."""
     query = ProviderQuery.of(query)
     generation = query.generation
-    failed = _catch_up(providers, generation)
+    failed, loads = _catch_up(providers, generation)
     started = time.perf_counter()
     live = [p for p in providers if p.id not in failed]
     inline = [p for p in live if _in_memory(p, generation)]
@@ -142,4 +152,6 @@ def run_providers(providers: Sequence[Any], query: ProviderQuery | str, scope: C
             log.warning("provider %s timed out after %.0f ms", provider_id, limit_s * 1000)
     runs.update(done)
     runs.update(failed)
+    for provider_id, load_ms in loads.items():
+        runs[provider_id].load_ms = load_ms
     return {p.id: runs[p.id] for p in providers}

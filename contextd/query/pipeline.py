@@ -43,7 +43,8 @@ from contextd.query.duplicates import (
 )
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
-from contextd.query.records import FileResult, Hit, QueryRequest, QueryResponse
+from contextd.query.records import (LOAD_TIMING, FileResult, Hit, QueryRequest,
+                                    QueryResponse)
 from contextd.boundary.roles import checked_roles
 from contextd.query.scope_check import check_scope
 from contextd.query.understanding import (
@@ -245,6 +246,9 @@ class QueryPipeline:
             sorted(selection.snippets, key=lambda s: -s.score), query, understood))
         attribution = collections.Counter(p for s in chosen for p in s.providers)
         timings = {pid: round(run.elapsed_ms, 2) for pid, run in runs.items()}
+        load_ms = max((run.load_ms for run in runs.values()), default=0.0)
+        if load_ms:  # the providers' catch-up ran in parallel before their queries
+            timings[LOAD_TIMING] = round(load_ms, 2)
         timings["total"] = round((time.perf_counter() - started) * 1000, 2)
         self._record(task_id, query, chosen, selection.total_tokens, timings,
                      provider_query.counters)

@@ -150,11 +150,17 @@ class FileResult:
                    ranges=tuple((start, end) for start, end in data.get("ranges", ())))
 
 
+# The timing of the providers' catch-up before a query (their indexes loaded in a cold
+# process, or changes taken in), present when one ran.
+LOAD_TIMING = "load"
+
+
 @dataclass(frozen=True)
 class QueryResponse:
     """Hits best first, their total tokens, hits per provider, timings and notes; ``files``
     ranked best first when the request asked ``by_file``. ``total`` counts the matches found
-    (de-duplicated, above min_score) before k and the token budget cut them to ``hits``."""
+    (de-duplicated, above min_score) before k and the token budget cut them to ``hits``.
+    ``timings_ms`` holds each provider's query, :data:`LOAD_TIMING` and ``total``."""
 
     query: str
     total: int

@@ -125,6 +125,20 @@ def index_for_command(engine: Any, project: Project, progress: Any) -> Handoff:
                    catching_up=catching_up)
 
 
+def keeps_warm(engine: Any, project: Project, response: Any) -> bool:
+    """Whether a command that answered as the index's owner should leave a background owner
+    behind although nothing is left to do: its providers took over ``[owner]
+    warm_after_load_ms`` to load their indexes, so every command after it would too
+    (fastapi's 59,598 chunks: ~2.5 s in a cold process, answers in ~0.3 s from a warm owner).
+    The owner exits after ``[owner] idle_exit_seconds`` without calls."""
+    from contextd.query.records import LOAD_TIMING
+
+    owner = project.config.owner
+    return (getattr(engine, "is_owner", False) and owner.background
+            and bool(owner.warm_after_load_ms)
+            and response.timings_ms.get(LOAD_TIMING, 0.0) >= owner.warm_after_load_ms)
+
+
 def _fits(project: Project, pending: int, seconds: float) -> bool:
     """Whether ``pending`` texts embed in ``seconds`` at INLINE_CHUNKS_PER_S, with a model
     that loads without an export (a first export takes torch half a minute)."""
