@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import duckdb
 
 from contextd.indexer import Indexer
 from contextd.indexer.plan import order_by_priority
+from contextd.indexer.report import BUSY
 from contextd.config.project import Project
 from contextd.store.duckdb import DuckDBStore
 
@@ -259,6 +261,43 @@ def test_priority_order_and_max_initial_files(tmp_path):
     report = indexer.ensure_indexed()
     assert report.files_indexed == 3
     assert set(stored(indexer)) == set(order[:3])
+
+
+def test_a_run_given_a_second_reads_source_first_and_the_next_run_resumes_the_rest(tmp_path):
+    """ensure_indexed(within_s=...) is how a first CLI answer on a large project comes in
+    seconds (issue 26): it stops reading when the time is up, source code read first, and
+    says how many files it left; those stay pending, a caller that must not wait for a run
+    under way elsewhere gets a ``busy`` report at once, and the next run reads the rest
+    with no file twice."""
+    pages = 2000  # seconds of reading even on a quiet machine
+    files = {f"docs/page_{n:04d}.md": "# Page\n\n" + "Some words of prose here.\n\n" * 150
+             for n in range(pages)}
+    files["src/core.py"] = FUNC.format(name="core", doc="The core.", n=1)
+    root = make_repo(tmp_path / "repo", files)
+    indexer = open_indexer(root)
+    try:
+        cut = indexer.ensure_indexed(within_s=1.0)
+        assert cut.cancelled and 0 < cut.files_left < pages, cut.summary
+        read = stored(indexer)
+        assert "src/core.py" in read
+        assert len(read) + cut.files_left == pages + 1
+
+        resumed: list = []
+        worker = threading.Thread(target=lambda: resumed.append(indexer.ensure_indexed()))
+        worker.start()
+        deadline = time.monotonic() + 30
+        while not indexer.reading_project and time.monotonic() < deadline:
+            time.sleep(0.01)
+        busy = indexer.ensure_indexed(wait=False)
+        still_reading = indexer.reading_project
+        worker.join()
+        assert still_reading, "the resume ended before the second call; use more pages"
+        assert busy.mode == BUSY and busy.files_indexed == 0
+        assert resumed[0].mode == "resume" and not resumed[0].cancelled
+        assert resumed[0].files_indexed == cut.files_left
+        assert len(stored(indexer)) == pages + 1
+    finally:
+        indexer.store.close()
 
 
 def test_index_written_without_redaction_is_scrubbed_at_the_next_catch_up(tmp_path):

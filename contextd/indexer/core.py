@@ -149,8 +149,9 @@ class Indexer:
         thread's run is under way (an owner's catch-up of a large project), return at once
         with a ``busy`` report instead of waiting for it; the caller answers from what is
         indexed, and the answer's notes say what is not. ``within_s``: stop reading files
-        after this many seconds (the run is then ``cancelled`` with ``files_left``; a
-        bootstrap's stay pending and the next run resumes them)."""
+        after this many seconds, by setting ``cancel`` (a new event when none is given; the
+        run is then ``cancelled`` with ``files_left``: a bootstrap's stay pending and the
+        next run resumes them)."""
         if not self._run_lock.acquire(blocking=wait):
             return IndexReport(mode=BUSY)
         timer = None

@@ -9,12 +9,15 @@ owner lock as soon as the command exits (:mod:`contextd.runtime.owner`), compute
 order that pays first, watches the files, serves later CLI and MCP calls warm, and exits
 after ``[owner] idle_exit_seconds`` without calls once its work is done.
 
-The hand-off is decided by time, not size: the command embeds in-line only what fits in
-``[owner] answer_within_seconds`` (counted from its start, chunking included, at a
-deliberately low rate), so a first answer comes within about that on any project, and no
-process is left behind when everything fit. A command that reaches a running owner never
-asks it for vectors: the owner computes them in the background (its duties), and the
-command answers from what is ready. ``[owner] background = false`` turns the hand-off off.
+The hand-off is decided by time, not size: the command reads files for at most ``[owner]
+index_within_seconds`` (source first; a 3,000-file project takes 8-15 s to read whole, and the
+owner resumes the rest) and embeds in-line only what fits in ``[owner] answer_within_seconds``
+(counted from its start, chunking included, at a deliberately low rate), so a first answer
+comes within a few seconds on any project, and no process is left behind when everything fit
+(unless loading the indexes was slow: :func:`keeps_warm`). A command that reaches a running
+owner never waits for its catch-up nor asks it for vectors: the owner reads and computes them
+in the background (its duties), and the command answers from what is ready. ``[owner]
+background = false`` turns the hand-off off.
 """
 
 from __future__ import annotations
@@ -95,11 +98,12 @@ class Handoff:
 
 
 def index_for_command(engine: Any, project: Project, progress: Any) -> Handoff:
-    """Bring the index up to date for a command run by a person, within about ``[owner]
-    answer_within_seconds``: the files it can read in that time (source first; the lexical
-    and symbol answers), the vectors only when they fit in what is left; the rest is handed
-    to the background. A command reaching a running owner does not wait for the owner's own
-    catch-up either: it answers from what is indexed, and the answer says what is not."""
+    """Bring the index up to date for a command run by a person, as far as it can in a few
+    seconds: the files it reads in ``[owner] index_within_seconds`` (source first; the
+    lexical and symbol answers), the vectors only when they fit in ``[owner]
+    answer_within_seconds``; the rest is handed to the background. A command reaching a
+    running owner does not wait for the owner's own catch-up either: it answers from what
+    is indexed, and the answer says what is not."""
     from contextd.indexer.report import BUSY
 
     owner = project.config.owner
@@ -117,8 +121,9 @@ def index_for_command(engine: Any, project: Project, progress: Any) -> Handoff:
     pending = engine.embeddings_pending()
     if not pending and not files_left and not catching_up:
         return Handoff()
-    if is_owner and not files_left and not catching_up and _fits(project, pending, owner.answer_within_seconds
-                                             - (time.monotonic() - started)):
+    seconds_left = owner.answer_within_seconds - (time.monotonic() - started)
+    if is_owner and not files_left and not catching_up and _fits(project, pending,
+                                                                 seconds_left):
         engine.ensure_indexed(progress=progress)  # nothing to chunk: only the vectors
         return Handoff()
     return Handoff(pending, start_owner=is_owner, files_left=files_left,
