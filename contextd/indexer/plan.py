@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
 from contextd.boundary.roles import FileRole, file_role
@@ -50,28 +51,29 @@ class Plan:
 # [owner] index_within_seconds must hold), then docs, tests, configuration.
 ROLE_ORDER = {FileRole.SOURCE: 0, FileRole.DOC: 1, FileRole.TEST: 2, FileRole.CONFIG: 3}
 LARGE_BUCKET = len(ROLE_ORDER)
+EMPTY: Mapping[str, int] = MappingProxyType({})
 
 
 def priority(entry: FileEntry | FileTask, source_extensions: frozenset[str],
-             recent: frozenset[str] = frozenset()) -> tuple:
+             recent: Mapping[str, int] = EMPTY) -> tuple:
     """Sort key of the bootstrap order: source code, documentation, tests, configuration,
-    large files last; within each, the ``bootstrap.priority_extensions`` first, then files
-    touched recently in git (the code being worked on), then the smaller first (more files
-    sooner). Spec 004 §8.0 put small files of any kind first; on a 3,000-file project whose
-    first answer must come within seconds, that read translated docs and examples before the
-    package they describe (issue 26)."""
+    large files last; within each, the ``bootstrap.priority_extensions`` first, then the
+    files changed most often in recent git history (the code being worked on), then the
+    smaller first (more files sooner). Spec 004 §8.0 put small files of any kind first; on
+    a 3,000-file project whose first answer must come within seconds, that read translated
+    docs and examples before the package they describe (issue 26)."""
     large = entry.size >= LARGE_FILE_BYTES
     bucket = LARGE_BUCKET if large else \
         ROLE_ORDER[file_role(entry.path, language_for(entry.path) or "")]
     preferred = PurePosixPath(entry.path).suffix.lower() in source_extensions
-    return bucket, not preferred, entry.path not in recent, entry.size, entry.path
+    return bucket, not preferred, -recent.get(entry.path, 0), entry.size, entry.path
 
 
 def order_by_priority(entries: Iterable[FileEntry], source_extensions: Sequence[str],
-                      recent: frozenset[str] = frozenset()) -> list[FileEntry]:
-    """``entries`` in bootstrap priority order (``recent``: paths touched recently in git,
-    see :mod:`contextd.indexer.recency`). The embedding stage follows the same order, as
-    it embeds chunks in the order their files were first written."""
+                      recent: Mapping[str, int] = EMPTY) -> list[FileEntry]:
+    """``entries`` in bootstrap priority order (``recent``: how often each path changed in
+    recent git history, see :mod:`contextd.indexer.recency`). The embedding stage follows
+    the same order, as it embeds chunks in the order their files were first written."""
     exts = frozenset(e.lower() for e in source_extensions)
     return sorted(entries, key=lambda e: priority(e, exts, recent))
 
