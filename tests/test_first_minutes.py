@@ -222,20 +222,41 @@ def _alive(pid: int) -> bool:
     return status.exists() and "zombie" not in status.read_text()
 
 
+def _background_owner_pid(repo: Path) -> int:
+    """The pid of the background owner a command started, once it holds the index (it takes
+    the lock when the command has let go: a moment, longer on a loaded machine)."""
+    deadline = time.monotonic() + 30
+    while not _alive(pid := _owner_pid(repo)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return pid
+
+
+def _assert_exits_when_idle(pid: int) -> None:
+    """The owner leaves by itself once idle (these tests set idle_exit_seconds = 5)."""
+    deadline = time.monotonic() + 60
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _alive(pid)
+
+
+def _answer_with(repo: Path, runtime: Path, owner_setting: str, query: str) -> dict:
+    """The JSON answer of a first ``contextd query`` under one ``[owner]`` setting, with an
+    owner that exits 5 s after its work and no contextual prefixes."""
+    (repo / "context.toml").write_text(f"[owner]\n{owner_setting}\nidle_exit_seconds = 5\n"
+                                       "[contextualizer]\nstrategy = \"none\"\n")
+    first = run(repo, runtime, "--json", "query", query)
+    assert first.returncode == 0, first.stderr
+    return json.loads(first.stdout)
+
+
 def test_a_first_query_answers_at_once_and_the_background_owner_finishes(repo, runtime):
     _many_files(repo, 30)
-    (repo / "context.toml").write_text("[owner]\nanswer_within_seconds = 0\n"
-                                       "idle_exit_seconds = 5\n"
-                                       "[contextualizer]\nstrategy = \"none\"\n")
-    first = run(repo, runtime, "--json", "query", "invoice_total")
-    assert first.returncode == 0, first.stderr
-    answer = json.loads(first.stdout)
+    answer = _answer_with(repo, runtime, "answer_within_seconds = 0", "invoice_total")
     assert answer["hits"][0]["file_path"] == "src/billing/invoice.py"
     assert "semantic" not in answer["providers"]
     assert any("semantic results are still being computed in the background" in note
                for note in answer["notes"])
-    time.sleep(0.5)
-    pid = _owner_pid(repo)
+    pid = _background_owner_pid(repo)
     try:
         assert _alive(pid)
         deadline = time.monotonic() + 120
@@ -249,10 +270,7 @@ def test_a_first_query_answers_at_once_and_the_background_owner_finishes(repo, r
         later = json.loads(run(repo, runtime, "--json", "query", "invoice_total").stdout)
         assert "semantic" in later["providers"]
         assert not any("background" in note for note in later["notes"])
-        deadline = time.monotonic() + 60  # idle_exit_seconds = 5
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not _alive(pid)
+        _assert_exits_when_idle(pid)
     finally:
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
@@ -275,19 +293,14 @@ def test_a_first_query_on_a_large_project_reads_source_first_and_answers_in_time
         "def compute_refund_for_damaged_shipment(order, damage_report):\n"
         "    \"\"\"Refund the damaged share of a shipment to the customer who reported "
         "it.\"\"\"\n    return order.total * damage_report.damaged_share\n")
-    (repo / "context.toml").write_text("[owner]\nindex_within_seconds = 0.5\n"
-                                       "idle_exit_seconds = 5\n"
-                                       "[contextualizer]\nstrategy = \"none\"\n")
-    first = run(repo, runtime, "--json", "query", "refund for a damaged shipment")
-    assert first.returncode == 0, first.stderr
-    answer = json.loads(first.stdout)
+    answer = _answer_with(repo, runtime, "index_within_seconds = 0.5",
+                          "refund for a damaged shipment")
     assert answer["hits"][0]["file_path"] == "src/refunds.py"
     note = [n for n in answer["notes"] if n.startswith(STILL_INDEXING)]
     assert note and "files are not read yet" in note[0], answer["notes"]
     left = int(note[0][len(STILL_INDEXING):].split(" ", 1)[0].replace(",", ""))
     assert 0 < left <= pages
-    time.sleep(0.5)
-    pid = _owner_pid(repo)
+    pid = _background_owner_pid(repo)
     try:
         deadline = time.monotonic() + 120
         while True:  # the background owner reads the files the first answer had no time for
@@ -315,16 +328,12 @@ def test_a_command_that_loaded_its_indexes_slowly_leaves_a_warm_owner(repo, runt
     (repo / "context.toml").write_text("[owner]\nwarm_after_load_ms = 1\nidle_exit_seconds = 5\n"
                                        "[contextualizer]\nstrategy = \"none\"\n")
     assert run(repo, runtime, "query", "invoice_total").returncode == 0
-    time.sleep(1)
-    pid = _owner_pid(repo)
+    pid = _background_owner_pid(repo)
     try:
         assert _alive(pid)
         stats = _stats(repo, runtime)
         assert stats["owner"]["pid"] == pid and not stats["owner"]["this_process"]
-        deadline = time.monotonic() + 60  # idle_exit_seconds = 5
-        while _alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert not _alive(pid)
+        _assert_exits_when_idle(pid)
     finally:
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)

@@ -215,11 +215,13 @@ def _ab_command(state: CliState, text: str, k: int | None, expect: tuple[str, ..
     """``contextd query --ab``: the two dense rankings, side by side."""
     engine = open_engine(state)
     try:
-        from contextd.runtime.background import index_for_command
+        from contextd.runtime.background import index_for_command, start_background_owner
 
-        index_for_command(engine, state.project(), _progress(state))
+        handoff = index_for_command(engine, state.project(), _progress(state))
         expect = tuple(root_relative(p, state.project().root) for p in expect)
         data = engine.contextual_search(text, limit=k or 10, ab=True, expect=expect)
+        if handoff.start_owner:  # files or vectors left: the background reads and embeds them
+            start_background_owner(state.project())
     finally:
         engine.close()
     emit(state, data, _print_ab)

@@ -29,8 +29,9 @@ from contextd.records import to_dict
 
 # Bump when a message or a method's parameters change shape; peers must match exactly.
 # 2: knowledge_* methods, QueryRequest.contexts/include_project; 3: contextual retrieval and
-# task usage methods, ContextScope.memory_min_similarity, list_stashed(include_expired)
-PROTOCOL_VERSION = 3
+# task usage methods, ContextScope.memory_min_similarity, list_stashed(include_expired);
+# 4: ensure_indexed(within_s, wait), IndexReport.files_left
+PROTOCOL_VERSION = 4
 
 # JSON-RPC error codes: the standard ones, plus ours in the implementation-defined range.
 METHOD_NOT_FOUND = -32601
