@@ -18,6 +18,11 @@ from contextd.errors import ContextdError
 from contextd.indexer.lifeline import alive
 from contextd.runtime.election import runtime_dir
 
+# How long stop() waits for a manager to exit after SIGTERM. A manager that owns the index
+# closes its engine first, and the owner lets a model load under way finish (up to 10 s) and
+# gives up its embedding window: on a loaded machine that passed 10 s (a CI run, 2026-11-26).
+STOP_WAIT_S = 30.0
+
 
 def workspace_id(root: Path) -> str:
     """A project's stable id on this machine: the first 16 hex digits of the SHA-256 of its
@@ -85,7 +90,7 @@ def list_managers() -> list[ManagerEntry]:
     return sorted((e for e in entries if e is not None), key=lambda e: e.started_at)
 
 
-def stop(wid: str, timeout: float = 10.0) -> ManagerEntry:
+def stop(wid: str, timeout: float = STOP_WAIT_S) -> ManagerEntry:
     """SIGTERM the manager of a workspace and wait until it is gone."""
     entry = find(wid)
     if entry is None:
