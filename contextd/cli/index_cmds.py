@@ -8,6 +8,7 @@ record on stdout (JSON with ``--json``).
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -17,6 +18,9 @@ import click
 from contextd.cli.common import CliState, emit, open_engine, pass_state, user_path
 from contextd.errors import ContextdError
 from contextd.indexer.progress import Progress, terminal_progress
+
+# How long a Ctrl-C'd or terminated ``contextd watch`` lets its engine close before it exits.
+WATCH_CLOSE_WAIT_S = 10.0
 
 
 def _progress(state: CliState) -> Progress:
@@ -121,10 +125,19 @@ def watch(state: CliState) -> None:
     try:
         stop.wait()
     finally:
-        engine.close()
+        # Bounded, as the background owner's: a store close waits for reads under way in
+        # the owner's threads (a catalog load, a model warm-up), which on a loaded machine
+        # kept a Ctrl-C waiting over a minute. What is not closed by then ends with the
+        # process (the kernel frees the owner lock; DuckDB replays its WAL at the next open).
+        closing = threading.Thread(target=engine.close, name="contextd-close", daemon=True)
+        closing.start()
+        closing.join(WATCH_CLOSE_WAIT_S)
     if received and received[0] == signal.SIGINT:
         raise KeyboardInterrupt  # "contextd: interrupted", exit 130, like every command
     click.echo("contextd: stopped watching", err=True)
+    if closing.is_alive():  # finalising beside a half-closed store could hang
+        sys.stderr.flush()
+        os._exit(0)
 
 
 commands = [rebuild, refresh, watch]
