@@ -13,7 +13,7 @@ import dataclasses
 import os
 import threading
 import time
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from contextd.boundary.walk import (SKIP_DIR_REASONS, SKIP_REASONS, Boundary, FileEntry,
                                     RejectReason)
@@ -201,9 +201,7 @@ class Indexer:
         each in bootstrap_progress so an interruption resumes where it stopped. Files already
         stored with the same content are skipped (the caller clears them to force)."""
         with self._run_lock:
-            entries = order_by_priority(self._walk(prefixes),
-                                        self.config.bootstrap.priority_extensions,
-                                        recently_touched(self.project.root))
+            entries = self._in_priority_order(self._walk(prefixes))
             limit = self.config.bootstrap.max_initial_files
             if limit and prefixes is None:
                 entries = entries[:limit]
@@ -413,13 +411,18 @@ class Indexer:
                 "left_out": len(left_out), "text": text}
 
     # ----- internals ---------------------------------------------------------------------
+    def _in_priority_order(self, entries: Iterable[FileEntry]) -> list[FileEntry]:
+        """``entries`` in the bootstrap's priority order (:func:`order_by_priority`), by this
+        project's priority extensions and recent git history."""
+        return order_by_priority(entries, self.config.bootstrap.priority_extensions,
+                                 recently_touched(self.project.root))
+
     def _resume(self, job_id: str | None, pending: list[str], progress: Progress | None,
                 cancel: threading.Event | None) -> IndexReport:
         wanted = set(pending)
         # In priority order again: a resumed first answer's files are read source first.
-        entries = order_by_priority((e for e in self.boundary.iter_files() if e.path in wanted),
-                                    self.config.bootstrap.priority_extensions,
-                                    recently_touched(self.project.root))
+        entries = self._in_priority_order(e for e in self.boundary.iter_files()
+                                          if e.path in wanted)
         states = {p: s for p, s in self.store.file_states().items() if p in wanted}
         plan = plan_changes(entries, states)
         gone = wanted - {e.path for e in entries}
