@@ -172,11 +172,14 @@ def ask_questions(root: Path, ask) -> None:
         rank = next((i for i, f in enumerate(files, 1) if f in q["gold"]), None)
         right += rank is not None
         walls.append(wall)
-        rows.append((rank, wall, q["query"], files[:3], left_out(answer)))
-    for rank, wall, text, files, missing in rows:
+        rows.append((rank, wall, q["query"], files[:3], left_out(answer), answer))
+    for rank, wall, text, files, missing, answer in rows:
         mark = f"#{rank}" if rank else "--"
         print(f"  {mark:>3} {wall:6,.0f} ms  {text[:70]:<70} {', '.join(files)}"
               + (f"  LEFT OUT: {missing}" if missing else ""))
+        if wall > ANSWER_TARGET_MS and answer:  # where the time went
+            print(f"        timings_ms {answer.get('timings_ms')}; notes "
+                  f"{[n[:90] for n in answer.get('notes', [])]}")
     print(f"right file in the top {TOP}: {right} / {len(rows)} ({100 * right / len(rows):.0f}%)"
           f"; answers p50 {statistics.median(walls):,.0f} ms, p95 {percentile(walls, .95):,.0f}"
           f" ms, max {max(walls):,.0f} ms ({sum(w > ANSWER_TARGET_MS for w in walls)} over "

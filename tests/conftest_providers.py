@@ -54,3 +54,16 @@ def golden_module(golden_root):
     module = ContextModule.open(str(golden_root))
     yield module
     module.shutdown()
+
+
+def open_indexed(root: Path):
+    """(project, store) of the project at ``root``, indexed by the real indexer without
+    vectors (the caller closes the store)."""
+    from contextd.config.project import Project
+    from contextd.indexer import Indexer
+    from contextd.store import open_store
+
+    project = Project.open(root)
+    store = open_store(project)
+    Indexer(project, store, embed=False).ensure_indexed()
+    return project, store

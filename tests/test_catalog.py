@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from contextd.config.project import Project
+from conftest_providers import open_indexed
 from contextd.indexer import Indexer
 from contextd.providers import catalog as catalog_module
 from contextd.providers.catalog import ChunkCatalog
 from contextd.providers.spool import spool_folder
-from contextd.store import open_store
 
 FILES = 100
 FUNCTIONS_PER_FILE = 12
@@ -43,10 +42,7 @@ def _indexed(root: Path, words: int):
     (root / "context.toml").write_text('[contextualizer]\nstrategy = "none"\n')
     for file in range(FILES):
         _write(root, file, 0, words)
-    project = Project.open(root)
-    store = open_store(project)
-    Indexer(project, store, embed=False).ensure_indexed()
-    return project, store
+    return open_indexed(root)
 
 
 @pytest.fixture

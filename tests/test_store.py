@@ -160,6 +160,14 @@ def test_embeddings_are_a_cache_keyed_by_model_and_text(make_store):
     assert sorted(hashes) == sorted(by_hash) and matrix.dtype == np.float32
     assert all(np.array_equal(row, by_hash[h]) for h, row in zip(hashes, matrix))
     assert store.vector_rows("m2", [h for h, _ in missing])[0] == []
+    # in batches, when all are asked for (a scan of the table on DuckDB) or one of them
+    store.put_embeddings("m2", [missing[0][0]], vectors[:1])  # another model's row is skipped
+    for asked in ([h for h, _ in missing], [missing[1][0]]):
+        batches = list(store.vector_batches("m1", asked, 1))
+        found = {h: row for hashes, rows in batches for h, row in zip(hashes, rows)}
+        assert set(asked) <= set(found) <= set(by_hash)
+        assert all(np.array_equal(found[h], by_hash[h]) for h in asked)
+        assert all(len(hashes) <= 1 for hashes, _ in batches)
     # same text in another file reuses the vector
     store.write_files([record("b.py", make_chunk("x = 1", "x"))])
     assert store.count_missing_embeddings("m1") == 0

@@ -13,7 +13,7 @@ import dataclasses
 import os
 import threading
 import time
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from contextd.boundary.walk import (SKIP_DIR_REASONS, SKIP_REASONS, Boundary, FileEntry,
                                     RejectReason)
@@ -105,6 +105,9 @@ class Indexer:
         self._embed_now = True
         self._pool_allowed = True
         self._embedding_busy = False
+        # Whether this process is answering a query now: the run's own chunking waits for
+        # the pool meanwhile (the engine sets it; contextd.query.catch_up.answering_now).
+        self.gives_way: Callable[[], bool] = lambda: False
         # Live figures for stats and query notes: files of the current run, vectors.
         self.file_figures = WorkFigures("files indexed")
         self.embedding_figures = WorkFigures("chunks embedded")
@@ -590,7 +593,7 @@ class Indexer:
             with contextlib.ExitStack() as stack:
                 produced = produce(prefix_store) if produce is not None else stack.enter_context(
                     contextlib.closing(outcomes(tasks, self.config, workers, cancel,
-                                                prefix_store)))
+                                                prefix_store, self.gives_way)))
                 for outcome in produced:
                     writer.add(outcome)
             writer.flush()

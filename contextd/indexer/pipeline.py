@@ -51,7 +51,8 @@ def _task_batches(tasks: Sequence[FileTask]) -> Iterator[list[FileTask]]:
 
 
 def outcomes(tasks: Sequence[FileTask], config: ContextConfig, workers: int,
-             cancel: threading.Event, store: IndexStore | None = None) -> Iterator[Outcome]:
+             cancel: threading.Event, store: IndexStore | None = None,
+             gives_way: Callable[[], bool] = lambda: False) -> Iterator[Outcome]:
     """Process ``tasks`` (in a pool of ``workers`` processes when there are enough) and
     yield their outcomes; stops when ``cancel`` is set. With ``store`` (a contextualizer
     caching its prefixes there) every file is processed inline.
@@ -59,8 +60,9 @@ def outcomes(tasks: Sequence[FileTask], config: ContextConfig, workers: int,
     The pool works through the tasks front to back (priority order). Whenever its oldest
     batch is not ready, this process takes the next batch not yet sent and processes it
     itself: the writer's core would otherwise idle while the pool chunks (the pool has
-    cores - 1 workers, one core being kept for the writer and the embedding stage). Both
-    take from the front, so a run cut short by a deadline has read the files that come
+    cores - 1 workers, one core being kept for the writer and the embedding stage), unless
+    ``gives_way()`` says this process is answering a query (it then waits for the pool).
+    Both take from the front, so a run cut short by a deadline has read the files that come
     first (taking from the back read tests and configuration in half the time given)."""
     if workers < 1 or len(tasks) < POOL_MIN_FILES or store is not None:
         yield from _inline(tasks, config, cancel, store)
@@ -74,7 +76,7 @@ def outcomes(tasks: Sequence[FileTask], config: ContextConfig, workers: int,
             while waiting and len(pending) < workers * 3:
                 pending.append(pool.submit(process_batch, waiting.popleft()))
             while pending and not cancel.is_set():
-                if not pending[0].done() and waiting:
+                if not pending[0].done() and waiting and not gives_way():
                     yield from _inline(waiting.popleft(), config, cancel)
                     continue
                 results = pending.popleft().result()

@@ -4,13 +4,20 @@ Every database round trip costs ~1 ms on an idle machine and 7-12 ms on a loaded
 times the budget of a warm query, so the query path reads nothing from the store but its
 generation counter:
 
-- :class:`IncrementalIndex` is the pattern: :meth:`~IncrementalIndex.sync` asks the store
-  what changed since the generation it last saw and re-reads only those files, before every
-  query, so a write is visible to the very next query (never stale);
 - :class:`ChunkCatalog` is the one shared by the providers of a module: chunk entries by id
   (everything the scope filters and rankings read, but not the texts), the paths of indexed
   files, and the definitions and references of the symbols table and links table, looked up
-  by lower-cased name the way the symbol provider asks.
+  by lower-cased name the way the symbol provider asks. :meth:`~ChunkCatalog.sync` asks the
+  store what changed since the generation it last saw and re-reads only those files, before
+  every query, so a write is visible to the very next query (never stale);
+- :class:`CatalogFollower` is the pattern of the indexes built from the catalog (BM25, the
+  vectors): they follow the catalog's journal of files taken in and dropped, not the store.
+
+Taking in a large write costs ~80 µs a chunk (the catalog ~26, BM25 ~54), so the first answer
+after the background owner read 40k chunks of a large project used to wait 3-4 s for it. A
+sync takes in files the catalog does not hold yet for at most :data:`CATCH_UP_SLICE_S` and
+leaves the rest ``waiting`` for the next sync (the answer says so); re-written and removed
+files are always taken in at once, so what is searchable is never stale, only not complete yet.
 
 The texts are not held as Python strings. They were 85% of the catalog (two copies per
 chunk, the text and the index text: ~280 MB of a 60k-chunk project such as fastapi); the
@@ -22,18 +29,26 @@ shows (:meth:`ChunkCatalog.rows_by_id`: microseconds each, no database round tri
 from __future__ import annotations
 
 import bisect
+import collections
 import dataclasses
+import itertools
+import logging
 import struct
 import sys
 import threading
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from contextd.embedders.common import release_scratch_memory
+from contextd.providers import catalog_snapshot
+from contextd.providers.saved_pair import copy_bytes
 from contextd.providers.spool import Spool
 from contextd.store.base import KNOWLEDGE_PREFIX, ChunkRow, IndexStore
+
+log = logging.getLogger(__name__)
 
 # (chunk_id, qualified name, kind, line): a definition as find_symbols returns it.
 SymbolHit = tuple[str, str, str, int]
@@ -43,6 +58,12 @@ FILES_PER_READ = 200
 # The spool is rewritten with the live texts only when dead ones (of re-written or removed
 # files) pass this many bytes and the live ones.
 SPOOL_COMPACT_MIN_DEAD = 16 << 20
+# How long one sync takes in files new to the catalog (a read of FILES_PER_READ files at a
+# time, at least one) before it leaves the rest waiting for the next sync.
+CATCH_UP_SLICE_S = 0.5
+# The catalog's changes a follower that syncs less often can still catch up on; one further
+# behind loads everything again.
+JOURNAL_LENGTH = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,54 +112,6 @@ def _unpacked(entry: ChunkEntry, data: bytes) -> ChunkRow:
                     entry.embed_hash, data[label_end:].decode())
 
 
-class IncrementalIndex:
-    """Keeps an in-memory structure in step with the store, file by file.
-
-    :meth:`sync` asks the store what changed since the last generation seen and hands the
-    removed and re-written file ids to :meth:`apply`; it runs before every query, so a write
-    is visible to the next query. Cost: nothing when the generation did not move (the store
-    keeps it in memory), one small SQL query plus the changed files' rows when it did.
-    """
-
-    def __init__(self, store: IndexStore):
-        self.store = store
-        self.generation = -1
-        # Held by sync and by readers, so a query never sees a half-applied update.
-        self.lock = threading.RLock()
-
-    def sync(self, generation: int | None = None) -> None:
-        """Bring the structure up to date with the store (thread-safe); ``generation`` is the
-        store's current one when the caller has just read it."""
-        with self.lock:
-            current = self.store.generation() if generation is None else generation
-            if current == self.generation:
-                return
-            if self.generation < 0:
-                self.apply(None, ())
-                self.generation = current
-                return
-            changes = self.store.changes_since(self.generation)
-            # Once each: a file re-written while still missing vectors is both changed and
-            # an extra file, and loading its rows twice put each chunk in the index twice
-            # (the next change of the file then failed with a KeyError on a chunk id).
-            self.apply(list(dict.fromkeys([*changes.changed_file_ids,
-                                           *self.extra_file_ids()])),
-                       changes.removed_file_ids)
-            self.generation = changes.generation
-
-    def is_current(self, generation: int | None) -> bool:
-        """Whether a query at ``generation`` finds nothing to catch up on."""
-        return generation is not None and generation == self.generation
-
-    def extra_file_ids(self) -> Sequence[int]:
-        """Files to re-read on any change even if not re-written (e.g. still missing vectors)."""
-        return ()
-
-    def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
-        """Drop ``removed`` and (re)load ``changed`` files; ``changed is None``: load all."""
-        raise NotImplementedError
-
-
 class _Postings:
     """Lower-cased key → entries, with removal of single entries in O(1)."""
 
@@ -165,27 +138,217 @@ def _short(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
-class ChunkCatalog(IncrementalIndex):
+@dataclass(frozen=True, slots=True)
+class CatalogChange:
+    """What one catalog update did: the files it (re)loaded (None: all, after a reset) and
+    dropped, and whether the store's generation moved (vectors may have been written)."""
+
+    version: int
+    loaded: tuple[int, ...] | None
+    removed: tuple[int, ...]
+    store_moved: bool
+
+
+class ChunkCatalog:
     """Chunk entries, file paths, definitions and references of the whole index, in memory;
     chunk texts in a spool.
 
     Shared by the providers of one module (~0.4 KB of memory per chunk) and by the in-memory
     indexes built from it (:meth:`entries_for_files`, :meth:`iter_chunks`). ``spool``: the
     folder of the texts' spool (None: in memory; see
-    :func:`~contextd.providers.spool.spool_folder`).
+    :func:`~contextd.providers.spool.spool_folder`). ``waiting``: written files not taken in
+    yet (see the module's docstring); ``version`` counts the updates in ``journal``.
     """
 
-    def __init__(self, store: IndexStore, spool: Path | None = None):
-        super().__init__(store)
+    def __init__(self, store: IndexStore, spool: Path | None = None,
+                 snapshot: Path | None = None):
+        self.store = store
+        # Where the catalog is saved at close and loaded from (None: never; see
+        # contextd.providers.catalog_snapshot); its updates that loaded or dropped files, and
+        # how many there were when it was last saved or loaded from there.
+        self.snapshot_folder = snapshot
+        self._file_updates = 0
+        self._saved_updates: int | None = None
+        self.loaded_from_snapshot = False  # for stats and tests: where the first load came from
+        self.generation = -1  # the store's, as of the last sync
+        # Held by syncs and by readers, so a query never sees a half-applied update.
+        self.lock = threading.RLock()
         self.spool_folder = spool
         self.spool: Spool | None = None
+        self.waiting: dict[int, None] = {}  # (re)set by _reset
+        self.version = 0
+        self.journal: collections.deque[CatalogChange] = collections.deque(maxlen=JOURNAL_LENGTH)
         self._reset()
+
+    def sync(self, generation: int | None = None) -> None:
+        """Take in every file written since the last sync (files left waiting by a
+        :meth:`catch_up` wait on; one written again is taken in)."""
+        self.catch_up(generation, within_s=0.0, defer=False)
+
+    def catch_up(self, generation: int | None = None, within_s: float | None = None,
+                 defer: bool = True, give_way: Callable[[], bool] = lambda: False) -> None:
+        """Take in what was written: re-written and removed files at once, files new to the
+        catalog (and those left waiting) for at most ``within_s`` (None: all) and until
+        ``give_way()`` says to stop, the rest left ``waiting``; ``defer=False``: new files at
+        once too, waiting ones left."""
+        with self.lock:
+            current = self.store.generation() if generation is None else generation
+            moved = current != self.generation
+            if not moved and not (defer and self.waiting):
+                return
+            if self.generation < 0:
+                if not self._load_snapshot(current):
+                    self.apply(None, ())
+                    self.generation = current
+                self._log(None, (), True)
+                if self.loaded_from_snapshot:  # saving it again would write the same
+                    self._saved_updates = self._file_updates
+                moved = current != self.generation
+                if not moved and not (defer and self.waiting):
+                    return
+            loaded: list[int] = []
+            removed: Sequence[int] = ()
+            if moved:
+                changes = self.store.changes_since(self.generation)
+                removed = changes.removed_file_ids
+                changed = dict.fromkeys(changes.changed_file_ids)
+                for file_id in (*removed, *changed):
+                    self.waiting.pop(file_id, None)
+                now = [f for f in changed if not defer or self._holds(f)]
+                self.waiting.update(dict.fromkeys(f for f in changed if defer
+                                                  and not self._holds(f)))
+                self.apply(now, removed)
+                loaded.extend(now)
+                self.generation = changes.generation
+            if defer:
+                loaded.extend(self._take_waiting(within_s, give_way))
+            self._log(tuple(loaded), tuple(removed), moved)
+
+    def is_current(self, generation: int | None) -> bool:
+        """Whether a query at ``generation`` finds nothing to take in (files left waiting
+        aside)."""
+        return generation is not None and generation == self.generation
+
+    # ----- the snapshot ---------------------------------------------------------------------
+    def _states(self) -> dict[int, tuple[str, str]]:
+        """file_id → (path, content hash) of every file the store holds, knowledge included."""
+        states = [*self.store.file_states().values(),
+                  *self.store.file_states(KNOWLEDGE_PREFIX).values()]
+        return {s.file_id: (s.path, s.content_hash) for s in states}
+
+    def _load_snapshot(self, current: int) -> bool:
+        """Start from the saved catalog (the caller then takes in what was written since);
+        False, having loaded nothing, when there is none or it is not this store's."""
+        if self.snapshot_folder is None:
+            return False
+        try:
+            snapshot = catalog_snapshot.load(self.snapshot_folder)
+        except (OSError, ValueError, KeyError, IndexError, UnicodeDecodeError) as exc:
+            log.info("saved catalog in %s unreadable (%s): loading it from the store",
+                     self.snapshot_folder, exc)
+            return False
+        if snapshot is None or snapshot.generation > current:
+            return False
+        changes = self.store.changes_since(snapshot.generation)
+        touched = {*changes.changed_file_ids, *changes.removed_file_ids, *snapshot.waiting}
+        states = self._states()
+        if any(states.get(f) != state for f, state in snapshot.files.items() if f not in touched) \
+                or any(f not in snapshot.files for f in states if f not in touched):
+            log.info("saved catalog in %s is not the store's: loading it from the store",
+                     self.snapshot_folder)
+            return False
+        self._reset()
+        copy_bytes(snapshot.texts, snapshot.texts_size, self.spool.append)
+        entries, intern = snapshot.entries, sys.intern
+        for chunk_id, embed_hash, ints, at, kind, language in zip(
+                entries["chunk_ids"], entries["embed_hashes"], entries["ints"], entries["at"],
+                entries["kinds"], entries["languages"]):
+            file_id, ordinal, start_line, end_line, tokens, size = ints
+            self.rows[chunk_id] = ChunkEntry(
+                chunk_id, file_id, intern(snapshot.files[file_id][0]), ordinal, intern(kind),
+                intern(language), start_line, end_line, tokens, embed_hash, at, size)
+            self._file_chunks.setdefault(file_id, []).append(chunk_id)
+            self._live_bytes += size
+        self._index_symbols(snapshot.symbols)
+        self._index_links(snapshot.links)
+        self._set_paths()
+        self.generation = snapshot.generation
+        # Files it held that were written since are dropped and read again by the caller;
+        # those it had not taken in yet are read now.
+        for file_id in touched:
+            self._drop_file(file_id)
+        self.apply([f for f in snapshot.waiting if f in states], ())
+        self.loaded_from_snapshot = True
+        return True
+
+    def save(self) -> None:
+        """Write the catalog beside the index for the next process (nothing when it has no
+        snapshot folder, was never loaded, or has loaded or dropped no file since it was
+        loaded or saved). A failure costs the next process its head start only."""
+        with self.lock:
+            if self.snapshot_folder is None or self.generation < 0 \
+                    or self._file_updates == self._saved_updates:
+                return
+            try:
+                symbols = [(fid, entry[1], entry[0], entry[2], entry[3])
+                           for fid, contributed in self._file_entries.items()
+                           for postings, _key, entry in contributed
+                           if postings is self._by_name]
+                links = [(fid, *entry) for fid, contributed in self._file_entries.items()
+                         for postings, _key, entry in contributed if postings is self._refs]
+                # The store's files now; one removed since the last sync still has entries
+                # here (its hash unknown: the next load drops it as removed since).
+                files = self._states()
+                for file_id, chunk_ids in self._file_chunks.items():
+                    files.setdefault(file_id, (self.rows[chunk_ids[0]].file_path, ""))
+                catalog_snapshot.save(
+                    self.snapshot_folder, self.generation, list(self.waiting),
+                    list(self.rows.values()), lambda e: self.spool.read(e.at, e.size),
+                    files, symbols, links)
+                self._saved_updates = self._file_updates
+            except OSError as exc:
+                log.warning("could not save the catalog to %s: %s", self.snapshot_folder, exc)
+
+    def _holds(self, file_id: int) -> bool:
+        return file_id in self._file_chunks or file_id in self._file_entries
+
+    def _take_waiting(self, within_s: float | None, give_way: Callable[[], bool]) -> list[int]:
+        """Load waiting files, FILES_PER_READ at a time (at least once unless ``give_way()``),
+        for at most ``within_s`` (None: all)."""
+        taken: list[int] = []
+        deadline = None if within_s is None else time.monotonic() + within_s
+        while self.waiting and not give_way() \
+                and (not taken or deadline is None or time.monotonic() < deadline):
+            files = list(itertools.islice(self.waiting, FILES_PER_READ))
+            for file_id in files:
+                del self.waiting[file_id]
+            self.apply(files, ())
+            taken.extend(files)
+        return taken
+
+    def _log(self, loaded: tuple[int, ...] | None, removed: tuple[int, ...],
+             store_moved: bool) -> None:
+        self.version += 1
+        self._file_updates += loaded is None or bool(loaded) or bool(removed)
+        self.journal.append(CatalogChange(self.version, loaded, removed, store_moved))
+
+    def changes_after(self, version: int) -> list[CatalogChange] | None:
+        """The updates since ``version``, oldest first; None when the journal no longer
+        reaches back so far or one of them reloaded everything (the caller loads all)."""
+        if version >= self.version:
+            return []
+        first = self.version - version  # updates to return
+        if first > len(self.journal):
+            return None
+        changes = list(self.journal)[-first:]
+        return None if any(c.loaded is None for c in changes) else changes
 
     def _reset(self) -> None:
         if self.spool is not None:
             self.spool.close()
         self.spool = Spool(self.spool_folder)
         self._live_bytes = 0
+        self.waiting = {}
         self.rows: dict[str, ChunkEntry] = {}
         self.paths: dict[str, int] = {}
         self._file_path: dict[int, str] = {}
@@ -199,33 +362,45 @@ class ChunkCatalog(IncrementalIndex):
         self._short_keys: list[str] | None = None
 
     def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
+        """Drop ``removed`` and (re)load ``changed`` files; ``changed is None``: load all."""
         if changed is None:
             self._reset()
         for file_id in set(removed) | set(changed or ()):
             self._drop_file(file_id)
-        # Every indexed file, chunks or not (a few thousand short rows; only after a write).
-        self.paths = {path: state.file_id for path, state in self.store.file_states().items()}
-        self._file_path = {file_id: path for path, file_id in self.paths.items()}
+        self._set_paths()
         # A full load reads the knowledge documents' chunks too (file_states leaves them out).
         files = list(changed) if changed is not None else sorted(
             {*self._file_path, *(s.file_id for s in
                                  self.store.file_states(KNOWLEDGE_PREFIX).values())})
         for start in range(0, len(files), FILES_PER_READ):
             self._load_rows(self.store.chunks_for_files(files[start:start + FILES_PER_READ]))
-        for file_id, chunk_id, name, kind, line in self.store.symbols_for_files(changed):
-            entry = (name, chunk_id, kind, line)
-            self._index(file_id, self._by_name, name.lower(), entry)
-            self._index(file_id, self._by_short, _short(name).lower(), entry)
-        for file_id, chunk_id, target in self.store.links_for_files(changed):
-            entry = (chunk_id, target)
-            self._index(file_id, self._refs, target.lower(), entry)
-            self._index(file_id, self._refs_by_short, _short(target).lower(), entry)
-        self._short_keys = None
+        self._index_symbols(self.store.symbols_for_files(changed))
+        self._index_links(self.store.links_for_files(changed))
         if self.spool.size - self._live_bytes > max(SPOOL_COMPACT_MIN_DEAD, self._live_bytes):
             self._compact_spool()
         if len(files) > FILES_PER_READ:
             # The rows read went to the spool; hand their freed heap back (glibc keeps it).
             release_scratch_memory()
+
+    def _set_paths(self) -> None:
+        """Every indexed file, chunks or not (a few thousand short rows; only after a write)."""
+        self.paths = {path: state.file_id for path, state in self.store.file_states().items()}
+        self._file_path = {file_id: path for path, file_id in self.paths.items()}
+
+    def _index_symbols(self, symbols: Iterable[tuple[int, str, str, str, int]]) -> None:
+        """Definitions (file_id, chunk_id, name, kind, line), by qualified and short name."""
+        for file_id, chunk_id, name, kind, line in symbols:
+            entry = (name, chunk_id, kind, line)
+            self._index(file_id, self._by_name, name.lower(), entry)
+            self._index(file_id, self._by_short, _short(name).lower(), entry)
+        self._short_keys = None
+
+    def _index_links(self, links: Iterable[tuple[int, str, str]]) -> None:
+        """References (file_id, chunk_id, target), by full and short target."""
+        for file_id, chunk_id, target in links:
+            entry = (chunk_id, target)
+            self._index(file_id, self._refs, target.lower(), entry)
+            self._index(file_id, self._refs_by_short, _short(target).lower(), entry)
 
     def _load_rows(self, rows: list[ChunkRow]) -> None:
         """Keep the entries of ``rows`` and append the rest to the spool (one write)."""
@@ -364,3 +539,55 @@ class ChunkCatalog(IncrementalIndex):
                 found.update(dict.fromkeys(self._refs.get(name)))
                 found.update(dict.fromkeys(self._refs_by_short.get(name)))
         return sorted(found)
+
+
+class CatalogFollower:
+    """An in-memory index built from the catalog's chunks (BM25, the vectors), kept in step
+    with the catalog rather than the store.
+
+    :meth:`sync` first syncs the catalog, then hands the files the catalog (re)loaded and
+    dropped since the last sync (its journal, :meth:`ChunkCatalog.changes_after`) to
+    :meth:`apply`; ``changed is None``: load all. Following the store instead, a follower
+    would look for files the catalog has left waiting and miss them for good.
+    """
+
+    def __init__(self, catalog: ChunkCatalog):
+        self.catalog = catalog
+        self.store = catalog.store
+        self.version = -1
+        self.lock = threading.RLock()
+
+    def sync(self, generation: int | None = None) -> None:
+        """Bring the index up to the catalog (thread-safe)."""
+        with self.lock:
+            catalog = self.catalog
+            catalog.sync(generation)
+            with catalog.lock:
+                version = catalog.version
+                if version == self.version:
+                    return
+                changes = None if self.version < 0 else catalog.changes_after(self.version)
+            # Outside the catalog's lock, so the catalog's readers (the symbol provider, the
+            # scope filters) do not wait for this. A file the catalog re-reads or drops
+            # meanwhile is named again by its next update, and taken in again then.
+            if changes is None:
+                self.apply(None, ())
+            else:
+                changed = dict.fromkeys(f for change in changes for f in change.loaded)
+                if any(change.store_moved for change in changes):
+                    changed.update(dict.fromkeys(self.extra_file_ids()))
+                self.apply(list(changed), [f for change in changes for f in change.removed])
+            self.version = version
+
+    def is_current(self, generation: int | None) -> bool:
+        """Whether a query at ``generation`` finds nothing to catch up on."""
+        return self.catalog.is_current(generation) and self.version == self.catalog.version
+
+    def extra_file_ids(self) -> Sequence[int]:
+        """Files to re-read whenever the store moved, even if not re-written (e.g. still
+        missing vectors)."""
+        return ()
+
+    def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
+        """Drop ``removed`` and (re)load ``changed`` files; ``changed is None``: load all."""
+        raise NotImplementedError

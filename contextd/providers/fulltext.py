@@ -33,7 +33,7 @@ import numpy as np
 from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
-from contextd.providers.catalog import ChunkCatalog, ChunkEntry, IncrementalIndex
+from contextd.providers.catalog import CatalogFollower, ChunkCatalog, ChunkEntry
 from contextd.boundary.roles import FileRole, file_role
 from contextd.query.duplicates import (
     TRANSLATION_DEPTH, copies_last, own_language_first, translation_groups,
@@ -476,7 +476,7 @@ def saved_index_path(context: Any) -> Path | None:
     return folder / SAVED_INDEX if folder.is_dir() else None
 
 
-class FullTextIndex(IncrementalIndex):
+class FullTextIndex(CatalogFollower):
     """A BM25Index over the store's chunks, updated file by file (rows from the catalog).
 
     With ``saved`` (a file path) the index outlives its process: the first sync loads the
@@ -489,23 +489,18 @@ class FullTextIndex(IncrementalIndex):
     """
 
     def __init__(self, catalog: ChunkCatalog, saved: Path | None = None):
-        super().__init__(catalog.store)
-        self.catalog = catalog
+        super().__init__(catalog)
         self.saved = saved
         self.bm25 = BM25Index()
         self.file_chunks: dict[int, list[str]] = {}
         self._unsaved = False
-        self._check_loaded = False
         self._saved_at = -RESAVE_INTERVAL_S
 
     def sync(self, generation: int | None = None) -> None:
         with self.lock:
-            if self.generation < 0 and self.saved is not None:
+            if self.version < 0 and self.saved is not None:
                 self._load_saved(generation)
             super().sync(generation)
-            if self._check_loaded:
-                self._check_loaded = False
-                self._rebuild_unless_consistent()
             grown = self.bm25.delta_count > max(RESAVE_MIN_DOCS,
                                                 RESAVE_SHARE * self.bm25.frozen_count)
             if self.saved is not None and (self._unsaved or grown) \
@@ -532,6 +527,10 @@ class FullTextIndex(IncrementalIndex):
             self.file_chunks.setdefault(row.file_id, []).append(row.chunk_id)
 
     def _load_saved(self, generation: int | None) -> None:
+        """Start from the saved index brought up to the catalog (the files written since it
+        was saved re-read, those the catalog leaves waiting dropped), unless it is unreadable,
+        of other tokens, from a later store, or not the store's chunks (a database
+        re-created): then the caller builds it."""
         try:
             index, meta, arrays = BM25Index.load(self.saved)
             saved_at = int(meta["generation"])
@@ -541,34 +540,42 @@ class FullTextIndex(IncrementalIndex):
         except (OSError, ValueError, KeyError, UnicodeDecodeError) as exc:
             log.info("saved BM25 index %s unreadable (%s): rebuilding it", self.saved, exc)
             return
-        current = self.store.generation() if generation is None else generation
-        if meta.get("tokens") != TOKENS_VERSION or saved_at > current \
-                or len(file_ids) != len(index):
-            return
-        self.bm25 = index
-        self.file_chunks = {}
-        for chunk_id, file_id in zip(index.slot_ids, file_ids):
-            self.file_chunks.setdefault(file_id, []).append(chunk_id)
-        self.generation = saved_at
-        self._check_loaded = True
-
-    def _rebuild_unless_consistent(self) -> None:
-        """After loading a saved index: rebuild it unless it holds exactly the store's
-        chunks (chunk ids hash their file and content)."""
-        self.catalog.sync(self.generation)
-        rows = self.catalog.rows
-        if len(rows) != len(self.bm25) or any(cid not in rows for cid in self.bm25.slot_of):
-            log.info("saved BM25 index %s does not match the store: rebuilding it", self.saved)
-            self.apply(None, ())
+        catalog = self.catalog
+        with catalog.lock:
+            catalog.sync(generation)
+            if meta.get("tokens") != TOKENS_VERSION or saved_at > catalog.generation \
+                    or len(file_ids) != len(index):
+                return
+            self.bm25 = index
+            self.file_chunks = {}
+            for chunk_id, file_id in zip(index.slot_ids, file_ids):
+                self.file_chunks.setdefault(file_id, []).append(chunk_id)
+            changes = self.store.changes_since(saved_at)
+            self.apply(list(dict.fromkeys(changes.changed_file_ids)),
+                       [*changes.removed_file_ids, *catalog.waiting])
+            rows = catalog.rows
+            if len(rows) != len(self.bm25) or any(cid not in rows for cid in self.bm25.slot_of):
+                log.info("saved BM25 index %s does not match the store: rebuilding it",
+                         self.saved)
+                self.bm25, self.file_chunks = BM25Index(), {}
+                return
+            self.version = catalog.version
 
     def _save(self) -> None:
+        """Write the index with the store generation it holds, unless it is not the
+        catalog's whole view (files left waiting, or the catalog moved on since)."""
+        catalog = self.catalog
+        with catalog.lock:
+            if self.version != catalog.version or catalog.waiting:
+                return
+            generation = catalog.generation
         self._unsaved, self._saved_at = False, time.monotonic()
         self.bm25.freeze()
         file_of = {cid: fid for fid, ids in self.file_chunks.items() for cid in ids}
         file_ids = np.asarray([file_of[cid] for cid in self.bm25.slot_ids], dtype=np.int64)
         try:
             self.bm25.save(self.saved, {"file_ids": file_ids},
-                           {"generation": self.generation, "tokens": TOKENS_VERSION})
+                           {"generation": generation, "tokens": TOKENS_VERSION})
         except OSError as exc:  # a read-only or full disk costs the next start its speed only
             log.warning("could not save the BM25 index to %s: %s", self.saved, exc)
 

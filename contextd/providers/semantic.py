@@ -6,8 +6,8 @@ held once: their int8 codes in memory (:mod:`contextd.vectors.quantized`: a firs
 the codes, 1.5-3.5 ms at 100k chunks instead of 6-16 ms for the float32 product) and the
 float32 rows in a spool file (:class:`~contextd.providers.spool.RowFile`: 92 MB at 60k chunks
 kept off the heap), from which the best candidates of the first pass are read back and scored
-exactly, so the top-k is the exact one. They follow the store file by file through
-:class:`~contextd.providers.catalog.IncrementalIndex`. Chunks written before their vectors exist
+exactly, so the top-k is the exact one. They follow the catalog file by file as a
+:class:`~contextd.providers.catalog.CatalogFollower`. Chunks written before their vectors exist
 are remembered per file and picked up as soon as the vectors are stored, so results are never
 stale. Until the embedding model has loaded the provider reports a pending note instead of
 blocking the query.
@@ -16,20 +16,26 @@ blocking the query.
 from __future__ import annotations
 
 import collections
+import logging
 import threading
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO, Sequence
 
 import numpy as np
 
 from contextd.providers.base import (
     ContextProvider, ProviderQuery, QueryCounters, ScopeFilter, snippet_from_row,
 )
-from contextd.providers.catalog import ChunkCatalog, IncrementalIndex
+from contextd.providers.catalog import CatalogFollower, ChunkCatalog
+from contextd.providers.saved_pair import (copy_bytes, joined, load_pair, save_pair,
+                                           snapshot_folder, split)
 from contextd.providers.spool import RowFile
 from contextd.vectors.quantized import approximate_scores, exact_top, quantize
 from contextd.query.duplicates import TRANSLATION_DEPTH, own_language_first, translation_groups
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 from contextd.vectors.similarity import similarities
+
+log = logging.getLogger(__name__)
 
 # When a scope is set, look this many times deeper into the ranking before sorting it all.
 SCOPE_OVERFETCH = 8
@@ -39,13 +45,17 @@ PENDING_NOTE = "semantic results pending: model loading"
 COMPACT_DEAD_SHARE = 0.25
 COMPACT_MIN_DEAD = 1024
 MIN_CAPACITY = 1024
-# Chunks whose vectors one store read loads, by text hash: a load holds one batch of vectors
+# Vectors one store read loads (IndexStore.vector_batches): a load holds one batch of vectors
 # at a time (~16 MB), not the whole matrix, its Arrow copy and the hash table of a join with
 # every vector (chunk_vectors: ~240 MB above the matrix at 60k chunks, most of it kept by
-# DuckDB's allocator afterwards). Each read scans the embeddings table (0.1-0.3 s at 60k), and
-# while the vectors are being computed each query asks again for every chunk still missing
-# one, so batches are not much smaller.
+# DuckDB's allocator afterwards). A read of a few hashes scans the embeddings table (0.1-0.3 s
+# at 60k), and while the vectors are being computed each query asks again for every chunk
+# still missing one, so batches are not much smaller.
 CHUNKS_PER_VECTOR_READ = 10000
+# The saved vectors beside the index (contextd.providers.saved_pair): the int8 codes, the
+# chunk ids and text hashes of their rows, and the float32 rows.
+VECTORS_SNAPSHOT = "vectors"
+VECTORS_FORMAT = 1
 # Query embeddings kept per text: agents repeat queries (retries, one task's context asked
 # for again), and embedding costs 3-15 ms on a loaded machine.
 QUERY_VECTOR_CACHE = 256
@@ -54,7 +64,7 @@ QUERY_VECTOR_CACHE = 256
 STORE_SEARCH_MAX_DEPTH = 1000
 
 
-class VectorIndex(IncrementalIndex):
+class VectorIndex(CatalogFollower):
     """Chunk vectors of one embedding model, in memory, kept in step with the store.
 
     The int8 codes (``codes``, with ``factors`` to scale them back) with spare capacity, for
@@ -63,13 +73,104 @@ class VectorIndex(IncrementalIndex):
     rows appended, so an update costs its own rows.
     """
 
-    def __init__(self, catalog: ChunkCatalog, model: str, dimension: int):
-        super().__init__(catalog.store)
-        self.catalog = catalog
+    def __init__(self, catalog: ChunkCatalog, model: str, dimension: int,
+                 snapshot: Path | None = None):
+        super().__init__(catalog)
         self.model = model
         self.dimension = dimension
         self.matrix: RowFile | None = None
+        # Where the vectors are saved at close and loaded from (None: never), and the
+        # updates made since the last save or load (saved again only after one).
+        self.snapshot_folder = snapshot
+        self._updates = 0
+        self._saved_updates: int | None = None
+        self.loaded_from_snapshot = False
         self._clear()
+
+    def sync(self, generation: int | None = None) -> None:
+        with self.lock:
+            if self.version < 0 and self.snapshot_folder is not None:
+                self._load_snapshot(generation)
+            super().sync(generation)
+
+    def _load_snapshot(self, generation: int | None) -> None:
+        """Start from the saved vectors of the chunks the catalog holds as saved (same id,
+        same text hash): the rows of other chunks are dead, and the files of chunks without
+        a row are read from the store. Nothing happens when there is no snapshot of this
+        model or it cannot be read (the caller then loads every vector)."""
+        try:
+            pair = load_pair(self.snapshot_folder, VECTORS_SNAPSHOT)
+            if pair is None:
+                return
+            meta, arrays, path = pair
+            if (meta.get("format"), meta.get("model"), meta.get("dimension")) != \
+                    (VECTORS_FORMAT, self.model, self.dimension):
+                return
+            count = meta["rows"]
+            ids = split(arrays["chunk_ids"], count)
+            hashes = split(arrays["embed_hashes"], count)
+            codes, factors = arrays["codes"], arrays["factors"]
+            if codes.shape != (count, self.dimension) or len(factors) != count \
+                    or meta["bytes"] != count * 4 * self.dimension:
+                raise ValueError("arrays of different lengths")
+        except (OSError, ValueError, KeyError, UnicodeDecodeError) as exc:
+            log.info("saved vectors in %s unreadable (%s): loading them from the store",
+                     self.snapshot_folder, exc)
+            return
+        catalog = self.catalog
+        with catalog.lock:
+            catalog.sync(generation)
+            version, rows = catalog.version, catalog.rows
+            self._clear()
+            copy_bytes(path, meta["bytes"], self.matrix.spool.append)
+            self.codes, self.factors = np.ascontiguousarray(codes), factors.astype(np.float32)
+            self.alive = np.zeros(count, dtype=bool)
+            self.size = count
+            for row, (chunk_id, text_hash) in enumerate(zip(ids, hashes)):
+                entry = rows.get(chunk_id)
+                if entry is None or entry.embed_hash != text_hash or chunk_id in self.position:
+                    self.ids.append(None)
+                    continue
+                self.ids.append(chunk_id)
+                self.alive[row] = True
+                self.position[chunk_id] = row
+                self.file_rows.setdefault(entry.file_id, []).append(row)
+                self.file_ids[entry.file_path] = entry.file_id
+            without = sorted({e.file_id for cid, e in rows.items() if cid not in self.position})
+            self.apply(without, ())
+            self.version = version
+        self._saved_updates = self._updates
+        self.loaded_from_snapshot = True
+
+    def save(self) -> None:
+        """Write the live vectors beside the index for the next process (nothing without a
+        snapshot folder, or when nothing changed since the last save or load). A failure
+        costs the next process its head start only."""
+        with self.lock:
+            if self.snapshot_folder is None or self.version < 0 \
+                    or self._updates == self._saved_updates:
+                return
+            rows = self.catalog.rows
+            keep = np.asarray([i for i in np.flatnonzero(self.alive[:self.size])
+                               if self.ids[i] in rows], dtype=np.int64)
+            ids = [self.ids[i] for i in keep]
+
+            def write_rows(out: BinaryIO) -> int:
+                for start in range(0, len(keep), CHUNKS_PER_VECTOR_READ):
+                    out.write(self.matrix[keep[start:start + CHUNKS_PER_VECTOR_READ]].tobytes())
+                return len(keep) * 4 * self.dimension
+
+            try:
+                save_pair(self.snapshot_folder, VECTORS_SNAPSHOT,
+                          {"format": VECTORS_FORMAT, "model": self.model,
+                           "dimension": self.dimension, "rows": len(keep)},
+                          {"chunk_ids": joined(ids),
+                           "embed_hashes": joined(rows[cid].embed_hash for cid in ids),
+                           "codes": self.codes[keep], "factors": self.factors[keep]},
+                          write_rows)
+                self._saved_updates = self._updates
+            except OSError as exc:
+                log.warning("could not save the vectors to %s: %s", self.snapshot_folder, exc)
 
     def _clear(self) -> None:
         if self.matrix is not None:
@@ -93,6 +194,7 @@ class VectorIndex(IncrementalIndex):
         return sorted(self.files_missing_vectors)
 
     def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
+        self._updates += 1
         if changed is None:
             self._clear()
         for file_id in set(changed or ()) | set(removed):
@@ -101,17 +203,19 @@ class VectorIndex(IncrementalIndex):
                 self.alive[row] = False
                 del self.position[self.ids[row]]
                 self.ids[row] = None
-        entries = self.catalog.entries_for_files(changed)
-        for start in range(0, len(entries), CHUNKS_PER_VECTOR_READ):
-            chunk_rows = entries[start:start + CHUNKS_PER_VECTOR_READ]
-            hashes, vectors = self.store.vector_rows(
-                self.model, list(dict.fromkeys(r.embed_hash for r in chunk_rows)))
-            found = dict(zip(hashes, range(len(hashes))))
-            new = [r for r in chunk_rows if r.embed_hash in found]
-            self.files_missing_vectors |= {r.file_id for r in chunk_rows
-                                           if r.embed_hash not in found}
+        waiting: dict[str, list[Any]] = {}  # text hash → the entries still without a vector
+        for entry in self.catalog.entries_for_files(changed):
+            waiting.setdefault(entry.embed_hash, []).append(entry)
+        for hashes, vectors in self.store.vector_batches(self.model, list(waiting),
+                                                         CHUNKS_PER_VECTOR_READ):
+            new, picked = [], []
+            for row, text_hash in enumerate(hashes):
+                for entry in waiting.pop(text_hash, ()):
+                    new.append(entry)
+                    picked.append(row)
             if new:
-                self._append(new, vectors[[found[r.embed_hash] for r in new]])
+                self._append(new, vectors[picked])
+        self.files_missing_vectors |= {e.file_id for entries in waiting.values() for e in entries}
         if self.size - len(self.position) > max(COMPACT_MIN_DEAD,
                                                  COMPACT_DEAD_SHARE * self.size):
             self._compact()
@@ -332,7 +436,8 @@ class SemanticProvider(ContextProvider):
             if catalog.store.nearest(embedder.identity, probe, 0) is not None:
                 self.index = StoreVectorSearch(catalog, embedder.identity)
             else:
-                self.index = VectorIndex(catalog, embedder.identity, embedder.dimension)
+                self.index = VectorIndex(catalog, embedder.identity, embedder.dimension,
+                                         snapshot_folder(self.context.project))
         self.index.sync(generation)
         return self.index
 
@@ -379,6 +484,10 @@ class SemanticProvider(ContextProvider):
         """In-memory vectors of chunks, for MMR (empty while the model is loading)."""
         index = self.ready_index(generation)
         return index.vectors(chunk_ids) if index is not None else {}
+
+    def shutdown(self) -> None:
+        if isinstance(self.index, VectorIndex):
+            self.index.save()  # the next process starts from it
 
     def stats(self) -> dict[str, Any]:
         if self.index is None:

@@ -1,4 +1,5 @@
-"""How an answer names a provider whose results it lacks (failed, timed out, still loading).
+"""How an answer says what it lacks: a provider's results (failed, timed out, still
+loading), files not searchable yet.
 
 Its own module, free of the providers' imports: a thin CLI client reads these notes from an
 owner's answer (to say what its answer rests on) without loading numpy and the providers.
@@ -9,6 +10,12 @@ from __future__ import annotations
 from typing import Sequence
 
 LEFT_OUT_NOTE = "provider {} left out: {}"
+# Every note meaning "the index is incomplete, retry" starts so (the MCP text then leaves out
+# its "Nothing matched" advice).
+STILL_INDEXING = "still indexing: "
+# Files indexed but not taken into the in-memory indexes yet (contextd.query.catch_up).
+CATCHING_UP_NOTE = (STILL_INDEXING + "{:,} files just indexed are not searchable yet (they "
+                    "are being taken in); retry in a few seconds")
 _LEFT_OUT_HEAD, _LEFT_OUT_TAIL = LEFT_OUT_NOTE.split("{}")[:2]
 
 

@@ -32,6 +32,8 @@ from contextd.providers.base import (
     DEFAULT_CANDIDATES, ProviderContext, ProviderQuery, QueryCounters,
 )
 from contextd.providers.catalog import ChunkCatalog
+from contextd.providers.saved_pair import snapshot_folder
+from contextd.query.catch_up import CatchUp
 from contextd.providers.spool import spool_folder
 from contextd.providers.hybrid import fusion_weights
 from contextd.providers.runner import ProviderRun, left_out_notes, run_providers
@@ -83,7 +85,9 @@ class QueryPipeline:
         self.budgets = BudgetManager(self.config.budget)
         self.embedder = embedder
         # Chunk rows, paths, symbols and links in memory, shared by every provider.
-        self.catalog = ChunkCatalog(store, spool_folder(project))
+        self.catalog = ChunkCatalog(store, spool_folder(project), snapshot_folder(project))
+        # What an answer takes in of a large write, and the thread that takes in the rest.
+        self.catch_up = CatchUp(self.catalog, self._built_providers)
         # Knowledge contexts → the documents a query's scope holds (cached per generation).
         self.knowledge_scope = KnowledgeScope(store)
         # [projects.NAME]: named parts of the index a query may name (spec 004 §8.0.12).
@@ -110,6 +114,11 @@ class QueryPipeline:
                 found = collect("register_providers", key=lambda args: args[0].id)
                 self._factories = {pid: reg.value for pid, reg in found.items()}
             return self._factories
+
+    def _built_providers(self) -> list[Any]:
+        """The providers built so far (the background catch-up builds none)."""
+        with self._lock:
+            return [] if self._shut_down else list(self._providers.values())
 
     def provider(self, provider_id: str) -> Any:
         """The initialised provider with this id (created on first use), or None if unknown."""
@@ -139,7 +148,7 @@ class QueryPipeline:
 
         def build() -> None:
             try:
-                self.catalog.sync()
+                self.catalog.catch_up()
                 self.embedder.wait(timeout)
                 for pid in self.enabled_ids():
                     if self._shut_down:
@@ -205,17 +214,21 @@ class QueryPipeline:
         selected = [p for p in self._select(providers) if p.id != STASH_ID or scope.memory]
         checked_roles(scope.roles)  # a misspelt role is the caller's error, not a provider's
         generation = self.store.generation()
-        self._check_scope(scope, generation)
-        understood = self._understand(query)
-        # min_score applies to the calibrated scores below, not to each provider's own scale.
-        provider_query = ProviderQuery(query, max(DEFAULT_CANDIDATES, k * CANDIDATES_PER_RESULT),
-                                       0.0, generation,
-                                       understood.texts_by_kind() if understood else {})
-        if projects:
-            runs, candidates, notes = self._gather_projects(selected, provider_query, scope,
-                                                            budget, projects)
-        else:
-            runs, candidates, notes = self._gather(selected, provider_query, scope, budget)
+        with self.catch_up.answering(generation):  # the background catch-up waits meanwhile
+            self._check_scope(scope, generation)
+            understood = self._understand(query)
+            # min_score applies to the calibrated scores below, not to each provider's scale.
+            provider_query = ProviderQuery(
+                query, max(DEFAULT_CANDIDATES, k * CANDIDATES_PER_RESULT), 0.0, generation,
+                understood.texts_by_kind() if understood else {})
+            if projects:
+                runs, candidates, notes = self._gather_projects(selected, provider_query, scope,
+                                                                budget, projects)
+            else:
+                runs, candidates, notes = self._gather(selected, provider_query, scope, budget)
+        catching_up = self.catch_up.note()
+        if catching_up:
+            notes.append(catching_up)
         if understood:
             candidates = apply_boosts(candidates, understood, self.config.ranking)
         candidates = step_back_translations(
@@ -420,6 +433,9 @@ class QueryPipeline:
         """Stop the usage thread (writing what it holds) and shut every provider down."""
         with self._lock:
             self._shut_down = True
+        self.catch_up.stop()
+        self.catalog.save()  # the next process starts from it
+        with self._lock:
             providers, self._providers = self._providers, {}
         self._usage.stop()
         if self.embedder.loading:

@@ -68,8 +68,10 @@ class Engine:
         with self._lock:
             if self._indexer is None:
                 from contextd.indexer import Indexer
+                from contextd.query.catch_up import answering_now
 
                 self._indexer = Indexer(self.project, self.store)
+                self._indexer.gives_way = answering_now
             return self._indexer
 
     @property
@@ -79,7 +81,13 @@ class Engine:
         with self._lock:
             if self._module is None:
                 self._module = self._context_type(self.project, self.store)
+                self._module.pipeline.catch_up.writing = self._writing
             return self._module
+
+    def _writing(self) -> bool:
+        """Whether this process's indexer is writing files (answers then take in a large
+        write a slice at a time: contextd.query.catch_up)."""
+        return self._indexer is not None and self._indexer.indexing
 
     @property
     def jobs(self):

@@ -13,13 +13,10 @@ import dataclasses
 import time
 from typing import Any, Callable, Sequence
 
-from contextd.query.left_out import left_out_providers
+from contextd.query.left_out import STILL_INDEXING, left_out_providers
 
 from contextd.indexer.progress import format_duration
 
-# Every note meaning "the index is incomplete, retry" starts so (the MCP text then leaves out
-# its "Nothing matched" advice).
-STILL_INDEXING = "still indexing: "
 # Every note meaning "the vectors are incomplete" starts so.
 SEMANTIC_PENDING = "semantic results are still being computed"
 # An empty index that nothing will fill by itself.
@@ -97,9 +94,12 @@ def says_incomplete(notes: Sequence[str], files: bool = False) -> bool:
 
 def ready_results(notes: Sequence[str]) -> str:
     """What an answer given while vectors are computed rests on: the lexical and symbol
-    results, complete, unless its notes say a provider was left out (then never claimed)."""
+    results, complete, unless its notes say a provider was left out or files are not
+    searchable yet (then never claimed)."""
     missing = left_out_providers(notes)
-    if not missing:
-        return "lexical and symbol results are complete"
-    return (f"results of {', '.join(missing)} are missing from this answer (see the note "
-            "above), so it may miss what only they would find")
+    if missing:
+        return (f"results of {', '.join(missing)} are missing from this answer (see the note "
+                "above), so it may miss what only they would find")
+    if says_incomplete(notes, files=True):
+        return "lexical and symbol results cover the files searchable so far (see above)"
+    return "lexical and symbol results are complete"

@@ -288,6 +288,15 @@ class IndexStore(abc.ABC):
             return [], np.zeros((0, 0), dtype=np.float32)
         return list(found), np.stack(list(found.values())).astype(np.float32, copy=False)
 
+    def vector_batches(self, model: str, embed_hashes: Sequence[str], rows: int
+                       ) -> Iterable[tuple[list[str], "np.ndarray"]]:
+        """The vectors of ``embed_hashes`` under ``model`` as :meth:`vector_rows` gives them,
+        about ``rows`` at a time: what an in-memory index loads when it loads them all. A
+        batch may also hold vectors not asked for (a store may scan its table in order,
+        cheaper than looking up every hash), which the caller skips."""
+        for start in range(0, len(embed_hashes), rows):
+            yield self.vector_rows(model, embed_hashes[start:start + rows])
+
     def nearest(self, model: str, vector: np.ndarray, k: int
                 ) -> list[tuple[str, float]] | None:
         """The ``k`` chunks whose ``model`` vectors are closest to ``vector`` by cosine, as

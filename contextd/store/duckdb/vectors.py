@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from contextd.store.duckdb.arrow_io import ids_and_vectors, vector_table
 from contextd.store.duckdb.sql import first_row
+
+# Above this share of the table, :meth:`VectorsMixin.vector_batches` scans the table by rowid
+# ranges instead of looking up the hashes: at 60k vectors 0.19 s instead of 0.56-0.66 s.
+SCAN_SHARE = 0.25
 
 
 class VectorsMixin:
@@ -103,3 +107,18 @@ class VectorsMixin:
                 "WHERE model = ? AND text_hash IN (SELECT unnest(?))",
                 params=[model, list(embed_hashes)]))
 
+    def vector_batches(self, model: str, embed_hashes: Sequence[str], rows: int
+                       ) -> Iterator[tuple[list[str], np.ndarray]]:
+        # Rowid ranges: each reads only its own row groups, so a batch holds ~rows vectors
+        # (~16 MB at 10k), never the whole matrix and its Arrow copy at once.
+        count, top = first_row(self._cursor().execute(
+            "SELECT count(*), max(rowid) FROM embeddings"))
+        if not count or len(embed_hashes) < SCAN_SHARE * count:
+            yield from super().vector_batches(model, embed_hashes, rows)
+            return
+        for start in range(0, top + 1, rows):
+            with self._own_cursor() as cur:
+                yield ids_and_vectors(cur.sql(
+                    "SELECT text_hash, vector FROM embeddings "
+                    "WHERE model = ? AND rowid >= ? AND rowid < ?",
+                    params=[model, start, start + rows]))
