@@ -314,12 +314,14 @@ class ChunkCatalog:
 
     def _take_waiting(self, within_s: float | None, give_way: Callable[[], bool]) -> list[int]:
         """Load waiting files, FILES_PER_READ at a time (at least once unless ``give_way()``),
-        for at most ``within_s`` (None: all)."""
+        for at most ``within_s``; None: all in one update (one read of the file list, and
+        the heap handed back after it)."""
         taken: list[int] = []
         deadline = None if within_s is None else time.monotonic() + within_s
+        step = FILES_PER_READ if deadline is not None else len(self.waiting)
         while self.waiting and not give_way() \
                 and (not taken or deadline is None or time.monotonic() < deadline):
-            files = list(itertools.islice(self.waiting, FILES_PER_READ))
+            files = list(itertools.islice(self.waiting, step))
             for file_id in files:
                 del self.waiting[file_id]
             self.apply(files, ())
