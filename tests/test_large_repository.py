@@ -271,15 +271,9 @@ def test_copies_of_a_file_collapse_into_one_hit(tmp_path):
         assert len(limiters[0].metadata.get("duplicates", ())) == 2
 
 
-def test_source_chunks_reach_the_fused_list_where_prose_outnumbers_code(tmp_path):
-    """Sixty documentation pages match the question's words better than the code that
-    implements it; the full-text provider keeps a share of its answer for source chunks
-    and stays within its limit (it used to append them past it, and the hybrid provider,
-    which cuts its fused list at that limit, dropped every one)."""
-    from contextd.providers.base import ProviderQuery
-    from contextd.records import ContextScope, TokenBudget
-
-    root = tmp_path / "repo"
+def _pages_and_one_function(root: Path) -> str:
+    """Sixty pages about upload retries and the one function computing the delay; the
+    question whose answer is that function."""
     (root / "docs").mkdir(parents=True)
     (root / "src").mkdir()
     for i in range(60):
@@ -292,7 +286,19 @@ def test_source_chunks_reach_the_fused_list_where_prose_outnumbers_code(tmp_path
         "    \"\"\"Seconds to wait before retrying an upload: doubled per attempt.\"\"\"\n"
         "    return min(60.0, 0.5 * 2 ** attempt)\n")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    question = "how is the retry delay of failed uploads computed"
+    return "how is the retry delay of failed uploads computed"
+
+
+def test_source_chunks_reach_the_fused_list_where_prose_outnumbers_code(tmp_path):
+    """Sixty documentation pages match the question's words better than the code that
+    implements it; the full-text provider keeps a share of its answer for source chunks
+    and stays within its limit (it used to append them past it, and the hybrid provider,
+    which cuts its fused list at that limit, dropped every one)."""
+    from contextd.providers.base import ProviderQuery
+    from contextd.records import ContextScope, TokenBudget
+
+    root = tmp_path / "repo"
+    question = _pages_and_one_function(root)
     with _lexical_module(tmp_path, root) as module:
         module.warm_up(wait=True)
         limit = 20
@@ -302,6 +308,32 @@ def test_source_chunks_reach_the_fused_list_where_prose_outnumbers_code(tmp_path
         assert "src/uploader.py" in [h.file_path for h in hits]
         answer = module.query(QueryRequest(question, k=5, by_file=True))
         assert "src/uploader.py" in [f.file_path for f in answer.files], answer.files
+
+
+def test_the_semantic_provider_keeps_source_among_its_candidates_too(tmp_path):
+    """With every vector computed, the pages are nearer the question's meaning than the
+    code (fastapi's questions answered from pages alone): the semantic provider keeps a
+    share of its answer for source chunks as well, within its limit."""
+    from contextd.providers.base import ProviderQuery
+    from contextd.records import ContextScope, TokenBudget
+
+    root = tmp_path / "repo"
+    question = _pages_and_one_function(root)
+    project = Project(root=root, config=_config(tmp_path, 10_000))
+    store = open_store(project)
+    Indexer(project, store).ensure_indexed()  # with the real model's vectors
+    module = ContextModule(project, store)
+    try:
+        module.warm_up(wait=True)
+        limit = 20
+        hits = module.pipeline.provider("semantic").query(
+            ProviderQuery(question, limit=limit), ContextScope(), TokenBudget())
+        assert len(hits) <= limit
+        assert "src/uploader.py" in [h.file_path for h in hits]
+        assert sum(h.file_path.startswith("docs/") for h in hits) >= limit // 2
+    finally:
+        module.shutdown()
+        store.close()
 
 
 _METHOD = '''

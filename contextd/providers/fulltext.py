@@ -33,8 +33,8 @@ import numpy as np
 from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
-from contextd.providers.catalog import CatalogFollower, ChunkCatalog, ChunkEntry
-from contextd.boundary.roles import FileRole, file_role
+from contextd.providers.catalog import CatalogFollower, ChunkCatalog
+from contextd.providers.source_share import is_source, with_source_share
 from contextd.query.duplicates import (
     TRANSLATION_DEPTH, copies_last, own_language_first, translation_groups,
 )
@@ -64,9 +64,6 @@ TOKENS_VERSION = 1
 RESAVE_MIN_DOCS = 2000
 RESAVE_SHARE = 0.1
 RESAVE_INTERVAL_S = 30.0
-# The share of its candidates the full-text provider keeps for source files (see
-# FullTextProvider._with_source_share).
-SOURCE_SHARE = 0.25
 _NO_SLOTS = np.zeros(0, dtype=np.int64)
 _NO_TF = np.zeros(0, dtype=np.float32)
 
@@ -627,7 +624,9 @@ class FullTextProvider(ContextProvider):
                                lambda hit: self.context.catalog.text_of(hit[0]),
                                lambda hit: (row := rows.get(hit[0])) and row.file_path,
                                query.limit)
-            hits = self._with_source_share(tokens, hits, rows, accept, query.limit)
+            hits = with_source_share(hits, rows, query.limit, lambda n, seen: index.bm25.top(
+                tokens, n, lambda cid: cid not in seen and is_source(rows, cid)
+                and (accept is None or accept(cid))))
             coverage = index.bm25.coverage(tokens, [cid for cid, _ in hits])
         if not hits:
             return []
@@ -637,36 +636,6 @@ class FullTextProvider(ContextProvider):
                                     {"bm25": round(score, 4), "bm25_coverage": round(cov, 4)})
                    for (cid, score), cov in zip(hits, coverage) if cid in rows]
         return [s for s in results if s.score >= query.min_score]
-
-    def _with_source_share(self, tokens: list[str], hits: list[tuple[str, float]],
-                           rows: dict[str, ChunkEntry], accept: Callable[[str], bool] | None,
-                           limit: int) -> list[tuple[str, float]]:
-        """``hits`` holding at least :data:`SOURCE_SHARE` of ``limit`` source chunks when the
-        index has them: on a project whose prose outnumbers its code ten to one (fastapi's
-        documentation and examples), the words of a question match the pages about a feature
-        better than the code that implements it, and the ranking's file-role factors
-        (``[ranking] implementation_*``) can only put source first if some reach it.
-
-        The source chunks take the places of the weakest others: the answer stays within
-        ``limit``, where a hybrid cuts its fused list, so source chunks appended past it
-        would never be seen."""
-        def is_source(cid: str) -> bool:
-            row = rows.get(cid)
-            return row is not None and file_role(row.file_path, row.language) is FileRole.SOURCE
-
-        wanted = int(SOURCE_SHARE * limit)
-        held = sum(1 for cid, _ in hits if is_source(cid))
-        if held >= wanted:
-            return hits
-        seen = {cid for cid, _ in hits}
-        more = self.index.bm25.top(
-            tokens, wanted - held, lambda cid: cid not in seen and is_source(cid)
-            and (accept is None or accept(cid)))
-        others = [cid for cid, _ in hits if not is_source(cid)]
-        overflow = max(0, len(hits) + len(more) - limit)
-        dropped = set(others[len(others) - overflow:]) if overflow else set()
-        return sorted([hit for hit in hits if hit[0] not in dropped] + more,
-                      key=lambda hit: -hit[1])
 
     def stats(self) -> dict[str, Any]:
         if self.index is None:

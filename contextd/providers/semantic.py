@@ -19,7 +19,7 @@ import collections
 import logging
 import threading
 from pathlib import Path
-from typing import Any, BinaryIO, Sequence
+from typing import Any, BinaryIO, Callable, Sequence
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from contextd.providers.base import (
 from contextd.providers.catalog import CatalogFollower, ChunkCatalog
 from contextd.providers.saved_pair import (copy_bytes, joined, load_pair, save_pair,
                                            snapshot_folder, split)
+from contextd.providers.source_share import is_source, with_source_share
 from contextd.providers.spool import RowFile
 from contextd.vectors.quantized import approximate_scores, exact_top, quantize
 from contextd.query.duplicates import TRANSLATION_DEPTH, own_language_first, translation_groups
@@ -255,8 +256,10 @@ class VectorIndex(CatalogFollower):
         self.size = len(keep)
 
     def search(self, query_vector: np.ndarray, limit: int, scope: ScopeFilter,
-               min_score: float) -> list[tuple[str, float]]:
-        """(chunk id, cosine) of the best ``limit`` chunks inside the scope."""
+               min_score: float, only: Callable[[str], bool] | None = None
+               ) -> list[tuple[str, float]]:
+        """(chunk id, cosine) of the best ``limit`` chunks inside the scope (and for which
+        ``only(chunk_id)`` holds, when given)."""
         n = self.size
         if not self.position or limit <= 0:
             return []
@@ -265,12 +268,13 @@ class VectorIndex(CatalogFollower):
         approximate = approximate_scores(self.codes[:n], self.factors[:n], query_vector)
         if len(self.position) < n:
             approximate[~self.alive[:n]] = -np.inf
-        depth = limit if scope.unrestricted else limit * SCOPE_OVERFETCH
+        depth = limit if scope.unrestricted and only is None else limit * SCOPE_OVERFETCH
         rows = self.catalog.rows
         while True:
             order, scores = exact_top(approximate, self.matrix, query_vector, min(depth, n))
             hits = [(self.ids[i], float(s)) for i, s in zip(order, scores)
-                    if s >= min_score and self._accepts(scope, rows.get(self.ids[i]))]
+                    if s >= min_score and self._accepts(scope, rows.get(self.ids[i]))
+                    and (only is None or only(self.ids[i]))]
             if (len(hits) >= limit or depth >= n or not len(scores)
                     or scores[-1] < min_score):
                 return hits[:limit]
@@ -470,8 +474,14 @@ class SemanticProvider(ContextProvider):
         catalog = self.context.catalog
         groups = translation_groups(catalog.file_paths(query.generation))
         depth = query.limit * TRANSLATION_DEPTH if groups.member else query.limit
+        scope_filter = ScopeFilter(scope)
         with index.lock:
-            hits = index.search(vector, depth, ScopeFilter(scope), query.min_score)
+            hits = index.search(vector, depth, scope_filter, query.min_score)
+            if isinstance(index, VectorIndex):
+                rows = catalog.rows
+                hits = with_source_share(hits, rows, depth, lambda n, seen: index.search(
+                    vector, n, scope_filter, query.min_score,
+                    lambda cid: cid not in seen and is_source(rows, cid)))
         hits = own_language_first(
             hits, lambda hit: (row := catalog.rows.get(hit[0])) and row.file_path, groups,
             query.text, query.limit)
