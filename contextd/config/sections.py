@@ -554,7 +554,7 @@ class OwnerConfig:
              "for at most this many seconds, answers from what it read, and hands the rest "
              "to the background owner; 0: read every file before answering.")
     warm_after_load_ms: int = _opt(
-        2000, min=0,
+        150, min=0,
         help="A CLI command whose indexes took longer than this to load (a large project in "
              "a cold process) leaves a background owner behind, so the commands after it "
              "answer warm; 0: never.")

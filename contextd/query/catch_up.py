@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from typing import Any, Callable, Iterable, Iterator
 
 from contextd.query.left_out import CATCHING_UP_NOTE
@@ -63,20 +64,21 @@ class CatchUp:
         self._thread: threading.Thread | None = None
 
     @contextlib.contextmanager
-    def answering(self, generation: int) -> Iterator[None]:
+    def answering(self, generation: int) -> Iterator[float]:
         """Around an answer's search: first take in what was written up to ``generation``
-        (while files are being indexed, new files for at most SLICE_S); the background
-        thread starts no step meanwhile (on 2 cores a step beside an answer doubled its
-        time)."""
+        (while files are being indexed, new files for at most SLICE_S; the block gets the
+        ms it took); the background thread starts no step meanwhile (on 2 cores a step
+        beside an answer doubled its time)."""
         global _answers
         with _idle:
             _answers += 1
         try:
+            begin = time.perf_counter()
             writing = self.writing()
             self.catalog.catch_up(generation, SLICE_S if writing else None)
             if writing or self.catalog.waiting:
                 self._start()
-            yield
+            yield (time.perf_counter() - begin) * 1000
         finally:
             with _idle:
                 _answers -= 1

@@ -214,7 +214,8 @@ class QueryPipeline:
         selected = [p for p in self._select(providers) if p.id != STASH_ID or scope.memory]
         checked_roles(scope.roles)  # a misspelt role is the caller's error, not a provider's
         generation = self.store.generation()
-        with self.catch_up.answering(generation):  # the background catch-up waits meanwhile
+        # The background catch-up waits meanwhile.
+        with self.catch_up.answering(generation) as catalog_ms:
             self._check_scope(scope, generation)
             understood = self._understand(query)
             # min_score applies to the calibrated scores below, not to each provider's scale.
@@ -259,8 +260,9 @@ class QueryPipeline:
             sorted(selection.snippets, key=lambda s: -s.score), query, understood))
         attribution = collections.Counter(p for s in chosen for p in s.providers)
         timings = {pid: round(run.elapsed_ms, 2) for pid, run in runs.items()}
-        load_ms = max((run.load_ms for run in runs.values()), default=0.0)
-        if load_ms:  # the providers' catch-up ran in parallel before their queries
+        # The catalog's catch-up, then the providers' (in parallel) before their queries.
+        load_ms = catalog_ms + max((run.load_ms for run in runs.values()), default=0.0)
+        if load_ms:
             timings[LOAD_TIMING] = round(load_ms, 2)
         timings["total"] = round((time.perf_counter() - started) * 1000, 2)
         self._record(task_id, query, chosen, selection.total_tokens, timings,

@@ -150,8 +150,8 @@ class FileResult:
                    ranges=tuple((start, end) for start, end in data.get("ranges", ())))
 
 
-# The timing of the providers' catch-up before a query (their indexes loaded in a cold
-# process, or changes taken in), present when one ran.
+# The timing of the catch-up before a query (the catalog's, then the providers' in parallel:
+# their indexes loaded in a cold process, or changes taken in), present when one ran.
 LOAD_TIMING = "load"
 
 
