@@ -81,12 +81,13 @@ def _cold_module(root: Path, config) -> ContextModule:
 
 
 @contextlib.contextmanager
-def _lexical_module(tmp_path, root):
+def _lexical_module(tmp_path, root, embed: bool = False):
     """A ContextModule over ``root`` indexed without vectors (the lexical and symbol
-    indexes only), shut down and closed after the block."""
+    indexes only; ``embed``: with the real model's vectors too), shut down and closed after
+    the block."""
     project = Project(root=root, config=_config(tmp_path, 10_000))
     store = open_store(project)
-    Indexer(project, store, embed=False).ensure_indexed()
+    Indexer(project, store, embed=embed).ensure_indexed()
     module = ContextModule(project, store)
     try:
         yield module
@@ -294,18 +295,10 @@ def test_source_chunks_reach_the_fused_list_where_prose_outnumbers_code(tmp_path
     implements it; the full-text provider keeps a share of its answer for source chunks
     and stays within its limit (it used to append them past it, and the hybrid provider,
     which cuts its fused list at that limit, dropped every one)."""
-    from contextd.providers.base import ProviderQuery
-    from contextd.records import ContextScope, TokenBudget
-
     root = tmp_path / "repo"
     question = _pages_and_one_function(root)
     with _lexical_module(tmp_path, root) as module:
-        module.warm_up(wait=True)
-        limit = 20
-        hits = module.pipeline.provider("full_text").query(
-            ProviderQuery(question, limit=limit), ContextScope(), TokenBudget())
-        assert len(hits) <= limit
-        assert "src/uploader.py" in [h.file_path for h in hits]
+        _source_within_limit(module, "full_text", question)
         answer = module.query(QueryRequest(question, k=5, by_file=True))
         assert "src/uploader.py" in [f.file_path for f in answer.files], answer.files
 
@@ -314,26 +307,24 @@ def test_the_semantic_provider_keeps_source_among_its_candidates_too(tmp_path):
     """With every vector computed, the pages are nearer the question's meaning than the
     code (fastapi's questions answered from pages alone): the semantic provider keeps a
     share of its answer for source chunks as well, within its limit."""
+    root = tmp_path / "repo"
+    question = _pages_and_one_function(root)
+    with _lexical_module(tmp_path, root, embed=True) as module:
+        hits = _source_within_limit(module, "semantic", question)
+        assert sum(h.file_path.startswith("docs/") for h in hits) >= len(hits) // 2
+
+
+def _source_within_limit(module, provider_id: str, question: str, limit: int = 20) -> list:
+    """The provider's answer of at most ``limit`` hits, the source file among them."""
     from contextd.providers.base import ProviderQuery
     from contextd.records import ContextScope, TokenBudget
 
-    root = tmp_path / "repo"
-    question = _pages_and_one_function(root)
-    project = Project(root=root, config=_config(tmp_path, 10_000))
-    store = open_store(project)
-    Indexer(project, store).ensure_indexed()  # with the real model's vectors
-    module = ContextModule(project, store)
-    try:
-        module.warm_up(wait=True)
-        limit = 20
-        hits = module.pipeline.provider("semantic").query(
-            ProviderQuery(question, limit=limit), ContextScope(), TokenBudget())
-        assert len(hits) <= limit
-        assert "src/uploader.py" in [h.file_path for h in hits]
-        assert sum(h.file_path.startswith("docs/") for h in hits) >= limit // 2
-    finally:
-        module.shutdown()
-        store.close()
+    module.warm_up(wait=True)
+    hits = module.pipeline.provider(provider_id).query(
+        ProviderQuery(question, limit=limit), ContextScope(), TokenBudget())
+    assert len(hits) <= limit
+    assert "src/uploader.py" in [h.file_path for h in hits]
+    return hits
 
 
 _METHOD = '''
