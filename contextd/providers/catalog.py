@@ -15,9 +15,10 @@ generation counter:
 
 Taking in a large write costs ~80 µs a chunk (the catalog ~26, BM25 ~54), so the first answer
 after the background owner read 40k chunks of a large project used to wait 3-4 s for it. A
-sync takes in files the catalog does not hold yet for at most :data:`CATCH_UP_SLICE_S` and
-leaves the rest ``waiting`` for the next sync (the answer says so); re-written and removed
-files are always taken in at once, so what is searchable is never stale, only not complete yet.
+:meth:`~ChunkCatalog.catch_up` can take in files the catalog does not hold yet for a bounded
+time and leave the rest ``waiting`` (contextd.query.catch_up decides when); re-written and
+removed files are always taken in at once, so what is searchable is never stale, only not
+complete yet.
 
 The texts are not held as Python strings. They were 85% of the catalog (two copies per
 chunk, the text and the index text: ~280 MB of a 60k-chunk project such as fastapi); the
@@ -58,9 +59,6 @@ FILES_PER_READ = 200
 # The spool is rewritten with the live texts only when dead ones (of re-written or removed
 # files) pass this many bytes and the live ones.
 SPOOL_COMPACT_MIN_DEAD = 16 << 20
-# How long one sync takes in files new to the catalog (a read of FILES_PER_READ files at a
-# time, at least one) before it leaves the rest waiting for the next sync.
-CATCH_UP_SLICE_S = 0.5
 # The catalog's changes a follower that syncs less often can still catch up on; one further
 # behind loads everything again.
 JOURNAL_LENGTH = 4096
