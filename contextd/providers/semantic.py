@@ -264,7 +264,7 @@ class VectorIndex(CatalogFollower):
         if not self.position or limit <= 0:
             return []
         if scope.only_documents is not None:
-            return self._search_documents(query_vector, limit, scope, min_score)
+            return self._search_documents(query_vector, limit, scope, min_score, only)
         approximate = approximate_scores(self.codes[:n], self.factors[:n], query_vector)
         if len(self.position) < n:
             approximate[~self.alive[:n]] = -np.inf
@@ -281,7 +281,8 @@ class VectorIndex(CatalogFollower):
             depth *= SCOPE_OVERFETCH
 
     def _search_documents(self, query_vector: np.ndarray, limit: int, scope: ScopeFilter,
-                          min_score: float) -> list[tuple[str, float]]:
+                          min_score: float, only: Callable[[str], bool] | None = None
+                          ) -> list[tuple[str, float]]:
         """:meth:`search` when only some knowledge documents can match: their rows alone are
         scored (a context of 500 chunks beside 50k others costs 500 products, not 50k)."""
         rows = [r for path in scope.only_documents
@@ -296,7 +297,8 @@ class VectorIndex(CatalogFollower):
             order = _top(scores, min(depth, len(scores)))
             hits = [(self.ids[index[i]], float(scores[i])) for i in order
                     if scores[i] >= min_score
-                    and self._accepts(scope, catalog_rows.get(self.ids[index[i]]))]
+                    and self._accepts(scope, catalog_rows.get(self.ids[index[i]]))
+                    and (only is None or only(self.ids[index[i]]))]
             if len(hits) >= limit or depth >= len(scores) or scores[order[-1]] < min_score:
                 return hits[:limit]
             depth *= SCOPE_OVERFETCH
@@ -477,7 +479,7 @@ class SemanticProvider(ContextProvider):
         scope_filter = ScopeFilter(scope)
         with index.lock:
             hits = index.search(vector, depth, scope_filter, query.min_score)
-            if isinstance(index, VectorIndex):
+            if isinstance(index, VectorIndex) and scope_filter.only_documents is None:
                 rows = catalog.rows
                 hits = with_source_share(hits, rows, depth, lambda n, seen: index.search(
                     vector, n, scope_filter, query.min_score,
