@@ -141,7 +141,6 @@ class CatalogChange:
     """What one catalog update did: the files it (re)loaded (None: all, after a reset) and
     dropped, and whether the store's generation moved (vectors may have been written)."""
 
-    version: int
     loaded: tuple[int, ...] | None
     removed: tuple[int, ...]
     store_moved: bool
@@ -181,7 +180,7 @@ class ChunkCatalog:
     def sync(self, generation: int | None = None) -> None:
         """Take in every file written since the last sync (files left waiting by a
         :meth:`catch_up` wait on; one written again is taken in)."""
-        self.catch_up(generation, within_s=0.0, defer=False)
+        self.catch_up(generation, defer=False)
 
     def catch_up(self, generation: int | None = None, within_s: float | None = None,
                  defer: bool = True, give_way: Callable[[], bool] = lambda: False) -> None:
@@ -330,7 +329,7 @@ class ChunkCatalog:
              store_moved: bool) -> None:
         self.version += 1
         self._file_updates += loaded is None or bool(loaded) or bool(removed)
-        self.journal.append(CatalogChange(self.version, loaded, removed, store_moved))
+        self.journal.append(CatalogChange(loaded, removed, store_moved))
 
     def changes_after(self, version: int) -> list[CatalogChange] | None:
         """The updates since ``version``, oldest first; None when the journal no longer

@@ -34,6 +34,7 @@ from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.catalog import CatalogFollower, ChunkCatalog
+from contextd.providers.saved_pair import snapshot_folder
 from contextd.providers.source_share import is_source, with_source_share
 from contextd.query.duplicates import (
     TRANSLATION_DEPTH, copies_last, own_language_first, translation_groups,
@@ -465,12 +466,9 @@ def document_text(row: ChunkRow) -> str:
 def saved_index_path(context: Any) -> Path | None:
     """Where the BM25 arrays of a project are kept between processes: beside its index, or
     nowhere when the index is sealed at rest (the arrays hold its words in the clear) or has
-    no local folder."""
-    config = context.config
-    if config.security.encrypt_db:
-        return None
-    folder = Path(context.project.db_path).parent
-    return folder / SAVED_INDEX if folder.is_dir() else None
+    no local folder (the same place as the saved catalog and vectors)."""
+    folder = snapshot_folder(context.project)
+    return folder / SAVED_INDEX if folder is not None else None
 
 
 class FullTextIndex(CatalogFollower):
