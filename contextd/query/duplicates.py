@@ -26,14 +26,13 @@ Both rules read paths and texts only, never lists kept per repository.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
 import re
-import threading
 from collections import defaultdict
 from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 
+from contextd.query.per_catalog import derived_once
 from contextd.records import ContextSnippet
 from contextd.text.stemming import light_stem
 
@@ -58,8 +57,6 @@ COPY_SCORE_TOLERANCE = 0.01
 # Word-set similarity from which two chunks of one file are copies (copies_last): two small
 # functions of one module share most of their words and still do different things.
 COPY_JACCARD = 0.95
-# Translation groupings kept (one per project path mapping a process answers for).
-GROUPINGS_KEPT = 8
 
 # ISO 639-1 codes (the two letters before an optional region or script: pt-BR, zh-hant,
 # pt_BR, sr@latin).
@@ -148,25 +145,10 @@ class TranslationGroups:
         return language == wanted or wanted not in languages
 
 
-_groupings: "collections.OrderedDict[int, tuple[Mapping, TranslationGroups]]" = \
-    collections.OrderedDict()
-_groupings_lock = threading.Lock()
-
-
 def translation_groups(paths: Mapping[str, int]) -> TranslationGroups:
     """The translation groups of a catalog's path mapping, found once per mapping (the
     catalog makes a new one after every write)."""
-    with _groupings_lock:
-        found = _groupings.get(id(paths))
-        if found is not None and found[0] is paths:
-            _groupings.move_to_end(id(paths))
-            return found[1]
-    groups = TranslationGroups(paths)
-    with _groupings_lock:
-        _groupings[id(paths)] = (paths, groups)
-        while len(_groupings) > GROUPINGS_KEPT:
-            _groupings.popitem(last=False)
-    return groups
+    return derived_once(paths, TranslationGroups)
 
 
 Hit = TypeVar("Hit")
