@@ -45,6 +45,8 @@ from contextd.query.duplicates import (
 )
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
+from contextd.query.path_words import PathWords
+from contextd.query.per_catalog import derived_once
 from contextd.query.records import (LOAD_TIMING, FileResult, Hit, QueryRequest,
                                     QueryResponse)
 from contextd.boundary.roles import checked_roles
@@ -230,10 +232,11 @@ class QueryPipeline:
         catching_up = self.catch_up.note()
         if catching_up:
             notes.append(catching_up)
+        paths = self.catalog.file_paths(generation)
         if understood:
-            candidates = apply_boosts(candidates, understood, self.config.ranking)
-        candidates = step_back_translations(
-            candidates, translation_groups(self.catalog.file_paths(generation)), query)
+            candidates = apply_boosts(candidates, understood, self.config.ranking,
+                                      derived_once(paths, PathWords))
+        candidates = step_back_translations(candidates, translation_groups(paths), query)
         unique, confidence = calibrate(collapse_near_duplicates(deduplicate(candidates)),
                                        understood.exact if understood else None)
         if unique and confidence < self.config.ranking.strong_match_confidence:

@@ -33,6 +33,7 @@ from typing import Sequence
 from contextd.config.sections import DEFAULT_ALLOWED_EXTENSIONS, RankingConfig
 from contextd.query.evidence import ExactQuery, echoes_query, exact_evidence, quotation_tier
 from contextd.query.intent import QueryIntent, classify
+from contextd.query.path_words import PathWords
 from contextd.records import ChunkKind, ContextSnippet, ProviderType
 from contextd.boundary.roles import FileRole, file_role
 from contextd.text.stemming import light_stem
@@ -65,6 +66,10 @@ _TEST_WORDS = frozenset({"test", "tests", "testing", "pytest", "unittest", "spec
 # Chunks that define what their label names (not a module's code or docstring).
 _DEFINITION_KINDS = frozenset({ChunkKind.CODE_FUNCTION.value, ChunkKind.CODE_CLASS.value})
 _DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
+# Files whose path words the path boost reads: a module's name is often the only place its
+# topic is written, while a document's headings and a config file's keys already say theirs
+# to BM25 (a docs page named after the question outranked the code with it).
+_CODE_ROLES = frozenset({FileRole.SOURCE, FileRole.TEST})
 MIN_WORD_LENGTH = 2
 
 STOP_WORDS = frozenset("""
@@ -96,6 +101,9 @@ class UnderstoodQuery:
     # The stems of the words the task writes as prose (not as names): what a definition's
     # name is compared with (:func:`name_words_share`).
     prose_stems: frozenset[str] = frozenset()
+    # The stems of every word the task writes, each word's parts included (HTTPException ->
+    # http, exception): what a file's path is compared with (contextd.query.path_words).
+    word_stems: frozenset[str] = frozenset()
 
     def texts_by_kind(self) -> dict[ProviderType, str]:
         """The text each kind of provider is sent (see the module docstring); a kind whose
@@ -168,6 +176,9 @@ def understand(task: str, settings: RankingConfig) -> UnderstoodQuery:
     prose = frozenset(light_stem(t.lower()) for t in tokens
                       if not (looks_like_code(t) or t in quoted) and len(t) >= MIN_WORD_LENGTH
                       and t.lower() not in STOP_WORDS)
+    every_word = frozenset(light_stem(w) for t in tokens
+                           for w in (t.lower(), *split_identifier(t))
+                           if len(w) >= MIN_WORD_LENGTH and w not in STOP_WORDS)
     lexical: list[str] = []
     for token in tokens + [w for q in quoted for w in _TOKEN_RE.findall(q)]:
         # Quoted names are identifiers too: a lower-cased `LRUCache` no longer shows BM25
@@ -183,7 +194,7 @@ def understand(task: str, settings: RankingConfig) -> UnderstoodQuery:
     symbols = symbols[:settings.max_symbol_candidates]
     return UnderstoodQuery(original, dense_query(task), " ".join(lexical), tuple(symbols),
                            files, quoted, about_tests, classify(original, about_tests),
-                           ExactQuery.of(original, symbols), prose)
+                           ExactQuery.of(original, symbols), prose, every_word)
 
 
 def matches_any(path: str, patterns: Sequence[str]) -> bool:
@@ -197,9 +208,10 @@ def _matches_any(path: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(path, p) for p in patterns)
 
 
-def boost_factor(snippet: ContextSnippet, query: UnderstoodQuery, settings: RankingConfig
-                 ) -> float:
-    """The product of the [ranking] factors that apply to one snippet."""
+def boost_factor(snippet: ContextSnippet, query: UnderstoodQuery, settings: RankingConfig,
+                 path_words: PathWords | None = None) -> float:
+    """The product of the [ranking] factors that apply to one snippet (``path_words``: the
+    project's, for the path boost; without them no path counts)."""
     factor = 1.0
     wanted = {s.rsplit(".", 1)[-1].lower() for s in query.symbols}
     defined = snippet.label.rsplit(".", 1)[-1].lower() if snippet.label else ""
@@ -214,9 +226,12 @@ def boost_factor(snippet: ContextSnippet, query: UnderstoodQuery, settings: Rank
     if defined and snippet.kind in _DEFINITION_KINDS and query.prose_stems:
         factor *= 1 + settings.name_words_boost * name_words_share(snippet.label,
                                                                    query.prose_stems)
+    role = file_role(snippet.file_path, snippet.language)
+    if path_words is not None and role in _CODE_ROLES:
+        factor *= 1 + settings.path_words_boost * path_words.share(snippet.file_path,
+                                                                   query.word_stems)
     if query.intent is QueryIntent.IMPLEMENTATION:
-        factor *= _implementation_factor(file_role(snippet.file_path, snippet.language),
-                                         settings)
+        factor *= _implementation_factor(role, settings)
     if query.exact:
         factor *= 1 + settings.exact_evidence_boost * exact_evidence(query.exact, snippet.text)
     return factor
@@ -256,7 +271,8 @@ def _echo(snippet: ContextSnippet, query: UnderstoodQuery) -> bool:
 
 
 def apply_boosts(snippets: Sequence[ContextSnippet], query: UnderstoodQuery,
-                 settings: RankingConfig) -> list[ContextSnippet]:
+                 settings: RankingConfig, path_words: PathWords | None = None
+                 ) -> list[ContextSnippet]:
     """Snippets re-scored by :func:`boost_factor` and re-sorted; scores are divided by the
     best one when it passes 1 (not clipped: two boosted chunks keep their order).
 
@@ -266,7 +282,7 @@ def apply_boosts(snippets: Sequence[ContextSnippet], query: UnderstoodQuery,
     source code holding the query between quotes (the project's README showing the very
     command, an example's sample input) repeats the question instead of answering it; it
     steps back (ECHO_FACTOR) behind the code it describes."""
-    scored = [(s, s.score * boost_factor(s, query, settings)) for s in snippets]
+    scored = [(s, s.score * boost_factor(s, query, settings, path_words)) for s in snippets]
     top = max((score for _, score in scored), default=1.0) or 1.0
     if query.exact.phrases:
         scored = [(s, score * ECHO_FACTOR) if _echo(s, query) else

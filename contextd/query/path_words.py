@@ -1,0 +1,60 @@
+"""The words of a file's path that a query writes: "Add filters and ordering to the redirects
+API" names ``contrib/redirects/api.py`` as plainly as any identifier would.
+
+A change request or a question names the part of the project it is about in the project's
+own words, and projects are laid out by those words (``documents/forms.py``,
+``users/views/apitokens.py``). A chunk's text may not repeat them: the form class in
+``documents/forms.py`` need not say "document" in the lines BM25 sees, while a chunk of an
+unrelated file that mentions forms and documents in passing does.
+
+Only a path's *distinctive* words count: a word found in the paths of more than
+:data:`COMMON_SHARE` of the project's files (the package name, ``src``, ``tests``) locates
+nothing. The share of a path's distinctive words that the query writes is what the ranking
+reads (:func:`contextd.query.understanding.boost_factor`), so a short path fully named beats
+a deep one that shares a single word with the query.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import re
+from typing import Iterable
+
+from contextd.text.stemming import light_stem
+
+# A word in the paths of more than this share of the files is not distinctive.
+COMMON_SHARE = 0.1
+MIN_WORD_LENGTH = 2
+# Path parts split at case changes, keeping a version suffix with its word (v3, oauth2).
+_PART_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+\d*|\d+")
+
+
+@functools.lru_cache(maxsize=65_536)
+def path_stems(path: str) -> tuple[str, ...]:
+    """The stemmed words of a path's folders and file name, extension left out
+    (``users/views/apiTokens.py`` -> users, view, api, token)."""
+    stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
+    words = (light_stem(w.lower()) for w in _PART_RE.findall(stem))
+    return tuple(dict.fromkeys(w for w in words if len(w) >= MIN_WORD_LENGTH
+                               and not w.isdigit()))
+
+
+class PathWords:
+    """The distinctive path words of a project's files."""
+
+    def __init__(self, paths: Iterable[str]):
+        counts: collections.Counter[str] = collections.Counter()
+        total = 0
+        for path in paths:
+            counts.update(path_stems(path))
+            total += 1
+        limit = max(1.0, COMMON_SHARE * total)
+        self.common = frozenset(w for w, n in counts.items() if n > limit)
+
+    def share(self, path: str, prose_stems: frozenset[str]) -> float:
+        """The share of ``path``'s distinctive words among the query's prose stems."""
+        words = [w for w in path_stems(path) if w not in self.common]
+        if not words:
+            return 0.0
+        return sum(1 for w in words if w in prose_stems) / len(words)

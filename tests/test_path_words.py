@@ -1,0 +1,109 @@
+"""The path boost: a query that names a module's folder or file finds that module (issue 26's
+change-request localization), on path words alone and through the real query pipeline."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from conftest_providers import open_indexed
+from contextd import ContextModule
+from contextd.config.sections import RankingConfig
+from contextd.query.path_words import PathWords, path_stems
+from contextd.query.records import QueryRequest
+from contextd.query.understanding import boost_factor, understand
+from contextd.records import ContextSnippet
+from contextd.text.stemming import light_stem
+
+SETTINGS = RankingConfig()
+
+
+def test_path_stems_read_folders_and_file_name_without_extension():
+    assert path_stems("wagtail/documents/api/v3/router.py") == (
+        "wagtail", "document", "api", "v3", "router")
+    assert path_stems("client/src/components/Draftail/Document.js") == (
+        "client", "src", "component", "draftail", "document")
+    assert path_stems("users/views/api_tokens.py") == ("user", "view", "api", "token")
+    assert path_stems("Makefile") == ("makefil",)
+
+
+def test_words_in_many_paths_are_not_distinctive():
+    paths = [f"shop/module_{i}/code.py" for i in range(30)] + ["shop/redirects/api.py"]
+    words = PathWords(paths)
+    assert {light_stem(w) for w in ("shop", "code", "module")} <= words.common
+    assert "redirect" not in words.common
+    query = understand("Add filters and ordering to the redirects API", SETTINGS)
+    # shop is everywhere: redirects and api are the whole of the path's distinctive words.
+    assert words.share("shop/redirects/api.py", query.word_stems) == 1.0
+    assert words.share("shop/module_3/code.py", query.word_stems) == 0.0
+
+
+def test_names_in_the_query_count_by_their_parts():
+    query = understand("how is an HTTPException turned into an error response", SETTINGS)
+    words = PathWords(["app/exception_handlers.py", "app/routing.py", "app/utils.py"])
+    assert words.share("app/exception_handlers.py", query.word_stems) == 0.5
+
+
+def _snippet(path: str, language: str) -> ContextSnippet:
+    return ContextSnippet(chunk_id=path, score=0.5, file_path=path, label="x",
+                          kind="CODE_BLOCK", text="...", language=language, start_line=1,
+                          end_line=2, tokens=3)
+
+
+def test_only_code_paths_are_boosted():
+    """A document's headings already say its topic to BM25; its file name, written in words,
+    would echo the question (fastapi's docs page on status codes outranked the code)."""
+    query = understand("which status codes may have a response body", SETTINGS)
+    words = PathWords(["app/status_codes.py", "docs/status_codes.md",
+                       *(f"app/module_{i}.py" for i in range(20))])
+    code = boost_factor(_snippet("app/status_codes.py", "python"), query, SETTINGS, words)
+    doc = boost_factor(_snippet("docs/status_codes.md", "markdown"), query, SETTINGS, words)
+    assert code == pytest.approx(1 + SETTINGS.path_words_boost)
+    assert doc == boost_factor(_snippet("docs/status_codes.md", "markdown"), query, SETTINGS)
+
+
+SHOP = {
+    # The module the request is about: its code never writes "redirect".
+    "shop/redirects/api.py": '''"""Endpoints of one kind of record."""
+
+
+class RecordViewSet:
+    def list(self, request):
+        return self.queryset.all()
+''',
+    # A module that writes the request's other words many times.
+    "shop/api/listing.py": '''"""Filters and ordering for the API listings."""
+
+
+class OrderingFilter:
+    """Ordering of API listings: filters by field, ordering by column."""
+
+    def filter_queryset(self, request, queryset):
+        ordering = request.GET.get("ordering")
+        return queryset.order_by(ordering) if ordering else queryset
+''',
+    **{f"shop/module_{i}/code.py": f"def helper_{i}():\n    return {i}\n" for i in range(12)},
+}
+
+
+def test_a_request_naming_a_folder_finds_its_module(tmp_path):
+    for rel, text in SHOP.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    project, store = open_indexed(tmp_path)
+    request = QueryRequest("Add filters and ordering to the redirects API", k=5, by_file=True)
+    ranked = {}
+    try:
+        for boost in (0.0, SETTINGS.path_words_boost):
+            config = dataclasses.replace(project.config, ranking=dataclasses.replace(
+                project.config.ranking, path_words_boost=boost))
+            module = ContextModule(dataclasses.replace(project, config=config), store)
+            try:
+                ranked[boost] = [f.file_path for f in module.query(request).files]
+            finally:
+                module.shutdown()
+    finally:
+        store.close()
+    assert ranked[0.0][0] == "shop/api/listing.py"
+    assert ranked[SETTINGS.path_words_boost][0] == "shop/redirects/api.py"
