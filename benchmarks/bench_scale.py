@@ -6,8 +6,10 @@ session's ``fetch`` tool (a bare mirror of a public GitHub repository under
 
     git clone -q /work/.mirror/fastapi+fastapi/repo /work/corpora/r/fastapi    # 3,139 files
     git clone -q /work/.mirror/wagtail+wagtail/repo /work/corpora/r/wagtail    # 5,302 files
+    git clone -q /work/.mirror/saleor+saleor/repo /work/corpora/r/saleor      # 4,673 files
 
-(django's mirror is over the fetch tool's 500 MB limit, so wagtail is the 5,000+-file one.)
+(django's mirror is over the fetch tool's 500 MB limit, so wagtail is the 5,000+-file one;
+saleor has no written questions and serves the change requests only.)
 The script then adds a git-ignored ``.venv`` of 20,000 folders inside each work tree (listed in
 ``.git/info/exclude``), the shape that melted the watcher in the issue.
 
@@ -21,9 +23,12 @@ Per repository it prints:
   and the wall ms of each: p50 / p95 / max once warm (target: every answer <= 3 s, >= 80%
   right);
 * **change-request localization**: the latest ``--commits`` commits that changed 1-4 existing
-  ``.py`` files outside tests, message as the query, the changed files as the answer, asked
-  of an index of the tree at the parent of the oldest of them (no answer leaks into it):
-  R@1 / R@5 / MRR of contextd's ``--files`` ranking against BM25 over whole files;
+  ``.py`` files outside tests (after the ``--commits-skip`` latest such commits: an older
+  window, held out from any tuning), message as the query, the changed files as the answer,
+  asked of an index of the tree at the parent of the oldest of them (no answer leaks into
+  it): R@1 / R@5 / MRR of contextd's ``--files`` ranking on a checkout of that commit (its
+  history up to there, as a user has it), of contextd on an archive of the same tree (no
+  history for the git-history provider), and of BM25 over the archive's whole files;
 * with ``--vectors``: seconds until ``contextd stats`` reports no chunk waiting for its vector
   (about 10 minutes for fastapi on a quiet 2-core machine), then the background owner's peak
   RSS (VmHWM) and its CPU over ``--idle`` seconds, read from ``/proc/<pid>``, the questions
@@ -38,7 +43,8 @@ for over 12 minutes: ``--no-venv`` measures the answers apart from that. Figures
 one run on whatever else the machine is doing: say so when quoting them.
 
     .venv/bin/python benchmarks/bench_scale.py /work/corpora/r/fastapi /work/corpora/r/wagtail
-        [--commits 40] [--vectors] [--idle 60] [--keep-index] [--in-process] [--no-venv]
+        [--commits 40] [--commits-skip 0] [--vectors] [--idle 60] [--keep-index] [--in-process]
+        [--no-venv]
 """
 
 from __future__ import annotations
@@ -97,7 +103,10 @@ def put_venv_aside(root: Path) -> None:
 
 
 def questions(root: Path) -> list[dict]:
-    return json.loads((QUESTIONS / f"questions_{root.name}.json").read_text())["questions"]
+    """The written questions of a repository; none for one brought in only for its history
+    (saleor: change requests only)."""
+    path = QUESTIONS / f"questions_{root.name}.json"
+    return json.loads(path.read_text())["questions"] if path.exists() else []
 
 
 # ----- the CLI -------------------------------------------------------------------------------
@@ -165,6 +174,9 @@ def first_answer(root: Path, keep_index: bool) -> None:
 
 def ask_questions(root: Path, ask) -> None:
     """Every question through ``ask(text) -> (wall ms, answer as JSON)``."""
+    if not questions(root):
+        print(f"no written questions for {root.name}")
+        return
     rows, walls, right = [], [], 0
     for q in questions(root):
         wall, answer = ask(q["query"])
@@ -305,11 +317,15 @@ def _is_source(path: str) -> bool:
             and "migrations" not in parts and not parts[-1].startswith("test"))
 
 
-def sample_commits(root: Path, count: int) -> tuple[str, list[tuple[str, str, tuple]]]:
+def sample_commits(root: Path, count: int, skip: int = 0
+                   ) -> tuple[str, list[tuple[str, str, tuple]]]:
     """(snapshot commit, [(sha, message, gold files)]): the latest ``count`` commits that
-    changed 1..MAX_GOLD_FILES source files, and the parent of the oldest of them."""
-    log = _git(root, "log", "--first-parent", "--no-merges", "-n", str(HISTORY_SCAN),
-               "--name-only", "--format=\x1e%H\x1f%P\x1f%B\x1f")
+    changed 1..MAX_GOLD_FILES source files, after the ``skip`` latest such commits (an older,
+    held-out sample to check a ranking change on), and the parent of the oldest of them."""
+    # --no-renames: a moved file's old path is the one the snapshot holds, and rename
+    # detection reads blobs a partial mirror may lack.
+    log = _git(root, "log", "--first-parent", "--no-merges", "--no-renames", "-n",
+               str(HISTORY_SCAN), "--name-only", "--format=\x1e%H\x1f%P\x1f%B\x1f")
     picked = []
     for record in log.split("\x1e")[1:]:
         sha, parents, message, names = record.split("\x1f", 3)
@@ -318,8 +334,9 @@ def sample_commits(root: Path, count: int) -> tuple[str, list[tuple[str, str, tu
                         if line.strip() and ": " not in line[:30])[:MAX_QUERY_CHARS]
         if gold and len(gold) <= MAX_GOLD_FILES and len(parents.split()) == 1 and text:
             picked.append((sha, parents.strip(), text, gold))
-        if len(picked) >= count:
+        if len(picked) >= skip + count:
             break
+    picked = picked[skip:]
     snapshot = picked[-1][1]
     present = set(_git(root, "ls-tree", "-r", "--name-only", snapshot).split("\n"))
     tasks = [(sha, text, tuple(f for f in gold if f in present))
@@ -358,37 +375,58 @@ def reciprocal(rank: int | None) -> float:
     return 1 / rank if rank else 0.0
 
 
-def change_requests(root: Path, count: int) -> None:
+def checkout_tree(root: Path, commit: str) -> Path:
+    """A detached work tree of ``commit``: the project as its users have it, with the
+    history up to there (``git log`` from HEAD, which the git-history provider reads, shows
+    nothing after it)."""
+    target = root.parent / ".history" / f"{root.name}-{commit[:12]}-checkout"
+    if not target.exists():
+        _git(root, "worktree", "add", "--quiet", "--detach", str(target), commit)
+    return target
+
+
+def contextd_files(tree: Path, tasks: list[tuple[str, str, tuple]]
+                   ) -> tuple[list[list[str]], list[str]]:
+    """contextd's ``--files`` ranking (top 10) for each task, from a lexical and symbol index
+    of ``tree`` (no vectors), and the files that index holds."""
     from contextd import ContextModule
     from contextd.config.project import Project
     from contextd.indexer import Indexer
-    from contextd.providers.fulltext import code_tokens
     from contextd.query.records import QueryRequest
     from contextd.store import open_store
 
-    snapshot, tasks = sample_commits(root, count)
-    tree = snapshot_tree(root, snapshot)
     project = Project.open(tree)
     store = open_store(project)
     Indexer(project, store, embed=False).ensure_indexed()
     module = ContextModule(project, store)
     module.warm_up(wait=True)
-    baseline = file_bm25(tree, list(store.file_states()))
-    ranks: dict[str, list[int | None]] = {"contextd": [], "bm25-files": []}
     try:
-        for _sha, text, gold in tasks:
-            answer = module.query(QueryRequest(text, k=10, by_file=True))
-            ours = [f.file_path for f in answer.files]
-            theirs = [p for p, _s in baseline.top(code_tokens(text), 10)]
-            for system, ranked in (("contextd", ours), ("bm25-files", theirs)):
-                ranks[system].append(next((i for i, f in enumerate(ranked, 1) if f in gold),
-                                          None))
+        return ([[f.file_path for f in module.query(QueryRequest(text, k=10, by_file=True)).files]
+                 for _sha, text, _gold in tasks], list(store.file_states()))
     finally:
         module.shutdown()
         store.close()
-    print(f"change requests: {len(tasks)} commits, index of {snapshot[:10]} "
-          "(lexical and symbol providers; no vectors)")
-    for system, found in ranks.items():
+
+
+def change_requests(root: Path, count: int, skip: int = 0) -> None:
+    """R@1 / R@5 / MRR of contextd on a checkout (history up to the snapshot), of contextd on
+    an archive of the same tree (no history: the git-history provider has nothing to read),
+    and of BM25 over the archive's whole files."""
+    from contextd.providers.fulltext import code_tokens
+
+    snapshot, tasks = sample_commits(root, count, skip)
+    archive = snapshot_tree(root, snapshot)
+    without_history, indexed = contextd_files(archive, tasks)
+    baseline = file_bm25(archive, indexed)  # the files contextd indexed, each whole
+    rankings = {"contextd": contextd_files(checkout_tree(root, snapshot), tasks)[0],
+                "no history": without_history,
+                "bm25-files": [[p for p, _s in baseline.top(code_tokens(text), 10)]
+                               for _sha, text, _gold in tasks]}
+    print(f"change requests: {len(tasks)} commits after the {skip} latest, index of "
+          f"{snapshot[:10]} (lexical and symbol providers; no vectors)")
+    for system, ranked in rankings.items():
+        found = [next((i for i, f in enumerate(files, 1) if f in gold), None)
+                 for files, (_sha, _text, gold) in zip(ranked, tasks)]
         r1 = sum(r == 1 for r in found) / len(found)
         r5 = sum(r is not None and r <= 5 for r in found) / len(found)
         mrr = sum(reciprocal(r) for r in found) / len(found)
@@ -400,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("repos", nargs="+", type=Path)
     parser.add_argument("--commits", type=int, default=40,
                         help="commits sampled for change-request localization (0: skip)")
+    parser.add_argument("--commits-skip", type=int, default=0,
+                        help="sample older commits, after this many of the latest (a held-out "
+                             "window to check a ranking change on)")
     parser.add_argument("--vectors", action="store_true",
                         help="also wait until every vector is computed, then measure the owner")
     parser.add_argument("--vector-limit", type=float, default=3600)
@@ -428,13 +469,13 @@ def main(argv: list[str] | None = None) -> int:
             ask_questions(root, ask)
             ask.close()
             if args.commits:
-                change_requests(root, args.commits)
+                change_requests(root, args.commits, args.commits_skip)
             continue
         started = time.monotonic()
         first_answer(root, args.keep_index)
         ask_questions(root, ask_cli(root))
         if args.commits:
-            change_requests(root, args.commits)
+            change_requests(root, args.commits, args.commits_skip)
         if args.vectors:
             wait_for_vectors(root, started, args.vector_limit)
             owner_figures(root, args.idle)
