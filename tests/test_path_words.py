@@ -25,6 +25,7 @@ def test_path_stems_read_folders_and_file_name_without_extension():
     assert path_stems("client/src/components/Draftail/Document.js") == (
         "client", "src", "component", "draftail", "document")
     assert path_stems("users/views/api_tokens.py") == ("user", "view", "api", "token")
+    assert path_stems("actions/copy_for_translation.py") == ("action", "copy", "translation")
     assert path_stems("Makefile") == ("makefil",)
 
 

@@ -41,7 +41,8 @@ from contextd.config.sections import DEFAULT_ALLOWED_EXTENSIONS
 from contextd import ContextModule
 from contextd.providers.fulltext import STOPWORDS
 from contextd.query.records import QueryRequest
-from contextd.query.understanding import STOP_WORDS, aggregate_files
+from contextd.query.understanding import aggregate_files
+from contextd.text.stop_words import STOP_WORDS
 from contextd.text.tokens import estimate_tokens
 
 NEVER_FOUND_TOKENS = 32_000

@@ -23,7 +23,7 @@ from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.manifests import Dependency, is_manifest, normalise, parse_manifest
-from contextd.query.understanding import STOP_WORDS
+from contextd.text.stop_words import STOP_WORDS
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 
 DECLARES_SCORE = 1.0

@@ -22,6 +22,7 @@ import re
 from typing import Iterable
 
 from contextd.text.stemming import light_stem
+from contextd.text.stop_words import STOP_WORDS
 
 # A word in the paths of more than this share of the files is not distinctive.
 COMMON_SHARE = 0.1
@@ -32,12 +33,13 @@ _PART_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+\d*|\d+")
 
 @functools.lru_cache(maxsize=65_536)
 def path_stems(path: str) -> tuple[str, ...]:
-    """The stemmed words of a path's folders and file name, extension left out
-    (``users/views/apiTokens.py`` -> users, view, api, token)."""
+    """The stemmed words of a path's folders and file name, extension and stop words left
+    out (``users/views/apiTokens.py`` -> users, view, api, token; ``copy_for_translation``
+    -> copy, translation)."""
     stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
-    words = (light_stem(w.lower()) for w in _PART_RE.findall(stem))
-    return tuple(dict.fromkeys(w for w in words if len(w) >= MIN_WORD_LENGTH
-                               and not w.isdigit()))
+    words = (w.lower() for w in _PART_RE.findall(stem))
+    return tuple(dict.fromkeys(light_stem(w) for w in words if len(w) >= MIN_WORD_LENGTH
+                               and not w.isdigit() and w not in STOP_WORDS))
 
 
 class PathWords:

@@ -33,10 +33,11 @@ from typing import Sequence
 from contextd.config.sections import DEFAULT_ALLOWED_EXTENSIONS, RankingConfig
 from contextd.query.evidence import ExactQuery, echoes_query, exact_evidence, quotation_tier
 from contextd.query.intent import QueryIntent, classify
-from contextd.query.path_words import PathWords
 from contextd.records import ChunkKind, ContextSnippet, ProviderType
 from contextd.boundary.roles import FileRole, file_role
+from contextd.query.path_words import PathWords
 from contextd.text.stemming import light_stem
+from contextd.text.stop_words import STOP_WORDS
 
 # Score factor of a non-source chunk that merely repeats the query between quotes.
 ECHO_FACTOR = 0.3
@@ -72,17 +73,6 @@ _DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
 _CODE_ROLES = frozenset({FileRole.SOURCE, FileRole.TEST})
 MIN_WORD_LENGTH = 2
 
-STOP_WORDS = frozenset("""
-a about above after again against all also am an and any are as at be because been before
-being below between both but by can could did do does doing down during each else even ever
-few for from further get gets got had has have having he her here hers him his how i if in
-into is it its itself just let like make makes may me might more most must my no nor not now
-of off on once only or other our ours out over own per please same shall she should so some
-such than that the their them then there these they this those through to too under until up
-upon us very via was we were what when where whether which while who whom why will with would
-you your see instead without within wrong currently already still always never new way ways use
-used uses using instead should able need needs needed want wants one two
-""".split())
 
 
 @dataclass(frozen=True)
