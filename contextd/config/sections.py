@@ -411,10 +411,10 @@ class RankingConfig:
                                         "(copy, write_heading) gets its score times 1 + this "
                                         "times the share of the name's words found.")
     path_words_boost: float = _opt(0.5, min=0.0, max=10.0,
-                                   help="A chunk whose file path spells words the query "
-                                        "writes (redirects/api.py for 'the redirects API') "
-                                        "gets its score times 1 + this times the share of "
-                                        "the path's distinctive words found.")
+                                   help="A chunk of a code file whose path spells words the "
+                                        "query writes (redirects/api.py for 'the redirects "
+                                        "API') gets its score times 1 + this times the share "
+                                        "of the path's distinctive words found.")
     strong_match_confidence: float = _opt(0.5, min=0.0, max=1.0,
                                           help="Below this confidence the best hit is reported "
                                                "as no strong match (a note).")

@@ -54,9 +54,10 @@ class PathWords:
         limit = max(1.0, COMMON_SHARE * total)
         self.common = frozenset(w for w, n in counts.items() if n > limit)
 
-    def share(self, path: str, prose_stems: frozenset[str]) -> float:
-        """The share of ``path``'s distinctive words among the query's prose stems."""
+    def share(self, path: str, query_stems: frozenset[str]) -> float:
+        """The share of ``path``'s distinctive words that are among the query's word stems
+        (:attr:`contextd.query.understanding.UnderstoodQuery.word_stems`)."""
         words = [w for w in path_stems(path) if w not in self.common]
         if not words:
             return 0.0
-        return sum(1 for w in words if w in prose_stems) / len(words)
+        return sum(1 for w in words if w in query_stems) / len(words)

@@ -17,8 +17,9 @@ over mere references, source over tests and vendored code (unless the task is ab
 code over documentation when the task names symbols, source over documentation, tests and
 config when the query asks for an implementation or a change (:mod:`contextd.query.intent`, file
 roles from :mod:`contextd.boundary.roles`), the chunk that holds the query verbatim or the names
-it writes above its neighbours (:mod:`contextd.query.evidence`), and a definition whose name the
-query's own words spell (:func:`name_words_share`).
+it writes above its neighbours (:mod:`contextd.query.evidence`), a definition whose name the
+query's own words spell (:func:`name_words_share`), and a code file whose path they spell
+(:mod:`contextd.query.path_words`).
 """
 
 from __future__ import annotations
@@ -72,7 +73,6 @@ _DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
 # to BM25 (a docs page named after the question outranked the code with it).
 _CODE_ROLES = frozenset({FileRole.SOURCE, FileRole.TEST})
 MIN_WORD_LENGTH = 2
-
 
 
 @dataclass(frozen=True)
