@@ -207,7 +207,10 @@ def test_mmr_on_real_embeddings_drops_a_copied_function(tmp_path, mmr_lambda,
     for rel, text in MMR_FILES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    (root / "context.toml").write_text(f"[query]\nmmr_lambda = {mmr_lambda}\n")
+    # Relevance is the model's alone here: the path boost would lift settings/env.py, whose
+    # folder the query names (tests/test_path_words.py).
+    (root / "context.toml").write_text(f"[query]\nmmr_lambda = {mmr_lambda}\n"
+                                       "[ranking]\npath_words_boost = 0.0\n")
     module = ContextModule.open(str(root))
     try:
         hits = module.query(QueryRequest("read the settings from the configuration file", k=2,

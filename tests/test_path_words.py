@@ -40,9 +40,21 @@ def test_words_in_many_paths_are_not_distinctive():
     assert words.share("shop/module_3/code.py", query.word_stems) == 0.0
 
 
+def test_a_topic_across_a_small_projects_layers_stays_distinctive():
+    """In 15 files, "order" names four (the module, its page, its docs, its migration): over
+    10% of the paths, yet the word still tells the orders module from the payments one."""
+    paths = ["src/shop/orders.py", "src/shop/payments.py", "web/orders.ts", "docs/orders.md",
+             "migrations/001_orders.sql", *(f"src/shop/m{i}.py" for i in range(10))]
+    words = PathWords(paths)
+    assert "order" not in words.common and "src" in words.common
+    query = understand("cancelling an order does not refund the payment", SETTINGS)
+    assert words.share("src/shop/orders.py", query.word_stems) == 1.0
+    assert words.share("src/shop/payments.py", query.word_stems) == 1.0
+
+
 def test_names_in_the_query_count_by_their_parts():
     query = understand("how is an HTTPException turned into an error response", SETTINGS)
-    words = PathWords(["app/exception_handlers.py", "app/routing.py", "app/utils.py"])
+    words = PathWords(["app/exception_handlers.py", *(f"app/m{i}.py" for i in range(10))])
     assert words.share("app/exception_handlers.py", query.word_stems) == 0.5
 
 

@@ -9,7 +9,9 @@ unrelated file that mentions forms and documents in passing does.
 
 Only a path's *distinctive* words count: a word found in the paths of more than
 :data:`COMMON_SHARE` of the project's files (the package name, ``src``, ``tests``) locates
-nothing. The share of a path's distinctive words that the query writes is what the ranking
+nothing, unless those are :data:`MIN_COMMON_FILES` files or fewer: in a small project a topic
+that spans its layers (``orders.py``, ``orders.ts``, ``orders.md``, the orders migration) still
+locates its code. The share of a path's distinctive words that the query writes is what the ranking
 reads (:func:`contextd.query.understanding.boost_factor`), so a short path fully named beats
 a deep one that shares a single word with the query.
 """
@@ -26,6 +28,7 @@ from contextd.text.stop_words import STOP_WORDS
 
 # A word in the paths of more than this share of the files is not distinctive.
 COMMON_SHARE = 0.1
+MIN_COMMON_FILES = 5
 MIN_WORD_LENGTH = 2
 # Path parts split at case changes, keeping a version suffix with its word (v3, oauth2).
 _PART_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+\d*|\d+")
@@ -51,7 +54,7 @@ class PathWords:
         for path in paths:
             counts.update(path_stems(path))
             total += 1
-        limit = max(1.0, COMMON_SHARE * total)
+        limit = max(MIN_COMMON_FILES, COMMON_SHARE * total)
         self.common = frozenset(w for w, n in counts.items() if n > limit)
 
     def share(self, path: str, query_stems: frozenset[str]) -> float:
