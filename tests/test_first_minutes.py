@@ -197,13 +197,20 @@ def test_ctrl_c_during_the_first_index_is_one_line_and_resumable(repo, runtime):
 
 
 def test_ctrl_c_stops_watch_in_one_line(repo, runtime):
-    env = {**server_env(runtime), "CONTEXTD_LOAD_PLUGINS": ""}
+    # faulthandler: should the process hang after Ctrl-C (seen once in a loaded CI run, never
+    # reproduced), SIGABRT makes it print every thread's stack into the failure.
+    env = {**server_env(runtime), "CONTEXTD_LOAD_PLUGINS": "", "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "contextd", "watch"], cwd=repo, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stderr.readline()
     assert "watching" in line, line
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        pytest.fail("contextd watch still ran 60 s after Ctrl-C; its threads:\n"
+                    + proc.communicate(timeout=30)[1][-8000:])
     assert proc.returncode == 130, err
     assert err == "contextd: interrupted\n" and out == ""  # no blank line before it
 
