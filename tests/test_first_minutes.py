@@ -8,6 +8,7 @@ embedding is handed to a background owner that answers later commands warm.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -213,6 +214,27 @@ def test_ctrl_c_stops_watch_in_one_line(repo, runtime):
                     + proc.communicate(timeout=30)[1][-8000:])
     assert proc.returncode == 130, err
     assert err == "contextd: interrupted\n" and out == ""  # no blank line before it
+
+
+def test_ctrl_c_taken_by_another_thread_still_stops_watch(repo, runtime):
+    """The kernel may deliver a process's SIGINT to any of its threads; Python runs the
+    handler in the main thread, which must wake up to do so (it waited without end before,
+    and a watch ignored Ctrl-C until killed). tgkill hands the signal to a thread that is
+    not the main one, as the kernel sometimes does."""
+    env = {**server_env(runtime), "CONTEXTD_LOAD_PLUGINS": "", "PYTHONFAULTHANDLER": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "contextd", "watch"], cwd=repo, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "watching" in proc.stderr.readline()
+    other = max(int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid)
+    assert ctypes.CDLL(None, use_errno=True).tgkill(proc.pid, other, signal.SIGINT) == 0
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        pytest.fail("contextd watch ignored a Ctrl-C taken by another thread; its threads:\n"
+                    + proc.communicate(timeout=30)[1][-8000:])
+    assert proc.returncode == 130, err
+    assert err == "contextd: interrupted\n" and out == ""
 
 
 def _owner_pid(repo: Path) -> int:

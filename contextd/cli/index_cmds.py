@@ -21,6 +21,8 @@ from contextd.indexer.progress import Progress, terminal_progress
 
 # How long a Ctrl-C'd or terminated ``contextd watch`` lets its engine close before it exits.
 WATCH_CLOSE_WAIT_S = 10.0
+# How often a watching main thread wakes to run a signal handler another thread received.
+SIGNAL_CHECK_S = 0.2
 
 
 def _progress(state: CliState) -> Progress:
@@ -123,7 +125,11 @@ def watch(state: CliState) -> None:
     engine = connect(state.project(), duties=True)
     click.echo(f"contextd: watching {state.project().root} (Ctrl-C to stop)", err=True)
     try:
-        stop.wait()
+        # Waits in slices: the kernel may hand Ctrl-C to any thread (a watcher's or DuckDB's),
+        # and Python runs the handler only when the main thread next runs bytecode, which an
+        # unbounded wait never does (a watch ignored Ctrl-C until killed).
+        while not stop.wait(SIGNAL_CHECK_S):
+            pass
     finally:
         # Bounded, as the background owner's: a store close waits for reads under way in
         # the owner's threads (a catalog load, a model warm-up), which on a loaded machine
