@@ -197,21 +197,32 @@ def test_ctrl_c_during_the_first_index_is_one_line_and_resumable(repo, runtime):
     assert stats["recent_jobs"][0]["status"] == "completed"
 
 
-def test_ctrl_c_stops_watch_in_one_line(repo, runtime):
-    # faulthandler: should the process hang after Ctrl-C (seen once in a loaded CI run, never
-    # reproduced), SIGABRT makes it print every thread's stack into the failure.
+def _watching(repo: Path, runtime: Path) -> subprocess.Popen:
+    """``contextd watch`` in ``repo``, once it says it watches. faulthandler is on: should it
+    hang after Ctrl-C, :func:`_interrupted` makes it print every thread's stack."""
     env = {**server_env(runtime), "CONTEXTD_LOAD_PLUGINS": "", "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "contextd", "watch"], cwd=repo, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = proc.stderr.readline()
     assert "watching" in line, line
-    proc.send_signal(signal.SIGINT)
+    return proc
+
+
+def _interrupted(proc: subprocess.Popen) -> tuple[str, str]:
+    """(stdout, stderr) of a watch sent Ctrl-C; a failure with its threads' stacks when it
+    still runs 60 s later."""
     try:
-        out, err = proc.communicate(timeout=60)
+        return proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGABRT)
         pytest.fail("contextd watch still ran 60 s after Ctrl-C; its threads:\n"
                     + proc.communicate(timeout=30)[1][-8000:])
+
+
+def test_ctrl_c_stops_watch_in_one_line(repo, runtime):
+    proc = _watching(repo, runtime)
+    proc.send_signal(signal.SIGINT)
+    out, err = _interrupted(proc)
     assert proc.returncode == 130, err
     assert err == "contextd: interrupted\n" and out == ""  # no blank line before it
 
@@ -221,18 +232,10 @@ def test_ctrl_c_taken_by_another_thread_still_stops_watch(repo, runtime):
     handler in the main thread, which must wake up to do so (it waited without end before,
     and a watch ignored Ctrl-C until killed). tgkill hands the signal to a thread that is
     not the main one, as the kernel sometimes does."""
-    env = {**server_env(runtime), "CONTEXTD_LOAD_PLUGINS": "", "PYTHONFAULTHANDLER": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "contextd", "watch"], cwd=repo, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert "watching" in proc.stderr.readline()
+    proc = _watching(repo, runtime)
     other = max(int(t) for t in os.listdir(f"/proc/{proc.pid}/task") if int(t) != proc.pid)
     assert ctypes.CDLL(None, use_errno=True).tgkill(proc.pid, other, signal.SIGINT) == 0
-    try:
-        out, err = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGABRT)
-        pytest.fail("contextd watch ignored a Ctrl-C taken by another thread; its threads:\n"
-                    + proc.communicate(timeout=30)[1][-8000:])
+    out, err = _interrupted(proc)
     assert proc.returncode == 130, err
     assert err == "contextd: interrupted\n" and out == ""
 
