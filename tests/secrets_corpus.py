@@ -195,6 +195,28 @@ SECRET_TEMPLATES: tuple[tuple[str, str, str], ...] = (
     (".py", "password", 'session.auth = ("svc-reporting", "{v}")'),
     (".md", "password", 'File "sync.py", line 12, in <module>\n'
                         '    resp = requests.post(URL, auth=("bot", "{v}"))'),
+    # Issue 40's forms: passwords on command lines and in environment variables ...
+    (".sh", "password", "PGPASSWORD={v} psql -h db.internal -U app -d shop"),
+    (".md", "password", "    $ MYSQL_PWD={v} mysql -h 127.0.0.1 -u root shop"),
+    (".sh", "password", "mysqldump -uroot -p{v} shop > shop.sql"),
+    (".sh", "password", "docker login -u deploy -p {v} registry.example.com"),
+    (".sh", "password", "wget --http-user=ci --http-password={v} https://files.example.com/x"),
+    (".md", "password", "    curl -udeploy:{v} https://nexus.example.com/repository/raw/"),
+    (".yml", "password", "      run: ./deploy --api-token={v} --region eu-west-1"),
+    # ... in JDBC query strings, Maven, .NET and Ansible settings ...
+    (".properties", "password", "spring.datasource.url=jdbc:mysql://db:3306/shop?user=shop"
+                                "&password={v}&useSSL=false"),
+    (".java", "password", 'String url = "jdbc:postgresql://db/shop?user=app&password={v}";'),
+    (".xml", "password", "      <password>{v}</password>"),
+    (".config", "password", '    <add key="DbPassword" value="{v}" />'),
+    (".yml", "password", "ansible_become_pass: {v}"),
+    (".ini", "password", "web1 ansible_host=10.0.0.5 ansible_password={v} ansible_user=root"),
+    # ... chat webhooks and Vault tokens ...
+    (".py", "slackhook", 'SLACK_URL = "https://hooks.slack.com/services/{v}"'),
+    (".js", "discordhook", "const hook = 'https://discord.com/api/webhooks/{v}';"),
+    (".yml", "teamshook", "teams_url: https://contoso.webhook.office.com/webhookb2/{v}"),
+    (".sh", "vault", "vault login {v}"),
+    (".md", "vault", "    $ export VAULT_ADDR=https://vault:8200 && vault login {v}"),
 )
 
 LOOKALIKE_TEMPLATES: tuple[tuple[str, str, str], ...] = (
@@ -242,6 +264,23 @@ LOOKALIKE_TEMPLATES: tuple[tuple[str, str, str], ...] = (
     (".py", "dummy", 'PROXY = "http://a:b@proxy.test:3128"'),
     (".sh", "dummy", "docker run --rm -u 1000:1000 -v $PWD:/src builder"),
     (".sh", "dummy", 'curl -u "$CI_USER:$CI_TOKEN" https://ci.example.com/api'),
+    # Issue 40's false positives: password hashes, digest challenges, workflow secrets,
+    # expressions, versions, generated constraint names, usage texts.
+    (".py", "argon2", 'hashed_password = "$argon2id$v=19$m=65536,t=3,p=4${v}"'),
+    (".json", "bcrypt", '  "hashed_password": "$2b$12${v}",'),
+    (".json", "djangohash", '    "password": "pbkdf2_sha256$600000${v}",'),
+    (".md", "digest", 'Authorization: Digest username="Mufasa", realm="x@host.com", '
+                      'nonce="{v}", uri="/dir/index.html", qop=auth'),
+    (".yml", "dummy", "          password: ${{{{ secrets.PYPI_PASSWORD }}}}"),
+    (".yml", "dummy", "      - run: echo ${{{{ secrets.TOKEN }}}} | docker login -u bot "
+                      "--password-stdin"),
+    (".md", "dummy", "    contextvar_token = _request_ctx.set(request)"),
+    ("pnpm-lock.yaml", "version", "  registry-auth-token: {v}"),
+    (".ts", "constraint", 'CONSTRAINT "PK_{v}" PRIMARY KEY ("id")'),
+    (".md", "dummy", "usage: deploy [--password PASSWORD] [--token TOKEN]"),
+    (".md", "dummy", "Pass the --token option, or set the password in the config."),
+    (".ts", "dummy", "fetch(url, {{ credentials: 'same-origin' }})"),
+    (".md", "dummy", "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX"),
 )
 
 
@@ -260,7 +299,20 @@ def _value(values: _Values, kind: str) -> str:
         "sshpub": lambda: "AAAAC3NzaC1lZDI1NTE5AAAAI" + values.b64(43),
         "etag": lambda: values.hex(32),
         "azure": lambda: values.b64(86) + "==", "urlpass": lambda: values.chars(ALNUM, 20),
-        "version": lambda: f"0.{values.rng.randint(10, 30)}.{values.rng.randint(0, 9)}",
+        "version": lambda: f"{values.rng.randint(1, 9)}.{values.rng.randint(0, 30)}."
+                           f"{values.rng.randint(0, 9)}",
+        "argon2": lambda: values.b64(22) + "$" + values.b64(43),
+        "bcrypt": lambda: values.chars(ALNUM + "./", 53),
+        "djangohash": lambda: values.chars(ALNUM, 22) + "$" + values.b64(43) + "=",
+        "digest": lambda: values.hex(32), "constraint": lambda: values.hex(27),
+        "slackhook": lambda: f"T{values.chars(string.ascii_uppercase + string.digits, 8)}/"
+                             f"B{values.chars(string.ascii_uppercase + string.digits, 8)}/"
+                             f"{values.chars(ALNUM, 24)}",
+        "discordhook": lambda: f"{values.chars(string.digits, 18)}/{values.chars(URLSAFE, 68)}",
+        "teamshook": lambda: f"{values.uuid()}@{values.uuid()}/IncomingWebhook/"
+                             f"{values.hex(32)}/{values.uuid()}",
+        "vault": lambda: ("hvs." + values.chars(URLSAFE, 90)) if values.rng.random() < 0.5
+        else "s." + values.chars(ALNUM, 24),
     }
     return generators.get(kind, getattr(values, kind, None) or values.token)()
 
@@ -290,6 +342,19 @@ def generate(seed: int = 12, rounds: int = 3) -> Corpus:
             lines.setdefault(path, []).append(f'PRIVATE_KEY = """{pem}"""' if path.endswith(
                 ".py") else f"```\n{pem}\n```")
             corpus.secrets.append(Planted("pem", pem.splitlines()[2], path))
+        # A key pasted into a notebook cell (issue 40), and one written on a single line
+        # with ``\n`` escapes.
+        pem = values.pem()
+        cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 1,
+                "source": [f"{line}\n" for line in f'KEY = """{pem}"""'.splitlines()]}
+        path = _file_name(".ipynb", round_no)
+        corpus.files[path] = json.dumps({"cells": [cell], "nbformat": 4}, indent=1) + "\n"
+        corpus.secrets.append(Planted("pem-notebook", pem.splitlines()[2], path))
+        pem = values.pem()
+        lines.setdefault(_file_name(".js", round_no), []).append(
+            "const key = " + json.dumps(pem + "\n") + ";")
+        corpus.secrets.append(Planted("pem-one-line", pem.splitlines()[2],
+                                      _file_name(".js", round_no)))
     for path, body in lines.items():
         corpus.files[path] = "\n\n".join(body) + "\n"
     return corpus

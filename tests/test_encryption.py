@@ -112,6 +112,35 @@ def test_a_crashed_owners_copy_opens_only_with_the_right_key(tmp_path) -> None:
         verify_key(db, b"another key entirely")
 
 
+def test_a_copy_left_before_the_first_seal_opens_only_with_the_right_key(tmp_path) -> None:
+    """Issue 40: the first owner of a new index dies before its first seal, so its decrypted
+    copy has no sealed file beside it to try a key on; a wrong key read the copy and sealed
+    it, locking the right key out (12 of 12 tries)."""
+    from contextd.store.encrypted import EncryptedDuckDBStore
+
+    sealed = tmp_path / "index" / "context.duckdb"
+    # The first owner writes, then dies at the moment of its first seal.
+    script = ("import os\nfrom contextd.store.encrypted import EncryptedDuckDBStore\n"
+              "def die(store):\n    store.set_meta('first_owner', 'wrote this')\n"
+              "    os._exit(0)\n"
+              f"EncryptedDuckDBStore.seal = die\nEncryptedDuckDBStore({str(sealed)!r}, "
+              f"{KEY.encode()!r})\n")
+    assert subprocess.run([sys.executable, "-c", script], timeout=60).returncode == 0
+    assert not sealed.exists() and (plaintext_dir(sealed) / "context.duckdb").exists()
+    with pytest.raises(WrongKey, match="wrong key"):
+        EncryptedDuckDBStore(sealed, b"another key entirely")
+    assert not sealed.exists()  # nothing was sealed with the wrong key
+    store = EncryptedDuckDBStore(sealed, KEY.encode())
+    assert store.get_meta("first_owner") == "wrote this"
+    store.close()
+    verify_key(sealed, KEY.encode())
+    with pytest.raises(WrongKey):
+        EncryptedDuckDBStore(sealed, b"another key entirely")
+    store = EncryptedDuckDBStore(sealed, KEY.encode())
+    assert store.get_meta("first_owner") == "wrote this"
+    store.close()
+
+
 def test_rotation_reencrypts_the_database_a_restore_replaced(tmp_path) -> None:
     root = make_project(tmp_path / "proj", "[security]\nencrypt_db = true\n")
     env = env_for(tmp_path / "run", CONTEXTD_DB_KEY=KEY, NEW_DB_KEY="a brand new key of ours")

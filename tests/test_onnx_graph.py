@@ -22,6 +22,7 @@ from contextd.config.sections import EmbeddingConfig
 from contextd.embedders import onnx_backend
 from contextd.embedders.model_files import BUNDLED_WEIGHTS_SHA256, locate_model
 from contextd.embedders.onnx_backend import OnnxEmbedder
+from contextd.embedders.row_quantize import quantize_rowwise
 from contextd.embedders.safetensors_file import read_safetensors
 from contextd.errors import ModelUnavailableError
 from benchmark_module import load_benchmark
@@ -56,7 +57,7 @@ def test_graph_equals_the_torch_export_in_vectors_and_top10(tmp_path):
     files = locate_model(EmbeddingConfig().model)
     reference = {"fp32": tmp_path / "torch-fp32.onnx", "int8": tmp_path / "torch-int8.onnx"}
     export_with_torch(files, reference["fp32"], onnx_backend.OPSET)
-    onnx_backend._quantize_int8(reference["fp32"], reference["int8"])
+    quantize_rowwise(reference["fp32"], reference["int8"])
     chunks, queries = BENCH.stdlib_chunks(120), BENCH.QUERIES
     for precision in ("fp32", "int8"):
         ours = OnnxEmbedder(config("int8" if precision == "int8" else "none"))

@@ -100,6 +100,58 @@ def test_private_key_keeps_line_count(scrubber):
     assert result.text.count("\n") == text.count("\n")
 
 
+@pytest.mark.parametrize("before, after", [
+    ('db = connect(password="", database="prod")', 'db = connect(password="", database="prod")'),
+    ('db = connect(password="Pw7-hq2x9", database="prod")',
+     f'db = connect(password="{REDACTED}", database="prod")'),
+    ('cfg = dict(password="Pw7-hq2x9", region="eu-west-1")',
+     f'cfg = dict(password="{REDACTED}", region="eu-west-1")'),
+    ('cfg = dict(password="secret", region="eu-west-1")',
+     'cfg = dict(password="secret", region="eu-west-1")'),
+    ("f(password='Pw7-hq2x9', db_password='Other-9q2x', token='Tk3n-9q2x')",
+     f"f(password='{REDACTED}', db_password='{REDACTED}', token='{REDACTED}')"),
+])
+def test_default_patterns_redact_exactly_the_value(scrubber, before, after):
+    """Issue 40: the default ``password\\s*=\\s*["'].*["']`` pattern reached the last quote
+    of the line and redacted the literals after the value (``password=""[REDACTED]"prod"``),
+    or the neighbour instead of the value. A value of ``"secret"`` is a stand-in word, as
+    for every other rule."""
+    assert scrubber.scrub(before, "x.py").text == after
+
+
+@pytest.mark.parametrize("text", [
+    'KEY = "-----BEGIN RSA PRIVATE KEY-----\\nMIIEowIBAAKCAQEAx7Hq2x9\\nZm9vYmFyQ2x9pw7\\n'
+    '-----END RSA PRIVATE KEY-----\\n"\nx = 1\n',
+    'a\n-----BEGIN PRIVATE KEY-----\nMIIEowIBAAKCAQEAx7Hq2x9\nZm9vYmFyQ2x9pw7\n'
+    '-----END PRIVATE KEY-----\nz\n',
+])
+def test_private_key_redaction_keeps_lines_and_columns_around_it(scrubber, text):
+    """Issue 40: a key written on one line with ``\\n`` escapes gained two lines."""
+    result = scrubber.scrub(text, "keys.py")
+    assert "MIIEow" not in result.text and "Zm9vYm" not in result.text
+    assert result.text.count("\n") == text.count("\n")
+    assert result.redactions == 1
+    for before, after in zip(text.split("\n"), result.text.split("\n")):
+        if "PRIVATE KEY" not in before:
+            assert after == before or after == REDACTED
+
+
+def test_private_key_in_a_notebook_keeps_its_json(scrubber):
+    """A key pasted into a notebook cell: each line is a JSON string of its own."""
+    import json
+
+    cell = {"cell_type": "code", "metadata": {}, "source": [
+        'KEY = """-----BEGIN RSA PRIVATE KEY-----\n', "MIIEowIBAAKCAQEAx7Hq2x9Zm9vYmFy\n",
+        "Q2x9pw7Hq2x9pw7Hq2x9pw7==\n", '-----END RSA PRIVATE KEY-----"""\n', "sign(KEY)"]}
+    text = json.dumps({"cells": [cell]}, indent=1)
+    result = scrubber.scrub(text, "demo.ipynb")
+    assert "MIIEow" not in result.text and "Q2x9pw7" not in result.text
+    assert result.text.count("\n") == text.count("\n")
+    source = json.loads(result.text)["cells"][0]["source"]
+    assert source[0] == cell["source"][0] and source[-1] == "sign(KEY)"
+    assert source[1] == f"{REDACTED}\n"
+
+
 def test_switch_off():
     assert Scrubber(enabled=False).scrub('password = "x1"').text == 'password = "x1"'
 

@@ -11,6 +11,7 @@ without decryption failing. Nothing of the plaintext (not even DuckDB's header) 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import struct
 from pathlib import Path
@@ -22,6 +23,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from contextd.errors import StoreError
 
 MAGIC = b"CTXDENC1"
+CHECK_MAGIC = b"CTXDKCV1"
+_CHECK_LABEL = b"contextd key check value"
 SEGMENT_BYTES = 4 * 1024 * 1024
 _HEADER = struct.Struct(">8s16s8sI")
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1}
@@ -92,6 +95,38 @@ def verify_key(source: Path, secret: bytes) -> None:
         header, prefix, segment, aes = _read_header(src, secret, source)
         block = src.read(segment + TAG_BYTES)
         _decrypt(aes, header, prefix, 0, block, not src.read(1), source)
+
+
+def write_key_check(target: Path, secret: bytes) -> None:
+    """Write a key check value of ``secret`` into ``target``: a fresh salt and an HMAC of a
+    fixed label under the key derived from it. It proves which key a decrypted copy belongs
+    to where no sealed file exists yet (an owner that died before its first seal), and
+    reveals nothing of the key (scrypt, then a one-way MAC). Written beside ``target`` and
+    renamed, with fsync, so it is whole before the copy it vouches for exists."""
+    salt = os.urandom(16)
+    partial = target.with_name(target.name + ".writing")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(CHECK_MAGIC + salt + _check_mac(secret, salt))
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(partial, target)
+
+
+def verify_key_check(source: Path, secret: bytes) -> None:
+    """Raise :class:`WrongKey` unless ``secret`` is the key whose check value ``source``
+    holds (:func:`write_key_check`)."""
+    data = source.read_bytes()
+    salt = data[len(CHECK_MAGIC):len(CHECK_MAGIC) + 16]
+    expected = data[len(CHECK_MAGIC) + 16:]
+    if not data.startswith(CHECK_MAGIC) or len(salt) != 16 \
+            or not hmac.compare_digest(expected, _check_mac(secret, salt)):
+        raise WrongKey(f"cannot open the decrypted copy beside {source}: wrong key "
+                       "(security.key_env / key_file), or its key check value is damaged")
+
+
+def _check_mac(secret: bytes, salt: bytes) -> bytes:
+    return hmac.new(derive(secret, salt), _CHECK_LABEL, hashlib.sha256).digest()
 
 
 def _read_header(src: BinaryIO, secret: bytes, name: Path) -> tuple[bytes, bytes, int, AESGCM]:

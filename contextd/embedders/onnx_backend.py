@@ -11,8 +11,11 @@ plus the ``tokenizers`` library, mean pooling and L2 normalisation in numpy. The
 install never imports torch, so a process is ready to embed a query in a fraction of a second
 instead of the ~6 s that importing torch costs.
 
-int8 uses dynamic quantisation with per-channel weight scales: the per-tensor default costs
-too much quality (cosine ~0.93 to fp32 instead of ~0.99).
+int8 has per-channel weight scales (ONNX Runtime's per-tensor default cost too much quality:
+cosine ~0.93 to fp32) and per-token activation scales (:mod:`contextd.embedders.row_quantize`):
+ONNX Runtime's dynamic quantisation scales activations per batch, which made a text's vector
+depend on the texts batched with it (issue 40). The identity says ``int8-rows``, so vectors
+of the per-batch scheme in an existing index are recomputed, not mixed with these.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from contextd.embedders.common import (
     ModelSettings, cache_root, embed_sorted, mean_pool, release_scratch_memory, require_extra,
 )
 from contextd.embedders.model_files import ModelFiles
+from contextd.embedders.row_quantize import quantize_rowwise
 
 OPSET = 17
 # Bump when the export code changes what it writes, so stale cache files are not reused.
@@ -50,6 +54,8 @@ CHECKSUM_SUFFIX = ".blake3"
 # ms at 1024, 9.9 ms at 512 (smaller attention matrices stay in cache). A fixed glibc mmap
 # threshold would cut the peak further but cost ~50% more CPU per chunk.
 MAX_BATCH_TOKENS = 512
+# The precision of the quantised model, in its identity and cache file name.
+INT8 = "int8-rows"
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +83,8 @@ def _cache_file(settings: ModelSettings, precision: str) -> Path:
     key = {"format": EXPORT_FORMAT, "opset": OPSET, "model": settings.files.version,
            "path": str(settings.files.path), "max_length": settings.max_length,
            "precision": precision, "exporter": exporter, **_versions(*tools)}
-    if precision == "int8":
-        key.update(per_channel=True, **_versions("onnxruntime"))
+    if precision == INT8:
+        key.update(per_channel=True, activation_scales="per-row")
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     return cache_root() / "onnx" / f"{settings.files.name}-{precision}-{digest}.onnx"
 
@@ -144,25 +150,6 @@ def _export_fp32(files: ModelFiles, out: Path) -> None:
     export_with_torch(files, out, OPSET)
 
 
-class _DropPreprocessAdvice(logging.Filter):
-    """onnxruntime logs (on the root logger) advice to run its shape pre-processing first;
-    measured here it changes neither speed nor vectors, so the advice is noise for users."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "pre-processing before quantization" not in record.getMessage()
-
-
-def _quantize_int8(source: Path, out: Path) -> None:
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    root, advice = logging.getLogger(), _DropPreprocessAdvice()
-    root.addFilter(advice)
-    try:
-        quantize_dynamic(str(source), str(out), per_channel=True, weight_type=QuantType.QInt8)
-    finally:
-        root.removeFilter(advice)
-
-
 class OnnxEmbedder:
     """Embeds with ONNX Runtime; ``quantize = "int8"`` selects the quantised model.
 
@@ -171,7 +158,7 @@ class OnnxEmbedder:
     """
 
     def __init__(self, config: EmbeddingConfig):
-        precision = "int8" if config.quantize == "int8" else "fp32"
+        precision = INT8 if config.quantize == "int8" else "fp32"
         self.settings = ModelSettings.resolve(config, "onnx", precision)
         self.identity = self.settings.identity
         self.dimension = self.settings.dimension
@@ -198,7 +185,7 @@ class OnnxEmbedder:
             if force or not _intact(fp32):
                 _write_atomically(fp32, lambda tmp: _export_fp32(self.settings.files, tmp))
             if self.model_path != fp32:
-                _write_atomically(self.model_path, lambda tmp: _quantize_int8(fp32, tmp))
+                _write_atomically(self.model_path, lambda tmp: quantize_rowwise(fp32, tmp))
             self._verified = True
             return self.model_path
 

@@ -31,7 +31,12 @@ TOKEN_FORMATS: tuple[tuple[str, str, str], ...] = (
     ("github-fine-grained-pat", "github_pat_", r"github_pat_[A-Za-z0-9_]{40,}"),
     ("gitlab-token", "glpat-", r"glpat-[A-Za-z0-9_-]{20,}"),
     ("slack-token", "xox", r"xox[abposre]-[A-Za-z0-9-]{10,}"),
-    ("slack-webhook", "hooks.slack.com", r"(?<=hooks\.slack\.com/services/)[A-Za-z0-9/]{20,}"),
+    ("slack-webhook", "hooks.slack.com",
+     r"(?<=hooks\.slack\.com/)(?:services|workflows|triggers)/[A-Za-z0-9/]{20,}"),
+    ("discord-webhook", "/api/webhooks/", r"(?<=/api/webhooks/)\d{17,20}/[A-Za-z0-9_-]{60,68}"),
+    ("teams-webhook", "webhook.office.com",
+     r"(?<=\.webhook\.office\.com/webhookb2/)[A-Za-z0-9@/_-]{60,}"),
+    ("vault-token", "hvs.|hvb.|hvr.", r"hv[sbr]\.[A-Za-z0-9_-]{24,}"),
     ("jwt", "eyJ", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     ("stripe-secret-key", "sk_|rk_", r"(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{16,}"),
     ("stripe-webhook-secret", "whsec_", r"whsec_[A-Za-z0-9]{24,}"),
@@ -62,12 +67,14 @@ TOKEN_MARKERS = tuple(sorted({m for _, markers, _ in TOKEN_FORMATS
 
 # Lower-case substrings that put a line under the name and context rules.
 KEYWORDS = ("pass", "pwd", "secret", "token", "key", "jwt", "bearer", "basic ", "auth",
-            "credential", "sign", "hmac", "://", "-u ", "--user")
+            "credential", "sign", "hmac", "://", "-u", "--user", "mysql", "mariadb", "login",
+            "vault", "sig=")
 
 # Names whose value is a secret whatever it looks like (placeholders aside) ...
 STRONG_NAME = (r"password|passwd|pwd|passphrase|secrets?|token|jwt|credentials?"
                r"|api[_-]?keys?|apikey|access[_-]?key(?:[_-]?secret)?|secret[_-]?key"
-               r"|private[_-]?key(?:[_-]?id)?|client[_-]?secret|auth[_-]?token")
+               r"|private[_-]?key(?:[_-]?id)?|client[_-]?secret|auth[_-]?token"
+               r"|(?:become|ssh|sudo|su)[_-]?pass")  # Ansible's ansible_become_pass
 # ... and names whose value is one only when it looks random.
 WEAK_NAME = r"keys?|signing[_-]?key|signature|hmac|salt|auth|authorization|cookie|pass"
 _STRONG = re.compile(rf"(?i)(?:{STRONG_NAME})$")
@@ -84,14 +91,16 @@ _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 # and the words people use for a stand-in.
 _LITERALS = frozenset({"[redacted]", "none", "null", "true", "false", "nil", "undefined", "",
                        "password", "secret", "token", "pass", "string", "str", "required",
-                       "optional",
+                       "optional", "yes", "no", "on", "off",
+                       # fetch()'s ``credentials`` option
+                       "same-origin", "include", "omit",
                        # GitHub workflow permissions (``id-token: write``)
                        "read", "write", "read-all", "write-all"})
 # Template fields and format specifiers: a value made of these and punctuation only
 # (``'{0}:{1}'``, ``"%s:%s"``, ``"'"``) holds no secret.
 _TEMPLATE_FIELD = re.compile(r"\{[\w.!:]*\}|%\(?\w*\)?[sdr]|\$\{?\w+\}?")
 _REFERENCE = re.compile(
-    r"(?i)[x*.#_-]+|0+|<[^<>]*>|\$\{?[\w.:-]*\}?|\{\{.*\}\}|\{[\w.]*\}|%\(?\w*\)?s|\$\(.*\)"
+    r"(?i)[x*.#_-]+|0+|<[^<>]*>|\$\{?[\w.:-]*\}?|\$?\{\{.*\}\}|\{[\w.]*\}|%\(?\w*\)?s|\$\(.*\)"
     r"|(?:process\.env|os\.environ|env)[.\[][\w.\[\]\"']*")
 _DUMMY = re.compile(
     r"(?i)dummy|fake|example|sample|placeholder|change[_-]?me|replace[_-]?me|redacted"
@@ -138,9 +147,21 @@ _TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/=_~.-]+")
 _IDENTIFIER_END = re.compile(r"[A-Za-z0-9](?:Key|Keys|Token|Secret|Signer|Signature|Password)$")
 
 
+# Values that are no secret though a secret's name holds them: a password hash in the
+# modular crypt or PHC format (argon2, bcrypt, Django's ``pbkdf2_sha256$…``, ``md5$salt$…``)
+# and a version (``jsonwebtoken: 9.0.3`` in a lockfile).
+PASSWORD_HASH = re.compile(
+    r"\$(?:argon2(?:id|i|d)|2[abxy]?|pbkdf2[\w-]*|scrypt|[156]|y|gy|7)\$\S+"
+    r"|(?:argon2|bcrypt(?:_sha256)?|pbkdf2_sha\d+|pbkdf2_sha1|scrypt|md5|sha1)\$\S*\$\S+")
+_VERSION = re.compile(r"[~^<>=v]*\d+(?:\.\d+){1,3}(?:[-+.][\w.]+)?")
+
+
 def is_placeholder(value: str) -> bool:
-    """Whether a value assigned to a secret's name is a stand-in, not a secret."""
+    """Whether a value assigned to a secret's name is a stand-in (or a hash or a version),
+    not a secret."""
     v = value.strip()
+    if PASSWORD_HASH.fullmatch(v) or _VERSION.fullmatch(v):
+        return True
     if not any(c.isalnum() for c in _TEMPLATE_FIELD.sub("", v)):
         return True
     if v.endswith(_ELIDED) or v in KNOWN_PUBLIC:

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 from contextd.config.sections import SecurityConfig
 from contextd.scrub.rules import (DIGEST_PREFIX, KEYWORDS, MIN_CODE_SECRET_CHARS,
-                                   RANDOM_TOKEN, STRONG_NAME,
+                                   PASSWORD_HASH, RANDOM_TOKEN, STRONG_NAME,
                                    TOKEN_FORMATS, TOKEN_MARKERS, WEAK_NAME, has_context_word,
                                    is_placeholder, is_strong_name, looks_random)
 
@@ -31,8 +31,10 @@ REDACTED = "[REDACTED]"
 # Bumped by a change to what is redacted (rules here or in contextd.scrub.rules), so that
 # existing indexes are re-scrubbed: a credential an older version let through must not stay
 # in the index until its file happens to change (see scrubbing_signature).
-SCRUB_VERSION = 2  # 2: Azure connection-string keys, URL passwords with no user, curl -u,
-# auth tuples (issue 28); PEM bodies hold no code; punctuation-only and permission values
+SCRUB_VERSION = 3  # 2: Azure connection-string keys, URL passwords with no user, curl -u,
+# auth tuples (issue 28); PEM bodies hold no code; punctuation-only and permission values.
+# 3 (issue 40): secrets on command lines, in query strings, XML and .NET settings, webhooks,
+# Vault tokens, notebook PEM keys; password hashes, versions, expressions kept
 
 # ``name = "value"``, ``name: 'value'``, ``"name": "value"``, ``name => "value"``,
 # ``name: str = "value"`` (a type annotation between name and value), ``f(name="value")``.
@@ -66,7 +68,8 @@ _CONNECTION_STRING_KEY = re.compile(
         \s*=\s*(?P<value>[^;"'\s]+)""", re.VERBOSE)
 
 # ``curl -u user:password``, ``--user user:password`` (also wget, httpie's -a is rare).
-_CLI_USER = re.compile(r"""(?:^|(?<=\s))(?:-u|--user)(?:[ \t]+|=)["']?(?P<user>[^\s:'"]*)"""
+_CLI_USER = re.compile(r"""(?:^|(?<=\s))(?:-u(?:[ \t]+|=)?|--user(?:[ \t]+|=))["']?"""
+                       r"""(?P<user>[^\s:'"]*)"""
                        r""":(?P<value>[^\s'"]+)""")
 
 # ``auth=("user", "password")`` (requests, httpx), ``session.auth = (…)``,
@@ -75,16 +78,52 @@ _AUTH_TUPLE = re.compile(
     r"""(?i)(?:(?<![a-z0-9])auth\s*=\s*|BasicAuth\s*)\(\s*(?P<q1>["'])[^"'\n]*(?P=q1)\s*,\s*
         (?P<q>["'])(?P<value>(?:(?!(?P=q))[^\\\n]|\\.)+)(?P=q)""", re.VERBOSE)
 
+# Issue 40: a flag or a key that names a password or token, then its value, inside a
+# command line or a configuration form the assignments above do not reach.
+# ``PGPASSWORD=… psql``, ``MYSQL_PWD=… mysqldump``, an Ansible inventory's
+# ``web1 ansible_password=…``: a setting and its unquoted value before more words.
+_INLINE_SETTING = re.compile(
+    rf"""(?i)(?:^|(?<=[\s;&|(]))(?P<key>[a-z_][\w.-]*?(?:{STRONG_NAME}))=
+         (?P<value>[^\s"'`;&|()<>]+)(?=[ \t])""", re.VERBOSE)
+# ``--password X``, ``--http-password=X``, ``--token X``, ``--api-key=X``.
+_SECRET_FLAG = re.compile(
+    r"""(?i)(?:^|(?<=[\s"'`]))--?(?P<key>[a-z][\w-]*?(?:password|passwd|pass|pwd|passphrase
+        |token|secret|api-?key|access-key|secret-key))(?:=|[ \t]+)["']?(?P<value>[^\s"'`;&|()<>]+)""",
+    re.VERBOSE)
+# ``docker login -u bot -p X``, ``helm registry login … -p X``.
+_LOGIN_P = re.compile(r"""\blogin\b[^\n]*?[ \t]-p[ \t]+["']?(?P<value>[^\s"'`;&|()<>]+)""")
+# ``mysql -uroot -pPW``, ``mysqldump -p'PW' db``: the password stuck to ``-p``.
+_MYSQL_P = re.compile(r"""\b(?:mysql\w*|mariadb\w*)\b[^\n]*?[ \t]-p["']?(?P<value>[^\s"'`;&|()<>]+)""")
+# A URL's query string: ``jdbc:mysql://db/app?user=app&password=…``, ``?access_token=…``.
+_QUERY_SECRET = re.compile(
+    r"""(?i)[?&](?P<key>[\w.-]*?(?:password|passwd|pwd|secret|token|api[_-]?key|apikey
+        |access[_-]?key|sig))=(?P<value>[^&#\s"'`;<>\\]+)""", re.VERBOSE)
+# ``<password>…</password>`` (Maven settings.xml, Spring XML), ``<apiToken>…</apiToken>``.
+_XML_SECRET = re.compile(
+    r"""(?i)<(?P<tag>[\w.:-]*?(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey
+        |private[_-]?key))>(?P<value>[^<\s][^<\n]*?)</(?P=tag)>""", re.VERBOSE)
+# .NET's ``<add key="DbPassword" value="…" />``: the secret's name is the key's value.
+_ADD_KEY_VALUE = re.compile(
+    r"""(?i)<add\s+key\s*=\s*(?P<q1>["'])(?P<key>[^"'<>]*)(?P=q1)\s+value\s*=\s*
+        (?P<q>["'])(?P<value>[^"'<>]+)(?P=q)""", re.VERBOSE)
+# HashiCorp Vault's legacy service tokens (``s.`` and 24 characters), on a line that says
+# vault (the newer ``hvs.`` ones are a token format).
+_VAULT_LEGACY = re.compile(r"(?<![\w.])s\.(?P<value>[A-Za-z0-9]{24})(?![\w.])")
+
 # HTTP authorization values: ``Authorization: Bearer …``, ``-H "Authorization: token …"``.
 _AUTH_HEADER = re.compile(r"(?i)\b(?:bearer|basic|token)[ \t]+(?P<value>[A-Za-z0-9._~+/-]{8,}=*)")
 
 # Private key blocks (PEM, OpenSSH, PGP).
 # The body holds base64 lines, PEM headers (``Proc-Type: 4,ENCRYPTED``) and, inside a
-# string literal, escaped newlines: never code, so the markers of a PEM parser (a BEGIN
+# string literal, escaped newlines; in a notebook's JSON each line is a string of its own
+# (``\n",`` then the next line's ``"``). Never code, so the markers of a PEM parser (a BEGIN
 # constant here, the END one lines below) do not make the code between them a key.
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
-    r"(?P<value>[A-Za-z0-9+/=\s:,.\\-]*?)-----END (?P=kind)-----")
+    r"(?P<value>(?:[A-Za-z0-9+/=\s:,.\\-]|\\n\"\s*,\s*\")*?)-----END (?P=kind)-----")
+# What stays of a key's body: line breaks (real, escaped, or a notebook's string ends), so
+# the text keeps its line count and its JSON or string literal stays well-formed.
+_KEY_BODY_BREAK = re.compile(r'(\\[nr]"\s*,\s*"|\\[nr]|\s+)')
 
 # Provider token formats that need no name around them.
 _TOKEN_FORMATS = re.compile(
@@ -129,10 +168,17 @@ def _credential_like(value: str) -> bool:
                                    and any(c.isalpha() for c in value))
 
 
+# An unquoted value that is code, not a literal: a call or an attribute read
+# (``contextvar_token = _context.set(value)`` in a Markdown code block).
+_EXPRESSION = re.compile(r"[A-Za-z_][\w.]*\(.*")
+
+
 def _named_value_is_secret(key: str, value: str, kind: str, quoted: bool) -> bool:
     """Whether ``value``, assigned to ``key`` in a file of ``kind``, is a secret."""
     value = value.strip()
     if is_placeholder(value) or (kind == "code" and len(value) < MIN_CODE_SECRET_CHARS):
+        return False
+    if not quoted and _EXPRESSION.fullmatch(value):
         return False
     if not is_strong_name(key) or (not quoted and kind == "code"):
         return looks_random(value)
@@ -148,9 +194,10 @@ class _Redactor:
         self.count = 0
 
     def sub(self, pattern: re.Pattern, text: str, is_secret: Callable[[re.Match], bool],
-            group: str = "value", keep_lines: bool = False) -> str:
+            group: str = "value", keep_breaks: bool = False) -> str:
         """Replace ``group`` of every match of ``pattern`` for which ``is_secret`` holds;
-        with ``keep_lines`` the replacement keeps the value's newlines."""
+        with ``keep_breaks`` each piece of the value between line breaks is replaced and
+        the breaks kept (:data:`_KEY_BODY_BREAK`)."""
 
         def replace(match: re.Match) -> str:
             if not is_secret(match):
@@ -160,8 +207,9 @@ class _Redactor:
             start, end = match.span(group)
             base = match.start()
             filler = REDACTED
-            if keep_lines:
-                filler = "\n" + REDACTED + "\n" * max(value.count("\n") - 1, 1)
+            if keep_breaks:
+                filler = "".join(piece if i % 2 else REDACTED if piece else ""
+                                 for i, piece in enumerate(_KEY_BODY_BREAK.split(value)))
             return match.group(0)[:start - base] + filler + match.group(0)[end - base:]
 
         return pattern.sub(replace, text)
@@ -179,10 +227,30 @@ class _Redactor:
                             lambda m: not is_placeholder(m.group("value")))
         if "-u" in line or "--user" in line:
             line = self.sub(_CLI_USER, line, _cli_password)
+        def loose(match: re.Match) -> bool:
+            return _loose_value_is_secret(match.group("value"), kind)
+
+        for needed, pattern in ((lambda: "=" in line, _INLINE_SETTING),
+                                (lambda: "=" in line and ("?" in line or "&" in line),
+                                 _QUERY_SECRET),
+                                (lambda: "-" in line, _SECRET_FLAG),
+                                (lambda: "-p" in line and "login" in line, _LOGIN_P),
+                                (lambda: "-p" in line and ("mysql" in lower or "mariadb" in lower),
+                                 _MYSQL_P)):
+            if needed():
+                line = self.sub(pattern, line, loose)
+        if "</" in line:
+            line = self.sub(_XML_SECRET, line, lambda m: _named_value_is_secret(
+                m.group("tag"), m.group("value"), "config", quoted=True))
+        if "<add" in lower:
+            line = self.sub(_ADD_KEY_VALUE, line, lambda m: _named_value_is_secret(
+                m.group("key"), m.group("value"), "config", quoted=True))
+        if "vault" in lower:
+            line = self.sub(_VAULT_LEGACY, line, lambda m: _credential_like(m.group("value")))
         if "auth" in lower and "(" in line:
             line = self.sub(_AUTH_TUPLE, line, lambda m: not is_placeholder(m.group("value")))
-        if has_marker:
-            line = self.sub(_TOKEN_FORMATS, line, lambda m: True)
+        if has_marker:  # a documented webhook's ``XXXXXXXX…`` is a stand-in
+            line = self.sub(_TOKEN_FORMATS, line, lambda m: "XXXXXXXX" not in m.group(0))
         if "bearer" in lower or "basic" in lower or "token" in lower:
             line = self.sub(_AUTH_HEADER, line, lambda m: _credential_like(m.group("value")))
         if "=" in line or ":" in line:
@@ -197,6 +265,23 @@ class _Redactor:
         if has_context_word(line):
             line = self.sub(RANDOM_TOKEN, line, _random_unnamed, group=0)
         return line
+
+
+# A flag's value in a usage text names what goes there (``--token TOKEN``).
+_METAVAR = re.compile(r"[A-Z][A-Z_]*")
+
+
+def _loose_value_is_secret(value: str, kind: str) -> bool:
+    """The unquoted value of a flag or an inline setting named as a secret (``--password
+    X``, ``PGPASSWORD=X psql``): a secret unless a stand-in, a reference (``$PW``,
+    ``%PW%``, ``@file``), a usage text's metavariable or one plain word (prose: "pass the
+    --token option"); in code it must look like a credential."""
+    value = value.strip("'\"")
+    if not value or value[0] in "$%@<{" or is_placeholder(value) or _METAVAR.fullmatch(value):
+        return False
+    if kind == "code":
+        return _credential_like(value)
+    return not re.fullmatch(r"[a-z]+", value)
 
 
 def _url_password(value: str) -> bool:
@@ -214,11 +299,28 @@ def _cli_password(match: re.Match) -> bool:
 
 def _random_unnamed(match: re.Match) -> bool:
     """A random-looking value on a line that talks about keys or tokens, unless it is a
-    digest named by its algorithm (``sha512-…``, ``sha256:…``) or inline data."""
+    digest named by its algorithm (``sha512-…``, ``sha256:…``), a password hash, a
+    generated constraint name (``PK_be5f…``), a public key, a pinned commit
+    (``action@517a…``) or an HTTP digest challenge's nonce."""
     before = match.string[max(0, match.start() - 24):match.start()]
+    token = match.group(0)
     if _NOT_A_VALUE_AFTER.match(match.string, match.end()) or _ID_BEFORE.search(before):
         return False
-    return DIGEST_PREFIX.search(before) is None and looks_random(match.group(0))
+    if _NOT_SECRET_TOKEN.match(token) or _NOT_SECRET_BEFORE.search(before):
+        return False
+    if "$" in match.string and any(h.start() < match.start() and h.end() >= match.end()
+                                   for h in PASSWORD_HASH.finditer(match.string)):
+        return False
+    return DIGEST_PREFIX.search(before) is None and looks_random(token)
+
+
+# A token that names its own kind: a digest (``sha512-…`` in a lockfile) or a constraint
+# name an ORM generated (``PK_``, ``FK_``, ``UQ_``, ``IDX_``, ``REL_``, ``DF_``, ``CHK_``).
+_NOT_SECRET_TOKEN = re.compile(r"(?i)(?:sha\d{0,3}|md5|blake\d\w*)[-:]|(?:PK|FK|UQ|IDX|REL|DF|CHK)_")
+# Before a token: a public key's name, a pinned commit's ``@``, a digest challenge's field.
+_NOT_SECRET_BEFORE = re.compile(
+    r"""(?i)(?:public[_-]?key\w*["']?\s*[:=]\s*["']?|[\w./-]@"""
+    r"""|\b(?:c?nonce|nextnonce|opaque|response|rspauth)\s*=\s*["']?)$""")
 
 
 # After a token: it is assigned, called, indexed or has an attribute read, so it is a name;
@@ -229,11 +331,14 @@ _ID_BEFORE = re.compile(r"""(?i)\bid[\s:="'-]*$|-id\s+$""")
 
 
 def _compile_custom(pattern: str) -> Callable[[str], tuple[str, int]]:
-    """A configured pattern: its capture groups are the secret when it has any; otherwise
-    the quoted values after the first ``=`` or ``:`` of the match (structure kept), else the
-    whole match."""
+    r"""A configured pattern: its capture groups are the secret when it has any; otherwise
+    the value right after the first ``=`` or ``:`` of the match (a quoted literal: only its
+    content, quotes kept), else the whole match. A greedy pattern such as the default
+    ``password\s*=\s*["'].*["']`` reaches the last quote of the line; the literals after
+    the value are other arguments (``connect(password="", database="prod")``), left as
+    they are and searched again for the pattern."""
     compiled = re.compile(pattern)
-    quoted = re.compile(r"""(["'])(?:(?!\1).)+\1""")
+    first_literal = re.compile(r"""\s*(["'])((?:(?!\1)[^\\\n]|\\.)*)\1""")
 
     def redact_match(match: re.Match) -> str:
         whole = match.group(0)
@@ -250,13 +355,18 @@ def _compile_custom(pattern: str) -> Callable[[str], tuple[str, int]]:
         if sep is None:
             return REDACTED
         head, tail = whole[:sep.end()], whole[sep.end():]
+        literal = first_literal.match(tail)
+        if literal is not None:
+            after = compiled.sub(redact_match, tail[literal.end():])
+            value = literal.group(2)
+            if value == REDACTED or is_placeholder(value):
+                return head + tail[:literal.end()] + after
+            return head + tail[:literal.start(2)] + REDACTED + tail[literal.end(2):literal.end()] \
+                + after
         if REDACTED in tail:
             return whole
-        if quoted.search(tail) is None:
-            rest = tail.strip().strip("'\"")
-            return whole if not rest or is_placeholder(rest) else head + " " + REDACTED
-        return head + quoted.sub(lambda q: q.group(0) if is_placeholder(q.group(0)[1:-1])
-                                 else q.group(1) + REDACTED + q.group(1), tail)
+        rest = tail.strip().strip("'\"")
+        return whole if not rest or is_placeholder(rest) else head + " " + REDACTED
 
     def apply(text: str) -> tuple[str, int]:
         count = 0
@@ -286,7 +396,7 @@ class Scrubber:
             return ScrubResult(text, 0)
         redactor = _Redactor()
         if "PRIVATE KEY" in text:
-            text = redactor.sub(_PRIVATE_KEY, text, lambda m: True, keep_lines=True)
+            text = redactor.sub(_PRIVATE_KEY, text, lambda m: True, keep_breaks=True)
         spans = _candidate_lines(text)
         if spans:
             kind = _file_kind(path)
