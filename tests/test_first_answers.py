@@ -60,3 +60,32 @@ def test_the_first_knowledge_search_on_a_two_file_project_finds_its_literal_matc
         engine.close()
     assert session.preview, session.notes
     assert session.preview[0].file_path == "billing.py"
+
+
+def _look_alike(i: int) -> str:
+    return (f'def check_session_token_{i}(request):\n'
+            f'    """Check the session token of the request against zqtok61x72290{i:02d}."""\n'
+            f'    return request.headers.get("X-Session-Token") == "zqtok61x72290{i:02d}"\n')
+
+
+def test_a_unique_identifier_among_twenty_look_alikes_ranks_first(tmp_path):
+    """Twenty handlers read like the question and hold a token one digit away; the one file
+    holding the token asked for reads like nothing of it. Semantic search ranks it last."""
+    files = {f"src/auth/tokens_{i:02d}.py": _look_alike(i) for i in range(20) if i != 8}
+    files["src/legacy/clients.py"] = (
+        '"""Customers still on the old API, by their historical identifier."""\n\n'
+        'OLD_CLIENTS = {\n    "zqtok61x7229008": "Acme Ltd",\n    "plain-1": "Globex",\n}\n')
+    files.update({f"src/misc/module_{i:03d}.py":
+                  f'def helper_{i}(value):\n    """Format value {i} for display."""\n'
+                  f'    return str(value).rjust({i % 7 + 1})\n' for i in range(180)})
+    root = make_repo(tmp_path / "repo", files)
+    engine = Engine.open(str(root))
+    try:
+        engine.ensure_indexed()  # vectors too: semantic search sees the look-alikes first
+        response = engine.query(QueryRequest("where is the session token zqtok61x7229008 "
+                                             "checked"))
+    finally:
+        engine.close()
+    assert response.hits[0].file_path == "src/legacy/clients.py", [
+        h.file_path for h in response.hits]
+    assert not any(n.startswith("no strong match") for n in response.notes), response.notes

@@ -4,6 +4,7 @@
             → providers in parallel, each sent the query meant for its kind (isolated,
               time-limited; a hybrid provider fuses its own sub-providers)
             → fuse (reciprocal rank fusion) → boost (intent x file role, exact evidence)
+            → chunks holding the query's rare literals (an id, a quoted string) first
             → translations the query did not ask for step back → de-duplicate (overlaps in
               a file, near-copies across files) → calibrate (absolute scores, "no strong match", ``min_score``)
             → MMR on embeddings within the token budget
@@ -45,6 +46,7 @@ from contextd.query.duplicates import (
 )
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
+from contextd.query.literals import lift_rare_literals, query_literals
 from contextd.query.path_words import PathWords
 from contextd.query.per_catalog import derived_once
 from contextd.query.records import (LOAD_TIMING, FileResult, Hit, QueryRequest,
@@ -236,6 +238,8 @@ class QueryPipeline:
         if understood:
             candidates = apply_boosts(candidates, understood, self.config.ranking,
                                       derived_once(paths, PathWords))
+            candidates = lift_rare_literals(candidates, query_literals(
+                query, understood.quoted, understood.symbols))
         candidates = step_back_translations(candidates, translation_groups(paths), query)
         unique, confidence = calibrate(collapse_near_duplicates(deduplicate(candidates)),
                                        understood.exact if understood else None)
