@@ -89,3 +89,36 @@ def test_a_unique_identifier_among_twenty_look_alikes_ranks_first(tmp_path):
     assert response.hits[0].file_path == "src/legacy/clients.py", [
         h.file_path for h in response.hits]
     assert not any(n.startswith("no strong match") for n in response.notes), response.notes
+
+
+def _lines(root: Path, path: str, start: int, end: int) -> str:
+    return "\n".join((root / path).read_text().splitlines()[start - 1:end])
+
+
+def test_no_snippet_shows_a_line_that_differs_from_the_file_after_a_checkout(tmp_path):
+    """Index one commit, check out another that rewrites the functions, query without any
+    refresh: every snippet is the text on disk at its lines now."""
+    before = {f"pricing/rules_{i}.py": "".join(
+        f'def discount_{i}_{j}(order):\n    """Seasonal discount rule {j} for orders."""\n'
+        f'    return order.total * 0.{j + 1}\n\n' for j in range(6)) for i in range(4)}
+    root = make_repo(tmp_path / "repo", before)
+    first = git(root, "rev-parse", "HEAD").strip()
+    for i in range(4):
+        path = root / f"pricing/rules_{i}.py"
+        path.write_text('"""Pricing rules, rewritten."""\nimport math\n\n' + "".join(
+            f'def discount_{i}_{j}(order):\n    """Seasonal discount rule {j} for orders, '
+            f'capped."""\n    return min(order.total * 0.{j + 1}, math.inf)\n\n'
+            for j in range(6)))
+    git(root, "commit", "-q", "-am", "rewrite")
+    git(root, "checkout", "-q", first)
+    engine = lexically_indexed(root)
+    try:
+        git(root, "checkout", "-q", "-")  # the rewritten tree, not indexed
+        response = engine.query(QueryRequest("seasonal discount rule for orders", k=10))
+    finally:
+        engine.close()
+    assert response.hits
+    for hit in response.hits:
+        assert hit.snippet == _lines(root, hit.file_path, hit.start_line, hit.end_line), hit
+    assert any(hit.metadata.get("stale") or "moved_from" in hit.metadata
+               for hit in response.hits)

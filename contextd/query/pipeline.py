@@ -8,6 +8,7 @@
             → translations the query did not ask for step back → de-duplicate (overlaps in
               a file, near-copies across files) → calibrate (absolute scores, "no strong match", ``min_score``)
             → MMR on embeddings within the token budget
+            → each snippet checked against its file on disk now (no stale line shown)
             → mark the lines that matched → record usage
             → TaskContext (snippets, tokens, attribution, timings), or a QueryResponse with
               files ranked by their chunks when asked ``by_file``
@@ -47,6 +48,7 @@ from contextd.query.duplicates import (
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
 from contextd.query.literals import lift_rare_literals, query_literals
+from contextd.query.on_disk import DiskCheck, as_on_disk
 from contextd.query.path_words import PathWords
 from contextd.query.per_catalog import derived_once
 from contextd.query.records import (LOAD_TIMING, FileResult, Hit, QueryRequest,
@@ -262,9 +264,11 @@ class QueryPipeline:
                          f"{self.budgets.available(budget)} tokens (the smallest needs "
                          f"{smallest}); raise the budget")
         self.budgets.log_usage(budget, selection.total_tokens)
-        # MMR decides which snippets make the cut; they are shown most relevant first.
-        chosen = self.projects.annotate(self._mark_matches(
-            sorted(selection.snippets, key=lambda s: -s.score), query, understood))
+        # MMR decides which snippets make the cut; they are shown most relevant first, each
+        # as its file is on disk now (the index may lag a checkout).
+        checked = self._as_on_disk(sorted(selection.snippets, key=lambda s: -s.score))
+        notes += checked.notes
+        chosen = self.projects.annotate(self._mark_matches(checked.snippets, query, understood))
         attribution = collections.Counter(p for s in chosen for p in s.providers)
         timings = {pid: round(run.elapsed_ms, 2) for pid, run in runs.items()}
         # The catalog's catch-up, then the providers' (in parallel) before their queries.
@@ -370,6 +374,16 @@ class QueryPipeline:
             if source is not None and hasattr(source, "vectors") and source.is_available():
                 vectors.update(source.vectors(chunk_ids, generation))
         return vectors
+
+    def _as_on_disk(self, snippets: list[ContextSnippet]) -> DiskCheck:
+        """The snippets checked against their files now (:mod:`contextd.query.on_disk`)."""
+        def indexed_hash(path: str) -> str | None:
+            state = self.store.file_states(path).get(path)
+            return state.content_hash if state else None
+
+        security = self.config.security
+        return as_on_disk(snippets, self.project.root, indexed_hash,
+                          lambda text, path: scrub_secrets(text, path, security).text)
 
     @staticmethod
     def _mark_matches(snippets: list[ContextSnippet], query: str,
