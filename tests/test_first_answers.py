@@ -8,11 +8,14 @@ embedding model where vectors matter.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
+import time
 from pathlib import Path
 
-from test_mcp_server import make_repo
+from test_mcp_server import make_repo, server_env
 
 from contextd.query.records import QueryRequest
 from contextd.runtime.engine import Engine
@@ -122,3 +125,20 @@ def test_no_snippet_shows_a_line_that_differs_from_the_file_after_a_checkout(tmp
         assert hit.snippet == _lines(root, hit.file_path, hit.start_line, hit.end_line), hit
     assert any(hit.metadata.get("stale") or "moved_from" in hit.metadata
                for hit in response.hits)
+
+
+def test_the_printed_latency_is_the_whole_wait_of_the_command(tmp_path):
+    """A first query indexes the project before it searches: the latency it reports covers
+    that wait, with the search's own time beside it."""
+    root = make_repo(tmp_path / "repo")
+    env = {**server_env(tmp_path / "run"), "CONTEXTD_LOAD_PLUGINS": ""}
+    started = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "contextd", "query", "invoice total",
+                           "--json"], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)
+    waited_ms = (time.perf_counter() - started) * 1000
+    subprocess.run([sys.executable, "-m", "contextd", "stop"], cwd=root, env=env,
+                   capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    timings = json.loads(proc.stdout)["timings_ms"]
+    assert timings["total"] < timings["command"] <= waited_ms

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -13,6 +14,17 @@ import click
 
 from contextd.config.project import Project
 from contextd.records import to_dict
+
+# When this process began its command (the CLI's first import): a command reports its whole
+# wait from here, the opening of the index and any catch-up included, not only the search.
+COMMAND_STARTED = time.perf_counter()
+# The key of that wait in an answer's ``timings_ms`` (``total`` is the search's own time).
+COMMAND_TIMING = "command"
+
+
+def command_ms() -> float:
+    """Milliseconds since the command began (COMMAND_STARTED)."""
+    return round((time.perf_counter() - COMMAND_STARTED) * 1000, 2)
 
 
 @dataclass
