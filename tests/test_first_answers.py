@@ -127,18 +127,54 @@ def test_no_snippet_shows_a_line_that_differs_from_the_file_after_a_checkout(tmp
                for hit in response.hits)
 
 
+def _cli(root: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "contextd", *args], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
 def test_the_printed_latency_is_the_whole_wait_of_the_command(tmp_path):
     """A first query indexes the project before it searches: the latency it reports covers
     that wait, with the search's own time beside it."""
     root = make_repo(tmp_path / "repo")
     env = {**server_env(tmp_path / "run"), "CONTEXTD_LOAD_PLUGINS": ""}
     started = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "contextd", "query", "invoice total",
-                           "--json"], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = _cli(root, env, "query", "invoice total", "--json")
     waited_ms = (time.perf_counter() - started) * 1000
-    subprocess.run([sys.executable, "-m", "contextd", "stop"], cwd=root, env=env,
-                   capture_output=True, timeout=60)
+    _cli(root, env, "stop")
     assert proc.returncode == 0, proc.stderr
     timings = json.loads(proc.stdout)["timings_ms"]
     assert timings["total"] < timings["command"] <= waited_ms
+
+
+def test_the_first_answer_on_12000_files_finds_a_file_the_first_window_did_not_index(
+        tmp_path):
+    """The first query reads what it can in its window (source code first) and hands the rest
+    to the background; the files it did not read are searched as text in the same answer,
+    so the one document holding the answer is found although it is not indexed yet."""
+    root = make_repo(tmp_path / "repo")
+    for n in range(12_000):
+        folder = root / ("pkg" if n % 2 else "docs") / f"part_{n % 40:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        if n % 2:
+            (folder / f"module_{n:05d}.py").write_text(
+                f"def handler_{n}(request):\n    return request.value * {n}\n")
+        else:
+            (folder / f"notes_{n:05d}.md").write_text(f"# Notes {n}\n\nShipping notes {n}.\n")
+    (root / "docs" / "part_38" / "notes_11998.md").write_text(
+        "# Claims\n\nA damaged parcel is refunded in full once the courier confirms the "
+        "claim.\n")
+    (root / "context.toml").write_text("[owner]\nidle_exit_seconds = 5\n"
+                                       "[contextualizer]\nstrategy = \"none\"\n")
+    env = {**server_env(tmp_path / "run"), "CONTEXTD_LOAD_PLUGINS": ""}
+    try:
+        first = _cli(root, env, "--json", "query", "refunded damaged parcel courier claim")
+        assert first.returncode == 0, first.stderr
+        answer = json.loads(first.stdout)
+        assert any("files are not read yet" in n for n in answer["notes"]), answer["notes"]
+        top = answer["hits"][0]
+        assert top["file_path"] == "docs/part_38/notes_11998.md", answer["hits"][:3]
+        assert top["providers"] == ["text_scan"]  # found as text: not indexed yet
+        assert top["snippet"] == _lines(root, top["file_path"], top["start_line"],
+                                        top["end_line"])
+    finally:
+        _cli(root, env, "stop")

@@ -15,7 +15,8 @@ file as it is now (the few files of one answer, each read once):
   shorter than the range drops the snippet.
 
 Snippets that are not project files (knowledge documents ``kb://``, agent memory) are left
-as they are: they have no file on disk to differ from.
+as they are: they have no file on disk to differ from; nor are those just read from disk
+(``metadata["read_from_disk"]``: :mod:`contextd.query.unread_scan`).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def as_on_disk(snippets: Sequence[ContextSnippet], root: Path,
     stale = gone = 0
     for snippet in snippets:
         path = snippet.file_path
-        if "://" in path:
+        if "://" in path or snippet.metadata.get("read_from_disk"):
             kept.append(snippet)
             continue
         if path not in files:
