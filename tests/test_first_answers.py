@@ -31,21 +31,21 @@ def git(root: Path, *args: str) -> str:
                           text=True, env=GIT_ENV).stdout
 
 
-def lexically_indexed(root: Path) -> Engine:
-    """An Engine on ``root`` whose files are indexed but hold no vector yet."""
+def lexically_answered(root: Path, ask):
+    """``ask(engine)`` on an Engine over ``root`` whose files are indexed but hold no vector
+    yet."""
     engine = Engine.open(str(root))
-    engine.ensure_indexed(embed=False)
-    return engine
+    try:
+        engine.ensure_indexed(embed=False)
+        return ask(engine)
+    finally:
+        engine.close()
 
 
 def test_a_one_file_project_answers_its_literal_query(tmp_path):
     root = make_repo(tmp_path / "repo", {
         "tax.py": '"""Value added tax at the standard rate."""\n\nRATE = 0.2\n'})
-    engine = lexically_indexed(root)
-    try:
-        response = engine.query(QueryRequest("value added tax"))
-    finally:
-        engine.close()
+    response = lexically_answered(root, lambda e: e.query(QueryRequest("value added tax")))
     assert response.hits, response.notes
     assert "Value added tax" in response.hits[0].snippet
 
@@ -56,11 +56,8 @@ def test_the_first_knowledge_search_on_a_two_file_project_finds_its_literal_matc
                       '    return amount * 0.2\n',
         "shipping.py": 'def parcel_cost(weight):\n    """Courier price by weight."""\n'
                        '    return 4 + weight\n'})
-    engine = lexically_indexed(root)
-    try:
-        session = engine.search_knowledge(SearchRequest("value added tax"))
-    finally:
-        engine.close()
+    session = lexically_answered(
+        root, lambda e: e.search_knowledge(SearchRequest("value added tax")))
     assert session.preview, session.notes
     assert session.preview[0].file_path == "billing.py"
 
@@ -114,12 +111,12 @@ def test_no_snippet_shows_a_line_that_differs_from_the_file_after_a_checkout(tmp
             for j in range(6)))
     git(root, "commit", "-q", "-am", "rewrite")
     git(root, "checkout", "-q", first)
-    engine = lexically_indexed(root)
-    try:
+
+    def after_checkout(engine: Engine):
         git(root, "checkout", "-q", "-")  # the rewritten tree, not indexed
-        response = engine.query(QueryRequest("seasonal discount rule for orders", k=10))
-    finally:
-        engine.close()
+        return engine.query(QueryRequest("seasonal discount rule for orders", k=10))
+
+    response = lexically_answered(root, after_checkout)
     assert response.hits
     for hit in response.hits:
         assert hit.snippet == _lines(root, hit.file_path, hit.start_line, hit.end_line), hit
