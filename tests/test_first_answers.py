@@ -145,9 +145,10 @@ def test_the_printed_latency_is_the_whole_wait_of_the_command(tmp_path):
 
 def test_the_first_answer_on_12000_files_finds_a_file_the_first_window_did_not_index(
         tmp_path):
-    """The first query reads what it can in its window (source code first) and hands the rest
-    to the background; the files it did not read are searched as text in the same answer,
-    so the one document holding the answer is found although it is not indexed yet."""
+    """The first query reads what it can in its window (source code first, smaller files
+    first) and hands the rest to the background; the files it did not read are searched as
+    text in the same answer, so the one module holding the answer is found although it is
+    not indexed yet (it is the largest source file: the bootstrap reads it last)."""
     root = make_repo(tmp_path / "repo")
     for n in range(12_000):
         folder = root / ("pkg" if n % 2 else "docs") / f"part_{n % 40:02d}"
@@ -157,9 +158,11 @@ def test_the_first_answer_on_12000_files_finds_a_file_the_first_window_did_not_i
                 f"def handler_{n}(request):\n    return request.value * {n}\n")
         else:
             (folder / f"notes_{n:05d}.md").write_text(f"# Notes {n}\n\nShipping notes {n}.\n")
-    (root / "docs" / "part_38" / "notes_11998.md").write_text(
-        "# Claims\n\nA damaged parcel is refunded in full once the courier confirms the "
-        "claim.\n")
+    (root / "pkg" / "claims").mkdir()
+    (root / "pkg" / "claims" / "refunds.py").write_text("".join(
+        f"def rule_{i}(claim):\n    return claim.amount > {i}\n\n\n" for i in range(80))
+        + 'def settle(claim):\n    """A damaged parcel is refunded in full once the courier '
+          'confirms the claim."""\n    return claim.amount\n')
     (root / "context.toml").write_text("[owner]\nidle_exit_seconds = 5\n"
                                        "[contextualizer]\nstrategy = \"none\"\n")
     env = {**server_env(tmp_path / "run"), "CONTEXTD_LOAD_PLUGINS": ""}
@@ -169,7 +172,7 @@ def test_the_first_answer_on_12000_files_finds_a_file_the_first_window_did_not_i
         answer = json.loads(first.stdout)
         assert any("files are not read yet" in n for n in answer["notes"]), answer["notes"]
         top = answer["hits"][0]
-        assert top["file_path"] == "docs/part_38/notes_11998.md", answer["hits"][:3]
+        assert top["file_path"] == "pkg/claims/refunds.py", answer["hits"][:3]
         assert top["providers"] == ["text_scan"]  # found as text: not indexed yet
         assert top["snippet"] == _lines(root, top["file_path"], top["start_line"],
                                         top["end_line"])
