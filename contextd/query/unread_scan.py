@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -53,6 +54,9 @@ SCAN_WEIGHT = 0.6
 # reaches is what answers most questions.
 _DOC_SUFFIXES = frozenset({".md", ".mdx", ".rst", ".txt", ".adoc"})
 _CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".xml"})
+# Words of a path (folders and file name) at least this long count as spelling a query word.
+PATH_WORD_LENGTH = 4
+_PATH_WORD_RE = re.compile(r"[a-z0-9]+")
 SCANNED_NOTE = ("{searched:,} of the {pending:,} files not indexed yet were searched as text "
                 "for this answer{found}")
 
@@ -90,7 +94,7 @@ def scan_unread(root: Path, paths: Sequence[str], query: str,
     held: dict[str, tuple[bytes, frozenset[int]]] = {}
     searched = 0
     base = str(root) + os.sep
-    for path in sorted(paths, key=_scan_order):
+    for path in sorted(paths, key=lambda p: _scan_order(p, terms)):
         if searched % 64 == 0 and time.monotonic() > deadline:
             break
         searched += 1
@@ -123,14 +127,23 @@ def scan_unread(root: Path, paths: Sequence[str], query: str,
     return Scan(snippets, searched, len(paths))
 
 
-def _scan_order(path: str) -> int:
-    """0 source code, 1 docs, 2 tests, 3 configuration (see _DOC_SUFFIXES)."""
-    suffix = path[path.rfind("."):].lower() if "." in path[path.rfind("/") + 1:] else ""
+def _scan_order(path: str, terms: Sequence[str]) -> tuple[int, int]:
+    """(0 source code, 1 docs, 2 tests, 3 configuration (see _DOC_SUFFIXES); 0 when the
+    path spells a query word, else 1): within each kind, the files whose path spells a word
+    of the query first (``fastapi/exception_handlers.py`` for "HTTPException"), since the
+    budget may end before the kind's last file (fastapi's 1,000 example modules under
+    ``docs_src/`` sort before its package)."""
+    lowered = path.lower()
+    suffix = lowered[lowered.rfind("."):] if "." in lowered[lowered.rfind("/") + 1:] else ""
     if suffix in _DOC_SUFFIXES:
-        return 1
-    if "test" in path.lower():
-        return 2
-    return 3 if suffix in _CONFIG_SUFFIXES else 0
+        kind = 1
+    elif "test" in lowered:
+        kind = 2
+    else:
+        kind = 3 if suffix in _CONFIG_SUFFIXES else 0
+    parts = [p for p in _PATH_WORD_RE.findall(lowered) if len(p) >= PATH_WORD_LENGTH]
+    spelled = any(p in t or t in p for p in parts for t in terms if len(t) >= PATH_WORD_LENGTH)
+    return kind, 0 if spelled else 1
 
 
 def _best_window(data: bytes, terms: list[str], weights: list[float]
