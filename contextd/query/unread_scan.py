@@ -121,7 +121,9 @@ def scan_unread(root: Path, paths: Sequence[str], query: str,
         window = _best_window(data, terms, weights)
         if window is not None and window[0] / total >= MIN_COVERAGE:
             best.append((window[0] / total, path, window[1], window[2]))
-    best.sort(key=lambda item: (-item[0], item[1]))
+    # Equal coverage (a question's words are in many translated pages alike): source code,
+    # and a path spelling the query, first.
+    best.sort(key=lambda item: (-round(item[0], 2), _scan_order(item[1], terms), item[1]))
     snippets = [_snippet(path, coverage, start, lines, scrub)
                 for coverage, path, start, lines in best[:SCAN_KEEP]]
     return Scan(snippets, searched, len(paths))
