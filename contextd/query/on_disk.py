@@ -14,8 +14,9 @@ file as it is now (the few files of one answer, each read once):
   at its range, scrubbed as indexing scrubs them, marked ``metadata["stale"]``; a file gone or
   shorter than the range drops the snippet.
 
-Snippets that are not project files (knowledge documents ``kb://``, agent memory) are left
-as they are: they have no file on disk to differ from; nor are those just read from disk
+Snippets that are not project files (knowledge documents ``kb://``, agent memory's
+``stash:<id>``: no file, no indexed file state) are left as they are: they have no file on
+disk to differ from; nor are those just read from disk
 (``metadata["read_from_disk"]``: :mod:`contextd.query.unread_scan`).
 """
 
@@ -88,8 +89,8 @@ def _checked(snippet: ContextSnippet, text: str | None,
              indexed_hash: Callable[[str], str | None], scrub: Callable[[str, str], str]
              ) -> ContextSnippet | None:
     """The snippet as the file ``text`` holds it now; None when it cannot be shown."""
-    if text is None:
-        return None
+    if text is None:  # gone, unless it never was a file (agent memory's ``stash:<id>``)
+        return None if indexed_hash(snippet.file_path) is not None else snippet
     lines = text.splitlines()
     start, end = snippet.start_line, snippet.end_line
     if "\n".join(lines[start - 1:end]) == snippet.text:
