@@ -44,7 +44,7 @@ one run on whatever else the machine is doing: say so when quoting them.
 
     .venv/bin/python benchmarks/bench_scale.py /work/corpora/r/fastapi /work/corpora/r/wagtail
         [--commits 40] [--commits-skip 0] [--vectors] [--idle 60] [--keep-index] [--in-process]
-        [--no-venv]
+        [--no-venv] [--questions 8]
 """
 
 from __future__ import annotations
@@ -172,13 +172,14 @@ def first_answer(root: Path, keep_index: bool) -> None:
           f"{TOP}, providers left out: {left_out(answer) or 'none'}")
 
 
-def ask_questions(root: Path, ask) -> None:
-    """Every question through ``ask(text) -> (wall ms, answer as JSON)``."""
+def ask_questions(root: Path, ask, limit: int | None = None) -> None:
+    """Every question (the first ``limit``) through ``ask(text) -> (wall ms, answer as
+    JSON)``."""
     if not questions(root):
         print(f"no written questions for {root.name}")
         return
     rows, walls, right = [], [], 0
-    for q in questions(root):
+    for q in questions(root)[:limit]:
         wall, answer = ask(q["query"])
         files = hit_files(answer)
         rank = next((i for i, f in enumerate(files, 1) if f in q["gold"]), None)
@@ -455,6 +456,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--in-process", action="store_true",
                         help="only the questions and change requests, asked in this process "
                              "of a lexical and symbol index (the quick loop for ranking work)")
+    parser.add_argument("--questions", type=int, default=None,
+                        help="ask only the first N questions (issue 37: the first eight "
+                             "answers on a never-indexed project, while the owner reads)")
     args = parser.parse_args(argv)
     for root in args.repos:
         root = root.resolve()
@@ -466,14 +470,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.in_process:
             stop_owner(root)
             ask = InProcess(root)
-            ask_questions(root, ask)
+            ask_questions(root, ask, args.questions)
             ask.close()
             if args.commits:
                 change_requests(root, args.commits, args.commits_skip)
             continue
         started = time.monotonic()
         first_answer(root, args.keep_index)
-        ask_questions(root, ask_cli(root))
+        ask_questions(root, ask_cli(root), args.questions)
         if args.commits:
             change_requests(root, args.commits, args.commits_skip)
         if args.vectors:

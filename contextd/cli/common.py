@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -13,6 +14,32 @@ import click
 
 from contextd.config.project import Project
 from contextd.records import to_dict
+
+
+
+def _process_started() -> float:
+    """The ``time.perf_counter()`` reading at this process's start (Linux: from
+    /proc/self/stat, so the interpreter's start and the imports count too; elsewhere: now,
+    the CLI's first import)."""
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            start_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])  # field 22
+            age = float(uptime.read().split()[0]) - start_ticks / os.sysconf("SC_CLK_TCK")
+        return time.perf_counter() - max(0.0, age)
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter()
+
+
+# When this process began its command: a command reports its whole wait from here, the
+# start of Python, the opening of the index and any catch-up included, not only the search.
+COMMAND_STARTED = _process_started()
+# The key of that wait in an answer's ``timings_ms`` (``total`` is the search's own time).
+COMMAND_TIMING = "command"
+
+
+def command_ms() -> float:
+    """Milliseconds since the command began (COMMAND_STARTED)."""
+    return round((time.perf_counter() - COMMAND_STARTED) * 1000, 2)
 
 
 @dataclass

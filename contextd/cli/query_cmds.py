@@ -15,7 +15,9 @@ from typing import Any
 
 import click
 
-from contextd.cli.common import CliState, emit, open_engine, pass_state, user_path
+from contextd.cli.common import (
+    COMMAND_TIMING, CliState, command_ms, emit, open_engine, pass_state, user_path,
+)
 from contextd.errors import UsageError
 from contextd.query.records import QueryRequest, QueryResponse
 from contextd.records import ContextScope, to_dict
@@ -67,20 +69,33 @@ def _print_hits(response: QueryResponse) -> None:
         role = f"  ({hit.role})" if hit.role else ""
         if hit.metadata.get("projects"):
             role += f"  project {', '.join(hit.metadata['projects'])}"
+        if hit.metadata.get("stale"):
+            role += "  stale: lines as on disk now, the file changed since it was indexed"
         click.echo(f"{number:>2}. {hit.score:.3f}  {hit.file_path}:{hit.start_line}-"
                    f"{hit.end_line}  {hit.label}  [{', '.join(hit.providers)}]{role}")
         for line_number, line in preview(hit):
             click.echo(f"  {line_number:>5} {line}")
     click.echo(f"{len(response.hits)} hits of {response.total} found, "
-               f"{response.total_tokens} tokens, "
-               f"{response.timings_ms.get('total', 0):.0f} ms")
+               f"{response.total_tokens} tokens, {_waited(response)}")
 
 
 def _print_files(response: QueryResponse) -> None:
     for number, found in enumerate(response.files, start=1):
         lines = ", ".join(f"{start}-{end}" for start, end in found.ranges)
         click.echo(f"{number:>2}. {found.score:.3f}  {found.file_path}  (lines {lines})")
-    click.echo(f"{len(response.files)} files, {response.timings_ms.get('total', 0):.0f} ms")
+    click.echo(f"{len(response.files)} files, {_waited(response)}")
+
+
+def _waited(response: QueryResponse) -> str:
+    """``1234 ms`` (the command's whole wait), with the search's own share when it differs:
+    a query that waited behind an index catch-up printed its search time alone ("4711 ms"
+    after a 21 s wait)."""
+    timings = response.timings_ms
+    whole = timings.get(COMMAND_TIMING, timings.get("total", 0))
+    search = timings.get("total", 0)
+    if whole - search >= 1:
+        return f"{whole:.0f} ms ({search:.0f} ms searching)"
+    return f"{whole:.0f} ms"
 
 
 @click.command("query")
@@ -192,6 +207,8 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
             start_background_owner(project)
     finally:
         engine.close()
+    response = dataclasses.replace(response, timings_ms={**response.timings_ms,
+                                                         COMMAND_TIMING: command_ms()})
     for note in response.notes:
         click.echo(f"contextd: {note}", err=True)
     if as_block or as_prompt:  # imported here: rendering pulls in numpy

@@ -8,7 +8,10 @@ parts. A light suffix stemmer lets "tokens"/"token" and "validated"/"validate" m
 The index (:class:`BM25Index`) holds postings per term and document lengths per slot; files are
 removed and re-added as the store changes, so it is never stale and never fully rebuilt after
 the first load. Scores equal ``rank_bm25.BM25Okapi`` on the same tokens (tests/test_bm25.py),
-including its treatment of negative IDF (replaced by ε × the average IDF).
+including its treatment of negative IDF (replaced by ε × the average IDF), with one
+difference: a zero IDF is replaced too, and the average never counts below MIN_AVERAGE_IDF.
+In a project of one or two files every word's IDF is 0 or below, and rank_bm25 scores a
+literal match 0: ``contextd query "value added tax"`` on a one-file project found nothing.
 
 A query costs one vectorised add per query term: each term's BM25 contribution to every
 document containing it (slots and weights as numpy arrays) is computed once and kept until
@@ -342,8 +345,10 @@ class BM25Index:
         in a new two-file project every word is in one of two files (IDF exactly 0, average
         IDF ≤ 0), and a search for words of a docstring found nothing at all."""
         df = self.df(term)
-        if not df:
-            return 0.0
+        return self._idf_of(df) if df else 0.0
+
+    def _idf_of(self, df: int) -> float:
+        """The IDF of a term held by ``df`` live documents (see :meth:`idf`)."""
         n = len(self.slot_of)
         value = math.log(n - df + 0.5) - math.log(df + 0.5)
         return value if value > 0 else self.epsilon * max(self._average(), MIN_AVERAGE_IDF)
@@ -383,10 +388,7 @@ class BM25Index:
             else:
                 avgdl = self.total_len / len(self.slot_of)
                 norm = self.k1 * (1 - self.b + self.b * self.doc_len[slots] / avgdl)
-                n = len(self.slot_of)
-                value = math.log(n - len(slots) + 0.5) - math.log(len(slots) + 0.5)
-                idf = value if value >= 0 else self.epsilon * self._average()
-                cached = (slots, idf * tf * (self.k1 + 1) / (tf + norm))
+                cached = (slots, self._idf_of(len(slots)) * tf * (self.k1 + 1) / (tf + norm))
             self._weights[term] = cached
         return cached
 

@@ -11,7 +11,9 @@ query, and maps it to [0, 1]:
   a term found nowhere in the project counting at the highest IDF (so a name that does not
   exist pulls coverage down instead of dropping out);
 - ``symbol_score`` (symbols): the match strength of a name found as written;
-- exact evidence (:mod:`contextd.query.evidence`): the query quoted verbatim or its names present.
+- exact evidence (:mod:`contextd.query.evidence`): the query quoted verbatim or its names present;
+- ``rare_literals`` (:mod:`contextd.query.literals`): the share of the query's rare identifiers
+  and quoted strings the chunk holds verbatim.
 
 A hit's evidence is the strongest of these. The module scales the ranked list so its best hit
 scores the strongest evidence among the leading candidates (:func:`calibrate`); below
@@ -24,6 +26,7 @@ import dataclasses
 from typing import Sequence
 
 from contextd.query.evidence import ExactQuery, exact_evidence
+from contextd.query.literals import LITERAL_KEY
 from contextd.records import ContextSnippet
 
 COSINE_FLOOR = 0.2
@@ -54,6 +57,8 @@ def measured_evidence(meta: dict) -> float:
         found.append(_clip(float(meta["bm25_coverage"])))
     if "symbol_score" in meta:
         found.append(_clip(float(meta["symbol_score"])))
+    if LITERAL_KEY in meta:
+        found.append(_clip(float(meta[LITERAL_KEY])))
     return max(found)
 
 

@@ -3,10 +3,13 @@
     request → understand the text (a dense, a lexical and a symbol query; intent; evidence)
             → providers in parallel, each sent the query meant for its kind (isolated,
               time-limited; a hybrid provider fuses its own sub-providers)
+            → the files not indexed yet searched as text, their best windows fused in
             → fuse (reciprocal rank fusion) → boost (intent x file role, exact evidence)
+            → chunks holding the query's rare literals (an id, a quoted string) first
             → translations the query did not ask for step back → de-duplicate (overlaps in
               a file, near-copies across files) → calibrate (absolute scores, "no strong match", ``min_score``)
             → MMR on embeddings within the token budget
+            → each snippet checked against its file on disk now (no stale line shown)
             → mark the lines that matched → record usage
             → TaskContext (snippets, tokens, attribution, timings), or a QueryResponse with
               files ranked by their chunks when asked ``by_file``
@@ -29,7 +32,7 @@ from typing import Any, Callable, Iterable, Sequence
 from contextd.errors import StoreError, UsageError
 from contextd.knowledge.scope import KnowledgeScope
 from contextd.providers.base import (
-    DEFAULT_CANDIDATES, ProviderContext, ProviderQuery, QueryCounters,
+    DEFAULT_CANDIDATES, ProviderContext, ProviderQuery, QueryCounters, ScopeFilter,
 )
 from contextd.providers.catalog import ChunkCatalog
 from contextd.providers.saved_pair import snapshot_folder
@@ -45,12 +48,15 @@ from contextd.query.duplicates import (
 )
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
+from contextd.query.literals import lift_rare_literals, query_literals
+from contextd.query.on_disk import DiskCheck, as_on_disk
 from contextd.query.path_words import PathWords
 from contextd.query.per_catalog import derived_once
 from contextd.query.records import (LOAD_TIMING, FileResult, Hit, QueryRequest,
                                     QueryResponse)
 from contextd.boundary.roles import checked_roles
 from contextd.query.scope_check import check_scope
+from contextd.query.unread_scan import Scan, fuse_scanned, scan_unread
 from contextd.query.understanding import (
     UnderstoodQuery, aggregate_files, apply_boosts, understand,
 )
@@ -62,6 +68,7 @@ log = logging.getLogger(__name__)
 
 HYBRID_ID = "hybrid"
 SEMANTIC_ID = "semantic"
+FULL_TEXT_ID = "full_text"
 STASH_ID = "stash"
 # Candidates fetched per provider: a multiple of k, so MMR and the budget have a choice.
 CANDIDATES_PER_RESULT = 4
@@ -232,10 +239,18 @@ class QueryPipeline:
         catching_up = self.catch_up.note()
         if catching_up:
             notes.append(catching_up)
+        # Files not indexed yet are searched as text where full text search is asked for.
+        if FULL_TEXT_ID in (p.id for p in selected) or HYBRID_ID in (p.id for p in selected):
+            scan = self._scan_unread(query, scope)
+            if scan is not None:
+                candidates = fuse_scanned(candidates, scan.snippets)
+                notes.append(scan.note())
         paths = self.catalog.file_paths(generation)
         if understood:
             candidates = apply_boosts(candidates, understood, self.config.ranking,
                                       derived_once(paths, PathWords))
+            candidates = lift_rare_literals(candidates, query_literals(
+                query, understood.quoted, understood.symbols))
         candidates = step_back_translations(candidates, translation_groups(paths), query)
         unique, confidence = calibrate(collapse_near_duplicates(deduplicate(candidates)),
                                        understood.exact if understood else None)
@@ -258,9 +273,11 @@ class QueryPipeline:
                          f"{self.budgets.available(budget)} tokens (the smallest needs "
                          f"{smallest}); raise the budget")
         self.budgets.log_usage(budget, selection.total_tokens)
-        # MMR decides which snippets make the cut; they are shown most relevant first.
-        chosen = self.projects.annotate(self._mark_matches(
-            sorted(selection.snippets, key=lambda s: -s.score), query, understood))
+        # MMR decides which snippets make the cut; they are shown most relevant first, each
+        # as its file is on disk now (the index may lag a checkout).
+        checked = self._as_on_disk(sorted(selection.snippets, key=lambda s: -s.score))
+        notes += checked.notes
+        chosen = self.projects.annotate(self._mark_matches(checked.snippets, query, understood))
         attribution = collections.Counter(p for s in chosen for p in s.providers)
         timings = {pid: round(run.elapsed_ms, 2) for pid, run in runs.items()}
         # The catalog's catch-up, then the providers' (in parallel) before their queries.
@@ -366,6 +383,32 @@ class QueryPipeline:
             if source is not None and hasattr(source, "vectors") and source.is_available():
                 vectors.update(source.vectors(chunk_ids, generation))
         return vectors
+
+    def _scan_unread(self, query: str, scope: ContextScope) -> Scan | None:
+        """The files the bootstrap has not read yet, searched as text
+        (:mod:`contextd.query.unread_scan`); None when every file is indexed or the scope
+        filters by what only indexing knows (languages, chunk kinds)."""
+        if scope.languages or scope.kinds:
+            return None
+        _, pending = self.store.progress_pending()
+        if not pending:
+            return None
+        accepts = ScopeFilter(scope)
+        pending = [p for p in pending if accepts.accepts(p, None, "")] \
+            if not accepts.unrestricted else pending
+        security = self.config.security
+        return scan_unread(self.project.root, pending, query,
+                           lambda text, path: scrub_secrets(text, path, security).text)
+
+    def _as_on_disk(self, snippets: list[ContextSnippet]) -> DiskCheck:
+        """The snippets checked against their files now (:mod:`contextd.query.on_disk`)."""
+        def indexed_hash(path: str) -> str | None:
+            state = self.store.file_states(path).get(path)
+            return state.content_hash if state else None
+
+        security = self.config.security
+        return as_on_disk(snippets, self.project.root, indexed_hash,
+                          lambda text, path: scrub_secrets(text, path, security).text)
 
     @staticmethod
     def _mark_matches(snippets: list[ContextSnippet], query: str,

@@ -48,7 +48,10 @@ def _open_tag(snippet: ContextSnippet) -> str:
         "path": snippet.file_path, "label": snippet.label, "kind": snippet.kind,
         "lines": f"{snippet.start_line}-{snippet.end_line}", "score": f"{snippet.score:.2f}",
         "lang": LANGUAGE_HINTS.get(snippet.language, snippet.language),
-        "source": ",".join(snippet.providers)}
+        "source": ",".join(snippet.providers),
+        # The file changed since it was indexed: the lines are as on disk now, the label and
+        # score those of the indexed version (contextd.query.on_disk).
+        "stale": "true" if snippet.metadata.get("stale") else ""}
     text = " ".join(f'{key}="{escape(value, _QUOTE)}"' for key, value in attributes.items()
                     if value)
     return f"  <snippet {text}>"

@@ -1,0 +1,107 @@
+"""Rare literals: a chunk holding the query's rare identifier or quoted string verbatim ranks
+above every chunk that does not.
+
+Fusion ranks by agreement between providers. In a 200-file project holding 20 similar tokens
+the one chunk containing ``zqtok61x7229008`` was ranked 1st by full text, 21st by semantic
+search (an embedding sees twenty look-alikes), and 14th once fused; the answer then said "no
+strong match". An identifier that only one or two chunks hold is the strongest evidence a
+query can give, so it decides the order, and the fused score only orders the rest.
+
+A *literal* of a query is what a person writes when pasting from code or a log:
+
+- a quoted string (``"Value added tax"``, ```retry_after```), matched as written;
+- a word mixing letters and digits, at least LITERAL_MIN_LENGTH long (an id, a hash, an error
+  code: ``zqtok61x7229008``, ``E1103``), matched case-insensitively as a whole word;
+- a name written as code (``snake_case``, ``camelCase``, ``Dotted.name``), matched as written
+  as a whole word.
+
+A literal counts only when it is *rare among the candidates*: held by at most
+RARE_MAX_CHUNKS of them and by at most RARE_SHARE of them. A name most candidates share
+(``send`` in a query about ``Session.send``) tells them apart no better than the fused score,
+and lifting its holders would undo what the other ranking signals decided.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Sequence
+
+from contextd.records import ContextSnippet
+
+LITERAL_MIN_LENGTH = 5
+# A literal held by more candidates than this (or than this share of them) is not rare.
+RARE_MAX_CHUNKS = 5
+RARE_SHARE = 0.2
+# metadata key of a lifted candidate: the share of the query's rare literals it holds
+# (calibration counts it as direct evidence).
+LITERAL_KEY = "rare_literals"
+_WORD_RE = re.compile(r"[A-Za-z0-9_]+")
+
+
+@dataclasses.dataclass(frozen=True)
+class Literal:
+    """One literal: its text and whether it is matched case-insensitively."""
+
+    text: str
+    fold_case: bool
+
+    def held_by(self, text: str) -> bool:
+        """Whether ``text`` holds the literal as a whole word (or, quoted, as written)."""
+        haystack, needle = (text.lower(), self.text.lower()) if self.fold_case \
+            else (text, self.text)
+        start = haystack.find(needle)
+        while start != -1:
+            end = start + len(needle)
+            before = haystack[start - 1] if start else " "
+            after = haystack[end] if end < len(haystack) else " "
+            if not _joins(before, needle[0]) and not _joins(after, needle[-1]):
+                return True
+            start = haystack.find(needle, start + 1)
+        return False
+
+
+def _joins(neighbour: str, edge: str) -> bool:
+    """Whether ``neighbour`` continues a word that the literal's ``edge`` character ends."""
+    return (edge.isalnum() or edge == "_") and (neighbour.isalnum() or neighbour == "_")
+
+
+def query_literals(query: str, quoted: Sequence[str], symbols: Sequence[str]
+                   ) -> tuple[Literal, ...]:
+    """The literals a query writes (see the module docstring), each once."""
+    found: dict[str, Literal] = {}
+    for text in quoted:
+        if text.strip():
+            found.setdefault(text, Literal(text, fold_case=False))
+    for word in _WORD_RE.findall(query):
+        if len(word) >= LITERAL_MIN_LENGTH and re.search(r"\d", word) \
+                and re.search(r"[A-Za-z]", word):
+            found.setdefault(word, Literal(word, fold_case=True))
+    for name in symbols:
+        found.setdefault(name, Literal(name, fold_case=False))
+    return tuple(found.values())
+
+
+def lift_rare_literals(candidates: Sequence[ContextSnippet], literals: Sequence[Literal]
+                       ) -> list[ContextSnippet]:
+    """The candidates, those holding more of the query's rare literals first (the order
+    among equals kept), scores rescaled into [0, 1]; unchanged when no literal is rare."""
+    if not candidates or not literals:
+        return list(candidates)
+    held = [[lit.held_by(c.text) for lit in literals] for c in candidates]
+    limit = min(RARE_MAX_CHUNKS, max(1, int(RARE_SHARE * len(candidates))))
+    rare = [i for i in range(len(literals))
+            if 0 < sum(row[i] for row in held) <= limit]
+    if not rare:
+        return list(candidates)
+    top = max(c.score for c in candidates) or 1.0
+    scored = []
+    for snippet, row in zip(candidates, held):
+        count = sum(1 for i in rare if row[i])
+        if count:
+            snippet = dataclasses.replace(
+                snippet, metadata={**snippet.metadata, LITERAL_KEY: round(count / len(rare), 4)})
+        scored.append((snippet, snippet.score + top * count))
+    best = max(score for _, score in scored) or 1.0
+    lifted = [dataclasses.replace(s, score=score / best) for s, score in scored]
+    return sorted(lifted, key=lambda s: -s.score)
