@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest_providers import git
+from golden import git
 from contextd import ContextModule
 from contextd.providers.blame import parse_porcelain
 from contextd.query.records import QueryRequest

@@ -18,8 +18,6 @@ from contextd.providers import ContextProvider, ProviderQuery
 from contextd.query.records import QueryRequest
 from contextd.records import ContextScope, ProviderType, TokenBudget
 
-pytest_plugins = ["conftest_providers"]
-
 SINGLE = ("semantic", "symbol", "full_text")
 
 
@@ -95,7 +93,7 @@ def test_raising_and_hanging_providers_do_not_break_the_query(golden_module):
 
 
 def test_edit_is_reflected_by_every_provider(tmp_path):
-    from conftest_providers import make_golden_copy
+    from golden import make_golden_copy
 
     root = make_golden_copy(tmp_path / "repo")
     module = ContextModule.open(str(root))

@@ -12,8 +12,6 @@ from contextd.store.base import DocumentRecord, FileRecord, IndexedChunk
 from contextd.store.duckdb.store import DuckDBStore
 from contextd.store.postgres import PostgresStore
 
-pytest_plugins = ["conftest_postgres"]
-
 SOURCE = '''"""Sessions of the auth service."""
 
 

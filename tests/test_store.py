@@ -1,7 +1,7 @@
 """The index stores on real databases: schema, migrations, atomic writes, cache, jobs.
 
 Tests taking ``make_store`` run against both backends: a DuckDB file and a workspace of a
-real PostgreSQL server with pgvector (tests/conftest_postgres.py).
+real PostgreSQL server with pgvector (the postgres fixtures of tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from contextd.errors import StoreError
 from contextd.records import Chunk, ChunkKind, SymbolDef
 from contextd.store import FileRecord, IndexedChunk
 from contextd.store.duckdb.store import SCHEMA_VERSION, DuckDBStore, _migrations
-
-pytest_plugins = ["conftest_postgres"]
 
 
 @pytest.fixture(params=["duckdb", "postgres"])
