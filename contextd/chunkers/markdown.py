@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 from contextd.chunkers.core import Source, Unit, emit_unit, trim_span
 from contextd.config.sections import LanguageChunking
 from contextd.records import Chunk, ChunkKind
+from contextd.text.languages import extensions_of
 
 _HEADING_RE = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*([^\s`{]*)")
@@ -27,7 +28,7 @@ def paragraph_starts(lines: list[str], first: int, last: int) -> dict[int, int]:
 class MarkdownChunker:
     name = "markdown"
     language = "markdown"
-    extensions = (".md", ".markdown", ".mdx", ".mkd")
+    extensions = extensions_of("markdown")
     filenames = ()
 
     def chunk(self, text: str, path: str, settings: LanguageChunking) -> list[Chunk]:

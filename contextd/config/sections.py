@@ -10,6 +10,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from contextd.text.languages import DEFAULT_EXTENSIONS
+
+
 def _opt(default: Any, *, help: str, min: float | None = None, max: float | None = None,
          choices: tuple[str, ...] | None = None) -> Any:
     """A config field with its documentation and constraints attached (used by validation
@@ -26,13 +29,7 @@ DEFAULT_IGNORE_PATTERNS = (
     ".tox", ".ruff_cache", "*.egg-info",
 )
 
-DEFAULT_ALLOWED_EXTENSIONS = (
-    ".py", ".pyi", ".kt", ".kts", ".java", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs",
-    ".go", ".rs", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs", ".rb", ".php",
-    ".swift", ".scala", ".lua", ".md", ".markdown", ".rst", ".txt", ".adoc", ".yaml", ".yml",
-    ".toml", ".json", ".xml", ".properties", ".ini", ".cfg", ".sql", ".csv", ".sh", ".bash",
-    ".zsh", ".ps1", ".html", ".css", ".scss", ".vue", ".svelte", ".proto", ".graphql", ".tf",
-)
+DEFAULT_ALLOWED_EXTENSIONS = DEFAULT_EXTENSIONS
 
 DEFAULT_BLOCKED_EXTENSIONS = (
     ".exe", ".bin", ".dll", ".so", ".dylib", ".o", ".a", ".jpg", ".jpeg", ".png", ".gif",
