@@ -26,6 +26,9 @@ def register_chunkers(register):
     ``("Dockerfile",)``, may be empty) and a method
     ``chunk(text: str, path: str, settings: contextd.config.sections.LanguageChunking) -> list[Chunk]``
     that must be deterministic and must cover every non-blank line of ``text``.
+    An optional ``version`` string names the chunker's cutting rules: an existing index is
+    re-chunked when it changes (without one, when the plugin distribution's version does),
+    and when a third-party chunker is installed or removed.
     Returns nothing.
     """
 

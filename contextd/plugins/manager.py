@@ -97,6 +97,16 @@ def collect(hook_name: str, key: Callable[[tuple], str]) -> dict[str, Registrati
     return found
 
 
+def plugin_version(plugin_name: str) -> str:
+    """The version of the distribution that installed the plugin ``plugin_name``; empty for a
+    built-in or a plugin registered without a distribution."""
+    pm = get_plugin_manager()
+    for plugin, dist in pm.list_plugin_distinfo():
+        if pm.get_name(plugin) == plugin_name:
+            return str(dist.version)
+    return ""
+
+
 def describe_plugins() -> list[dict[str, Any]]:
     """Installed plugins with their versions and hooks (for ``contextd plugins``)."""
     pm = get_plugin_manager()
