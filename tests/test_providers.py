@@ -21,7 +21,10 @@ from contextd.records import ContextScope, ProviderType, TokenBudget
 SINGLE = ("semantic", "symbol", "full_text")
 
 
-def _query(module, pid, text, scope=ContextScope(), limit=20):
+NO_SCOPE = ContextScope()
+
+
+def _query(module, pid, text, scope=NO_SCOPE, limit=20):
     return module.provider(pid).query(ProviderQuery(text, limit), scope, TokenBudget())
 
 

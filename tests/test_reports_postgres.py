@@ -3,8 +3,6 @@ tokens of chunks, task token usage, the cache hit rate, and knowledge document m
 
 from __future__ import annotations
 
-import pytest
-
 from contextd.chunkers.chunking import chunk_file
 from contextd.config.sections import ContextConfig
 from contextd.contextualizers.stage import index_texts

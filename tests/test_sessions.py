@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 

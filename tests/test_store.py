@@ -15,6 +15,7 @@ import pytest
 from contextd.errors import StoreError
 from contextd.records import Chunk, ChunkKind, SymbolDef
 from contextd.store import FileRecord, IndexedChunk
+from contextd.store.base import DocumentRecord
 from contextd.store.duckdb.store import SCHEMA_VERSION, DuckDBStore, _migrations
 
 
@@ -267,9 +268,7 @@ def test_a_rebuild_claim_is_exclusive_across_store_objects(make_store):
     again()
 
 
-def kb_document(path: str, text: str, pages=()) -> "DocumentRecord":
-    from contextd.store.base import DocumentRecord
-
+def kb_document(path: str, text: str, pages=()) -> DocumentRecord:
     return DocumentRecord(record(path, make_chunk(text, path.rsplit("/", 1)[-1])),
                           source=f"/docs/{path[5:]}", format="markdown",
                           page_starts=tuple(pages), title=path)

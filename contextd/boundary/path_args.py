@@ -88,10 +88,12 @@ def check_path(root: Path, raw: str, known: Callable[[str], bool] | None = None
 def check_paths(root: Path, paths: Sequence[str], known: Callable[[str], bool] | None = None
                 ) -> tuple[list[str], list[RefusedPath]]:
     """The usable paths of ``paths`` (root-relative, "." for the root) and the refused ones."""
-    accepted, refused = [], []
+    accepted: list[str] = []
+    refused: list[RefusedPath] = []
     for raw in paths:
         rel, reason = check_path(root, raw, known)
         if reason is None:
+            assert rel is not None  # check_path gives a path exactly when it gives no reason
             accepted.append(rel)
         else:
             refused.append(RefusedPath(shown(raw), reason))

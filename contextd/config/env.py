@@ -23,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from contextd.config.sections import ContextConfig, EmbeddingConfig
 from contextd.errors import ConfigError, ConfigIssue
@@ -121,7 +121,7 @@ def resolve_embedding(config: ContextConfig, root: Path,
     lookup = _Lookup(environ, read_dotenv(dotenv_path))
     embedding = config.embedding
     origins: dict[str, Origin] = {}
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}
     for f in dataclasses.fields(EmbeddingConfig):
         if f"embedding.{f.name}" in config.explicit_keys:
             origins[f.name] = Origin("context.toml")

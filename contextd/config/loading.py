@@ -299,6 +299,6 @@ def iter_documented_fields(cls) -> typing.Iterator[tuple[str, Any, str]]:
     for f in dataclasses.fields(cls):
         if f.metadata.get("internal"):
             continue
-        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
         yield f.name, default, f.metadata.get("help", "")
 

@@ -7,6 +7,7 @@ them (:mod:`contextd.config.loading`) and ``contextd init`` writes a documented 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ def _opt(default: Any, *, help: str, min: float | None = None, max: float | None
     and by ``contextd init`` to write a documented file)."""
     meta = {"help": help, "min": min, "max": max, "choices": choices}
     if isinstance(default, (list, dict, tuple)):
-        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+        return field(default_factory=functools.partial(type(default), default), metadata=meta)
     return field(default=default, metadata=meta)
 
 

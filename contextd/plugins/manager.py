@@ -87,7 +87,7 @@ def collect(hook_name: str, key: Callable[[tuple], str]) -> dict[str, Registrati
         others = [p for p in plugins if p is not plugin]
         registered: list[tuple] = []
         pm.subset_hook_caller(hook_name, remove_plugins=others)(
-            register=lambda *args: registered.append(args)
+            register=lambda *args, into=registered: into.append(args)
         )
         plugin_name = pm.get_name(plugin) or repr(plugin)
         for args in registered:
