@@ -1,4 +1,4 @@
-"""Remote embedding settings from the environment and the project's ``.env`` (seed 002).
+"""Remote embedding settings from the environment and the project's ``.env``.
 
 Teams that already run an embedding server configure their tools with variables such as
 ``EMBEDDING_MODEL`` and ``OLLAMA_BASE_URL``, often in a ``.env`` file at the project root.
