@@ -1,8 +1,8 @@
 """Paths given by a caller (refresh_context, ``contextd refresh``): each one checked before
 the file system sees it, with a reason for each refused path.
 
-A 10,000-character path used to reach ``os.stat`` and end in ENAMETOOLONG with a traceback;
-``x\\0y.py``, a link to ``/etc`` or ``~/.ssh`` used to answer "completed, 0 files" as if
+Unchecked, a 10,000-character path would reach ``os.stat`` and end in ENAMETOOLONG with a traceback;
+``x\\0y.py``, a link to ``/etc`` or ``~/.ssh`` would answer "completed, 0 files" as if
 nothing were wrong. Here every path is judged on its text first (length, characters, where it
 points), then on the file system (existence, symbolic links leading out of the root).
 """

@@ -1,6 +1,6 @@
 """The project boundary: which files belong to the project, and why every other one does not.
 
-Spec 004 §8.0 items 1-10. A :class:`Boundary` is built once from a :class:`~contextd.config.project.
+A :class:`Boundary` is built once from a :class:`~contextd.config.project.
 Project` and answers two questions with the same rules:
 
 - :meth:`Boundary.iter_files` / :meth:`Boundary.scan`: walk the watch roots (bootstrap,
