@@ -1,4 +1,4 @@
-"""YAML, TOML and JSON by key (spec 004 §10.4): one chunk per top-level key labelled with its
+"""YAML, TOML and JSON by key: one chunk per top-level key labelled with its
 key path; a key over the token cap is split into its child keys ("services.database"), and a
 value without child keys into line windows.
 

@@ -1,4 +1,4 @@
-"""TypeScript, TSX and JavaScript (spec 004 §10.3): exported declarations with their JSDoc;
+"""TypeScript, TSX and JavaScript: exported declarations with their JSDoc;
 classes, functions, interfaces, type aliases, enums; arrow functions assigned to consts.
 
 ``export`` wraps a declaration and is kept in its chunk; an exported ``const`` of any value is

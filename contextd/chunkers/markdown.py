@@ -1,4 +1,4 @@
-"""Markdown (spec 004 §10.1): one chunk per ATX heading section, labelled with the heading
+"""Markdown: one chunk per ATX heading section, labelled with the heading
 path ("Install > From source"); long sections cut at paragraphs; code fences as CODE_BLOCK
 chunks labelled with their language, the heading path as their parent and context. A section
 that holds only its heading ("# Guide" straight before "## Install") joins the section or

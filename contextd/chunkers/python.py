@@ -1,4 +1,4 @@
-"""Python (spec 004 §10.2): module docstring, classes, functions with decorators and docstrings.
+"""Python: module docstring, classes, functions with decorators and docstrings.
 
 A class under the cap is one chunk; a larger one becomes its header (signature, docstring,
 class attributes) plus one ``Class.method`` chunk per method carrying the class signature as

@@ -1,4 +1,4 @@
-"""SQL (spec 004 §10.5): one chunk per statement with the comments above it, labelled by
+"""SQL: one chunk per statement with the comments above it, labelled by
 statement type and object ("CREATE TABLE users", "INSERT INTO orders").
 
 A regular-expression scanner finds the ``;`` that end statements while skipping strings,
