@@ -41,7 +41,7 @@ def register_providers(register):
     producing an object with ``id``, ``name``, ``type`` (:class:`contextd.records.ProviderType`)
     and the methods ``initialize(context)``, ``is_available()``,
     ``query(query, scope, budget) -> list[ContextSnippet]`` and ``shutdown()``
-    (spec 004 §3.1; see :mod:`contextd.providers.base`). ``factory.id`` must be readable
+    (see :mod:`contextd.providers.base`). ``factory.id`` must be readable
     without instantiating, so that disabled providers cost nothing. Returns nothing.
     """
 
@@ -61,7 +61,7 @@ def register_embedders(register):
 @hookspec
 def register_contextualizers(register):
     """Offer contextualizers: the stage between chunking and embedding that prefixes each chunk
-    with document-level context (seed 003).
+    with document-level context.
 
     Call ``register(name, factory)``; ``factory(config)`` returns an object with ``name`` and
     ``prefixes(document: str, path: str, chunks: list[Chunk]) -> list[str]`` giving one prefix
