@@ -1,4 +1,4 @@
-"""Dependency provider (spec 004's DEPENDENCY type): what the project declares and where it
+"""Dependency provider (ProviderType.DEPENDENCY): what the project declares and where it
 uses it.
 
 A query that names a declared dependency ("how do we call requests", "where is PyYAML used",
