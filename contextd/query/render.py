@@ -1,4 +1,4 @@
-"""Rendering a TaskContext for a prompt: the ``<project_context>`` block (spec 004 §7.1) or JSON.
+"""Rendering a TaskContext for a prompt: the ``<project_context>`` block or JSON.
 
 Rules: snippets sorted by score and grouped by file (files in the order of their best
 snippet), attributes escaped, a ``lang`` hint for code fences, the providers that found each
