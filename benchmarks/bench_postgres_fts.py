@@ -60,7 +60,7 @@ def bm25_index(store: PostgresStore) -> BM25Index:
 
 
 def golden(url: str) -> None:
-    from conftest_providers import make_golden_copy
+    from golden import make_golden_copy
     from test_golden_queries import GOLDEN_QUERIES, TOP_N
     import tempfile
 

@@ -143,7 +143,7 @@ def evaluate(module: ContextModule, cases: list[Case], provider: str) -> dict[st
 
 def golden_pass_rates() -> dict[str, float]:
     sys.path.insert(0, str(HERE.parent / "tests"))
-    from conftest_providers import make_golden_copy
+    from golden import make_golden_copy
     from test_golden_queries import GOLDEN_QUERIES, golden_hit
 
     with tempfile.TemporaryDirectory() as tmp:

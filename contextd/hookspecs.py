@@ -26,6 +26,9 @@ def register_chunkers(register):
     ``("Dockerfile",)``, may be empty) and a method
     ``chunk(text: str, path: str, settings: contextd.config.sections.LanguageChunking) -> list[Chunk]``
     that must be deterministic and must cover every non-blank line of ``text``.
+    An optional ``version`` string names the chunker's cutting rules: an existing index is
+    re-chunked when it changes (without one, when the plugin distribution's version does),
+    and when a third-party chunker is installed or removed.
     Returns nothing.
     """
 
@@ -38,7 +41,7 @@ def register_providers(register):
     producing an object with ``id``, ``name``, ``type`` (:class:`contextd.records.ProviderType`)
     and the methods ``initialize(context)``, ``is_available()``,
     ``query(query, scope, budget) -> list[ContextSnippet]`` and ``shutdown()``
-    (spec 004 §3.1; see :mod:`contextd.providers.base`). ``factory.id`` must be readable
+    (see :mod:`contextd.providers.base`). ``factory.id`` must be readable
     without instantiating, so that disabled providers cost nothing. Returns nothing.
     """
 
@@ -58,7 +61,7 @@ def register_embedders(register):
 @hookspec
 def register_contextualizers(register):
     """Offer contextualizers: the stage between chunking and embedding that prefixes each chunk
-    with document-level context (seed 003).
+    with document-level context.
 
     Call ``register(name, factory)``; ``factory(config)`` returns an object with ``name`` and
     ``prefixes(document: str, path: str, chunks: list[Chunk]) -> list[str]`` giving one prefix

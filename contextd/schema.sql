@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     index_text TEXT,                    -- what is embedded and BM25-indexed (prefix + text)
     parent TEXT,
     contextualized BOOLEAN NOT NULL DEFAULT false,
-    prefix_quality DOUBLE,              -- seed 003 FR-4 score of the prefix (0-1); NULL: none
+    prefix_quality DOUBLE,              -- quality score of the prefix (0-1); NULL: none
     prefix_tokens INTEGER DEFAULT 0
 );
 
@@ -93,7 +93,7 @@ CREATE TABLE IF NOT EXISTS usage_metrics (
     provider_scores JSON                -- provider id -> mean score of the hits it found
 );
 
--- Token usage of tasks as agents report it (spec 004 §7.3/§15), for the reduction report.
+-- Token usage of tasks as agents report it, for the reduction report.
 CREATE SEQUENCE IF NOT EXISTS task_usage_id_seq START 1;
 CREATE TABLE IF NOT EXISTS task_usage (
     report_id BIGINT NOT NULL DEFAULT nextval('task_usage_id_seq'),
@@ -192,7 +192,7 @@ CREATE TABLE IF NOT EXISTS search_sessions (
     result_count INTEGER NOT NULL,
     results JSON NOT NULL               -- the kept hits, best first, with their text
 );
--- Agent memory (contextd/stash, seed 001): segments stashed out of an agent's window; their
+-- Agent memory (contextd/stash): segments stashed out of an agent's window; their
 -- vectors are in embeddings, keyed by (model identity, text_hash).
 CREATE TABLE IF NOT EXISTS stash_segments (
     segment_id TEXT PRIMARY KEY,
@@ -228,7 +228,7 @@ CREATE TABLE IF NOT EXISTS kb_documents (
     title TEXT,
     added_at TIMESTAMP NOT NULL DEFAULT now(),
     updated_at TIMESTAMP NOT NULL DEFAULT now(),
-    metadata JSON                       -- given at add (seed 000), NULL: none
+    metadata JSON                       -- given at add, NULL: none
 );
 
 CREATE TABLE IF NOT EXISTS kb_memberships (

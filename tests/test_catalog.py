@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest_providers import open_indexed
+from golden import open_indexed
 from contextd.indexer import Indexer
 from contextd.providers import catalog as catalog_module
 from contextd.providers.catalog import ChunkCatalog

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest_providers import open_indexed
+from golden import open_indexed
 from contextd import ContextModule
 from contextd.indexer import Indexer
 from contextd.providers.catalog import FILES_PER_READ, ChunkCatalog

@@ -87,3 +87,52 @@ def test_without_the_plugin_the_file_falls_back_to_text(tmp_path: Path) -> None:
     result = run_chunks(empty_site, target)
     assert result["language"] == "text"
     assert [c["kind"] for c in result["chunks"]] == ["PARAGRAPH"]
+
+
+# Indexes the project given on the command line without vectors and prints (path, label) of
+# its stored chunks: a separate process, so that the plugins on its PYTHONPATH are the ones
+# registered.
+INDEX_AND_LIST = textwrap.dedent('''
+    import json, sys
+    from pathlib import Path
+    from contextd.config.project import Project
+    from contextd.indexer import Indexer
+    from contextd.store import open_store
+
+    project = Project.open(Path(sys.argv[1]))
+    store = open_store(project)
+    Indexer(project, store, embed=False).ensure_indexed()
+    print(json.dumps([[r.file_path, r.label] for r in store.chunks_for_files()]))
+    store.close()
+''')
+# The lines chunker registered under the built-in text chunker's name: it replaces it.
+REPLACING_TEXT = PLUGIN.replace('name = "lines"', 'name = "text"').replace(
+    'extensions = (".lines",)', 'extensions = (".txt",)')
+
+
+def index_and_list(site: Path, root: Path) -> list[list[str]]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    env.pop("CONTEXTD_LOAD_PLUGINS", None)
+    proc = subprocess.run([sys.executable, "-c", INDEX_AND_LIST, str(root)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_chunker_that_replaces_a_built_in_re_chunks_unchanged_files(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "notes.txt").write_text("alpha beta\ngamma delta\n")
+    empty, site = tmp_path / "empty", tmp_path / "site"
+    empty.mkdir()
+    site.mkdir()
+    install_plugin(site)
+    (site / "contextd_lines_plugin.py").write_text(REPLACING_TEXT)
+
+    built_in = index_and_list(empty, root)
+    assert [label for path, label in built_in if path == "notes.txt"] != ["line 1", "line 2"]
+    replaced = index_and_list(site, root)
+    assert [label for path, label in replaced if path == "notes.txt"] == ["line 1", "line 2"]
+    # Removing the plugin brings the built-in's chunks back, again with no file changed.
+    assert index_and_list(empty, root) == built_in

@@ -1,4 +1,4 @@
-"""Seed 003's contextual retrieval tools and spec 004 §7.2/§7.3's prompt and token report,
+"""The contextual retrieval tools, the task prompt and the token-reduction report,
 through the real surfaces: the MCP tools over stdio (SDK client), the CLI as subprocesses,
 and ``ContextModule`` in Python, on a real git repository with the real embedding model.
 """

@@ -1,4 +1,4 @@
-"""The contextualizer stage (seed 003): structural prefixes from real chunks, and the LLM
+"""The contextualizer stage: structural prefixes from real chunks, and the LLM
 contextualizer end to end against a local HTTP server speaking the OpenAI chat API.
 
 The server stands for the external LLM (it is not our code): its answers are canned but depend

@@ -1,4 +1,4 @@
-"""git_history blame (issue 14, spec 004 §9.4) in a real git repository made in a temp dir:
+"""git_history blame (issue 14) in a real git repository made in a temp dir:
 a hit names the last change of its lines (commit, author, subject) with that change's diff,
 and carries only the commits that changed those lines."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest_providers import git
+from golden import git
 from contextd import ContextModule
 from contextd.providers.blame import parse_porcelain
 from contextd.query.records import QueryRequest

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["conftest_providers"]
-
 from contextd.query.records import QueryRequest
 
 # (query, expected file, expected label suffix or None for "any chunk of the file")

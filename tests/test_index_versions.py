@@ -10,14 +10,13 @@ same number: bump the version, then record the new digest printed by the failure
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 from contextd.chunkers.chunking import CHUNKING_VERSION, chunk_file
 from contextd.config.sections import ContextConfig
 from contextd.scrub.scrubber import SCRUB_VERSION, scrub_secrets
+from golden import GOLDEN_REPO
 from secrets_corpus import generate
 
-GOLDEN_REPO = Path(__file__).parent / "fixtures" / "golden_repo"
 # Version 4 (other grammar wheels) moved Kotlin units and a few Python cut points in long
 # functions, none of them in the golden repository, whose digest is unchanged.
 CHUNK_DIGESTS = {3: "460fbb342b4eda07", 4: "460fbb342b4eda07"}

@@ -1,6 +1,6 @@
 """The knowledge base through the Engine (the object the CLI, the MCP tools and the owner
-socket call), with real documents, a real DuckDB file and the real embedding model: the five
-scenarios of seed 000, documents shared by contexts, the BLAKE3 re-add rules, folder adds,
+socket call), with real documents, a real DuckDB file and the real embedding model: five usage
+scenarios, documents shared by contexts, the BLAKE3 re-add rules, folder adds,
 scope folders, every bad input, and a property test of context isolation."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Seed 000's remaining knowledge-base parameters (issue 30), through MCP over stdio and the
+"""The knowledge base's remaining parameters (issue 30), through MCP over stdio and the
 CLI: ``min_relevance``, ``metadata`` kept with a document, ``force_ocr`` and scanned PDFs read
 by offline OCR, documents listed across contexts, and ``max_contexts``."""
 

@@ -1,4 +1,4 @@
-"""The knowledge base as agents and people reach it: the five scenarios of seed 000 over MCP
+"""The knowledge base as agents and people reach it: five usage scenarios over MCP
 (the SDK's stdio client driving ``contextd serve``) and over the CLI (real subprocesses,
 talking to the same owner), every bad input as one clear tool error or stderr line, and an
 add killed with SIGKILL that leaves whole documents only and resumes."""

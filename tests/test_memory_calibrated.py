@@ -1,4 +1,4 @@
-"""Agent memory as a new user meets it (issue 30, seed 001): the README's examples return what
+"""Agent memory as a new user meets it (issue 30): the README's examples return what
 they promise on a fresh project, long segments are found by any part of them, expired ones
 leave the listing at once, and an empty answer says why.
 

@@ -15,8 +15,6 @@ from contextd.query.records import FileResult, Hit, QueryRequest, QueryResponse
 from contextd.query.understanding import understand
 from contextd.records import ContextScope, ProviderType, TaskContext, to_dict
 
-pytest_plugins = ["conftest_providers"]
-
 
 def test_budget_manager_adjustments():
     manager = BudgetManager(BudgetConfig(default_max_tokens=1000, reserve_for_prompt=200))

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from conftest_providers import open_indexed
+from golden import open_indexed
 from contextd import ContextModule
 from contextd.config.sections import RankingConfig
 from contextd.query.path_words import PathWords, path_stems

@@ -10,8 +10,6 @@ import sys
 
 import pytest
 
-pytest_plugins = ["conftest_providers", "conftest_postgres"]
-
 TEAM_CONFIG = '[storage]\nbackend = "postgres"\nurl = "${DATABASE_URL}"\n'
 
 
@@ -23,7 +21,7 @@ def run(root, url, *args):
 
 @pytest.fixture(scope="module")
 def team_repo(tmp_path_factory):
-    from conftest_providers import make_golden_copy
+    from golden import make_golden_copy
 
     root = make_golden_copy(tmp_path_factory.mktemp("team") / "repo")
     # Vectors in-line: these tests check semantic answers from the shared database, not the
@@ -130,7 +128,7 @@ def test_first_query_hands_the_embedding_to_one_background_owner(tmp_path, postg
     """Issue 27's blocker: the first query of a PostgreSQL project crashed writing owner.log
     into a .contextd/ nothing had made. Now it answers, one background owner embeds, and
     stats (asked while it runs) report its pid and its model, not the command's own."""
-    from conftest_providers import make_golden_copy
+    from golden import make_golden_copy
 
     root = make_golden_copy(tmp_path / "repo")
     (root / "context.toml").write_text(BACKGROUND_CONFIG)

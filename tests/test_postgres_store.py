@@ -23,8 +23,6 @@ from contextd.store.postgres.connection import SCHEMA_VERSION, migrations, redac
 from contextd.store.postgres.workspace import normalise_remote, project_identity, workspace_id
 from test_store import make_chunk, record
 
-pytest_plugins = ["conftest_postgres"]
-
 SECRET = "s3cr3t-Pa55"
 
 

@@ -1,4 +1,4 @@
-"""Several projects in one index (spec 004 §8.0.12, issue 30): [projects.NAME] in context.toml,
+"""Several projects in one index (issue 30): [projects.NAME] in context.toml,
 queries naming projects through the CLI, the MCP client over stdio and Python; results fused
 under one budget and each hit naming its project."""
 

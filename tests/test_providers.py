@@ -18,12 +18,13 @@ from contextd.providers import ContextProvider, ProviderQuery
 from contextd.query.records import QueryRequest
 from contextd.records import ContextScope, ProviderType, TokenBudget
 
-pytest_plugins = ["conftest_providers"]
-
 SINGLE = ("semantic", "symbol", "full_text")
 
 
-def _query(module, pid, text, scope=ContextScope(), limit=20):
+NO_SCOPE = ContextScope()
+
+
+def _query(module, pid, text, scope=NO_SCOPE, limit=20):
     return module.provider(pid).query(ProviderQuery(text, limit), scope, TokenBudget())
 
 
@@ -95,7 +96,7 @@ def test_raising_and_hanging_providers_do_not_break_the_query(golden_module):
 
 
 def test_edit_is_reflected_by_every_provider(tmp_path):
-    from conftest_providers import make_golden_copy
+    from golden import make_golden_copy
 
     root = make_golden_copy(tmp_path / "repo")
     module = ContextModule.open(str(root))

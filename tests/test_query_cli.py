@@ -8,8 +8,6 @@ import sys
 
 import pytest
 
-pytest_plugins = ["conftest_providers"]
-
 
 def run(root, *args):
     return subprocess.run([sys.executable, "-m", "contextd", "--root", str(root), *args],
@@ -18,7 +16,7 @@ def run(root, *args):
 
 @pytest.fixture(scope="module")
 def fresh_repo(tmp_path_factory):
-    from conftest_providers import make_golden_copy
+    from golden import make_golden_copy
 
     return make_golden_copy(tmp_path_factory.mktemp("cli") / "repo")
 

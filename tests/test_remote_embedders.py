@@ -249,7 +249,7 @@ def test_wrong_key_and_wrong_dimension_are_one_line(tmp_path, fresh):
     root = project(tmp_path, remote_toml(fresh))
     cases = [
         ({KEY_VAR: "not-the-key"}, {}, [f"rejected the API key in ${KEY_VAR} (HTTP 401"]),
-        ({KEY_VAR: ""}, {}, [f"wants an API key (HTTP 401", f"set ${KEY_VAR}"]),
+        ({KEY_VAR: ""}, {}, ["wants an API key (HTTP 401", f"set ${KEY_VAR}"]),
         ({KEY_VAR: KEY}, {"dimension": 768}, ["returned 384-dimensional vectors",
                                               "dimension is 768; set dimension = 384"]),
         ({KEY_VAR: KEY}, {"model": "no-such-model"},

@@ -3,16 +3,12 @@ tokens of chunks, task token usage, the cache hit rate, and knowledge document m
 
 from __future__ import annotations
 
-import pytest
-
 from contextd.chunkers.chunking import chunk_file
 from contextd.config.sections import ContextConfig
 from contextd.contextualizers.stage import index_texts
 from contextd.store.base import DocumentRecord, FileRecord, IndexedChunk
 from contextd.store.duckdb.store import DuckDBStore
 from contextd.store.postgres import PostgresStore
-
-pytest_plugins = ["conftest_postgres"]
 
 SOURCE = '''"""Sessions of the auth service."""
 

@@ -1,4 +1,4 @@
-"""Seed 002's administration surface through real clients (issue 30): reload_config and the
+"""The administration surface through real clients (issue 30): reload_config and the
 compatibility profile's tools over MCP (the SDK client over stdio), and the Index Manager's
 /schema-status, index status and configuration panel over HTTP from a real ``contextd ui``."""
 

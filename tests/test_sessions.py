@@ -1,4 +1,4 @@
-"""Search sessions and reports in one process, on real parts: seed 002's folder forms against
+"""Search sessions and reports in one process, on real parts: a scope's folder forms against
 the scope matcher, the store's session table and its pruning, expiry through the Engine, file
 name sanitising and the citation checks on real files."""
 
@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import pytest
 

@@ -161,7 +161,7 @@ def test_every_documented_key_is_read_by_the_code_or_removed_with_a_migration_no
 
 
 SPEC_004_FILE = """\
-# context.toml as spec 004 §4.1 spells it
+# context.toml with the other spellings of keys that loading accepts with a note
 [context]
 enabled = true
 mode = "embedded"

@@ -1,4 +1,4 @@
-"""Ranking maths of agent memory (seed 001 §7) against values computed by hand."""
+"""Ranking maths of agent memory against values computed by hand."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The index stores on real databases: schema, migrations, atomic writes, cache, jobs.
 
 Tests taking ``make_store`` run against both backends: a DuckDB file and a workspace of a
-real PostgreSQL server with pgvector (tests/conftest_postgres.py).
+real PostgreSQL server with pgvector (the postgres fixtures of tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ import pytest
 from contextd.errors import StoreError
 from contextd.records import Chunk, ChunkKind, SymbolDef
 from contextd.store import FileRecord, IndexedChunk
+from contextd.store.base import DocumentRecord
 from contextd.store.duckdb.store import SCHEMA_VERSION, DuckDBStore, _migrations
-
-pytest_plugins = ["conftest_postgres"]
 
 
 @pytest.fixture(params=["duckdb", "postgres"])
@@ -269,9 +268,7 @@ def test_a_rebuild_claim_is_exclusive_across_store_objects(make_store):
     again()
 
 
-def kb_document(path: str, text: str, pages=()) -> "DocumentRecord":
-    from contextd.store.base import DocumentRecord
-
+def kb_document(path: str, text: str, pages=()) -> DocumentRecord:
     return DocumentRecord(record(path, make_chunk(text, path.rsplit("/", 1)[-1])),
                           source=f"/docs/{path[5:]}", format="markdown",
                           page_starts=tuple(pages), title=path)

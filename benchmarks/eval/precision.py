@@ -34,7 +34,7 @@ from pathlib import Path
 from benchmarks.eval import history
 from benchmarks.eval.corpora import CORPUS_LIST, TASKS, original_dir, stripped_dir
 from benchmarks.eval.run import (
-    CANDIDATES, NO_BUDGET, Case, build_index, doc_cases, is_gold_snippet, providers_for,
+    CANDIDATES, NO_BUDGET, Case, build_index, doc_cases, providers_for,
     run_systems,
 )
 from contextd.config.sections import DEFAULT_ALLOWED_EXTENSIONS

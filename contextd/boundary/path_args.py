@@ -1,8 +1,8 @@
 """Paths given by a caller (refresh_context, ``contextd refresh``): each one checked before
 the file system sees it, with a reason for each refused path.
 
-A 10,000-character path used to reach ``os.stat`` and end in ENAMETOOLONG with a traceback;
-``x\\0y.py``, a link to ``/etc`` or ``~/.ssh`` used to answer "completed, 0 files" as if
+Unchecked, a 10,000-character path would reach ``os.stat`` and end in ENAMETOOLONG with a traceback;
+``x\\0y.py``, a link to ``/etc`` or ``~/.ssh`` would answer "completed, 0 files" as if
 nothing were wrong. Here every path is judged on its text first (length, characters, where it
 points), then on the file system (existence, symbolic links leading out of the root).
 """
@@ -88,10 +88,12 @@ def check_path(root: Path, raw: str, known: Callable[[str], bool] | None = None
 def check_paths(root: Path, paths: Sequence[str], known: Callable[[str], bool] | None = None
                 ) -> tuple[list[str], list[RefusedPath]]:
     """The usable paths of ``paths`` (root-relative, "." for the root) and the refused ones."""
-    accepted, refused = [], []
+    accepted: list[str] = []
+    refused: list[RefusedPath] = []
     for raw in paths:
         rel, reason = check_path(root, raw, known)
         if reason is None:
+            assert rel is not None  # check_path gives a path exactly when it gives no reason
             accepted.append(rel)
         else:
             refused.append(RefusedPath(shown(raw), reason))

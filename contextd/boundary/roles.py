@@ -26,6 +26,7 @@ import re
 from typing import Iterable
 
 from contextd.errors import UsageError
+from contextd.text.languages import CONFIG, DOC, extensions_with_role, ids_with_role
 
 
 class FileRole(str, enum.Enum):
@@ -50,11 +51,10 @@ _TEST_NAME_RE = re.compile(
 _DOC_NAME_RE = re.compile(
     r"^(?:readme|changes|changelog|history|news|contributing|license|licence|authors|notice"
     r"|code_of_conduct|security)(?:\.[a-z0-9]+)?$", re.I)
-_DOC_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc", "adoc"})
-_CONFIG_LANGUAGES = frozenset({"yaml", "toml", "json", "ini", "xml", "properties", "cfg",
-                               "csv"})
-_CONFIG_SUFFIXES = (".yaml", ".yml", ".toml", ".json", ".ini", ".cfg", ".xml", ".properties",
-                    ".lock", ".csv")
+_DOC_LANGUAGES = ids_with_role(DOC)
+_CONFIG_LANGUAGES = ids_with_role(CONFIG)
+# Lock files are build data too, though no language claims them.
+_CONFIG_SUFFIXES = extensions_with_role(CONFIG) + (".lock",)
 
 
 def checked_roles(roles: Iterable[str]) -> frozenset[str]:

@@ -1,6 +1,6 @@
 """The project boundary: which files belong to the project, and why every other one does not.
 
-Spec 004 §8.0 items 1-10. A :class:`Boundary` is built once from a :class:`~contextd.config.project.
+A :class:`Boundary` is built once from a :class:`~contextd.config.project.
 Project` and answers two questions with the same rules:
 
 - :meth:`Boundary.iter_files` / :meth:`Boundary.scan`: walk the watch roots (bootstrap,
@@ -257,9 +257,9 @@ class _Patterns:
         if self._any is not None and self._any.search(rel) is None:
             return None
         hit = self.spec.check_file(rel)
-        if hit.include is None:
+        if hit.include is None or hit.index is None:
             return None
-        return hit.include, self.spec.patterns[hit.index].pattern
+        return hit.include, str(self.spec.patterns[hit.index].pattern)
 
     def matches(self, rel: str) -> bool:
         """Whether the path is matched (and not re-included by a negation)."""
@@ -475,7 +475,8 @@ class Boundary:
                     entries = sorted(it, key=attrgetter("name"))
             except OSError as exc:
                 if collect:
-                    yield Rejection(frame.rel_dir, RejectReason.UNREADABLE, exc.strerror, True)
+                    yield Rejection(frame.rel_dir, RejectReason.UNREADABLE,
+                                    exc.strerror or str(exc), True)
                 continue
             layers = frame.layers + self._dir_layers(
                 frame.abs_dir, frame.rel_dir, {e.name for e in entries})
@@ -495,7 +496,8 @@ class Boundary:
             if self._follow:
                 state.links.append((frame, entry.name, layers))
                 return None
-            rejected = self._link_rejection(entry.path, rel, layers)
+            rejected: tuple[RejectReason, str] | None = self._link_rejection(entry.path, rel,
+                                                                             layers)
             return Rejection(rel, *rejected) if rejected else None
         if entry.is_dir(follow_symlinks=False):
             rejected = self._dir_rejection(rel, layers)
@@ -509,7 +511,7 @@ class Boundary:
         try:
             st = entry.stat(follow_symlinks=False)
         except OSError as exc:
-            return Rejection(rel, RejectReason.UNREADABLE, exc.strerror)
+            return Rejection(rel, RejectReason.UNREADABLE, exc.strerror or str(exc))
         rejected = self._file_rejection(rel, entry.name, entry.path, st.st_size, layers)
         if rejected:
             return Rejection(rel, *rejected)
@@ -551,7 +553,7 @@ class Boundary:
         try:
             st = os.stat(real)
         except OSError as exc:
-            return Rejection(rel, RejectReason.UNREADABLE, exc.strerror)
+            return Rejection(rel, RejectReason.UNREADABLE, exc.strerror or str(exc))
         if not stat_mod.S_ISREG(st.st_mode):
             return Rejection(rel, RejectReason.NOT_A_REGULAR_FILE, f"link to {real}")
         rejected = self._file_rejection(rel, os.path.basename(rel), real, st.st_size, layers)

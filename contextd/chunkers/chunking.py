@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from contextd.chunkers.core import Source, UnparsableFile, split_span
 from contextd.config.sections import ContextConfig, LanguageChunking
-from contextd.plugins.manager import collect
+from contextd.plugins.manager import Registration, collect, plugin_version
 from contextd.records import Chunk, ChunkKind
 
 log = logging.getLogger(__name__)
@@ -50,11 +50,16 @@ class ChunkedFile:
 
 
 @functools.lru_cache(maxsize=1)
+def _registered() -> dict[str, Registration]:
+    """Every registered chunker by name, with the plugin that registered it."""
+    return collect("register_chunkers", key=lambda args: args[0].name)
+
+
+@functools.lru_cache(maxsize=1)
 def _registry() -> tuple[dict[str, object], dict[str, object], dict[str, object]]:
     """(by name, by exact file name, by extension); the first claim of a file name or an
     extension wins, in plugin order (third parties before built-ins)."""
-    registered = collect("register_chunkers", key=lambda args: args[0].name)
-    by_name = {name: reg.value for name, reg in registered.items()}
+    by_name = {name: reg.value for name, reg in _registered().items()}
     by_filename: dict[str, object] = {}
     by_extension: dict[str, object] = {}
     for chunker in by_name.values():
@@ -126,11 +131,30 @@ def effective_settings(config: ContextConfig, language: str) -> LanguageChunking
     return settings
 
 
+def third_party_chunkers() -> tuple[str, ...]:
+    """The registered chunkers that are not contextd's own, each as
+    ``name=plugin:module.Class@version``: installing, upgrading or removing a plugin that adds
+    or replaces a chunker changes the chunks of files it claims, though no file changed. The
+    version is the chunker's own ``version`` attribute, else its plugin distribution's."""
+    found = []
+    for name, reg in sorted(_registered().items()):
+        kind = type(reg.value)
+        if kind.__module__.startswith("contextd."):
+            continue
+        version = getattr(reg.value, "version", None) or plugin_version(reg.plugin)
+        found.append(f"{name}={reg.plugin}:{kind.__module__}.{kind.__qualname__}@{version}")
+    return tuple(found)
+
+
 def chunking_signature(config: ContextConfig) -> str:
     """A string that changes exactly when the chunks of an unchanged file would: the chunking
-    code's version, the per-language settings and the model window that caps them."""
+    code's version, the per-language settings, the model window that caps them and the
+    third-party chunkers registered (the built-ins are CHUNKING_VERSION's to cover, so an index
+    without plugins keeps its signature across releases that leave the chunking alone)."""
     settings = sorted(config.chunking.items())
-    return f"v{CHUNKING_VERSION}:{config.embedding.max_seq_length}:{settings!r}"
+    signature = f"v{CHUNKING_VERSION}:{config.embedding.max_seq_length}:{settings!r}"
+    plugins = third_party_chunkers()
+    return f"{signature}:{','.join(plugins)}" if plugins else signature
 
 
 def chunk_file(path: str, data: bytes, config: ContextConfig) -> ChunkedFile:

@@ -1,4 +1,4 @@
-"""YAML, TOML and JSON by key (spec 004 §10.4): one chunk per top-level key labelled with its
+"""YAML, TOML and JSON by key: one chunk per top-level key labelled with its
 key path; a key over the token cap is split into its child keys ("services.database"), and a
 value without child keys into line windows.
 
@@ -18,6 +18,7 @@ from contextd.chunkers.grammars import get_parser
 from contextd.chunkers.markdown import paragraph_starts
 from contextd.config.sections import LanguageChunking
 from contextd.records import Chunk, ChunkKind
+from contextd.text.languages import extensions_of
 
 _YAML_KEY_RE = re.compile(r"( *)(?:- )?(\"[^\"]*\"|'[^']*'|[^\s#'\"\-{\[][^:#]*?)[ \t]*:(?:[ \t]|$)")
 _TOML_TABLE_RE = re.compile(r"[ \t]*\[\[?[ \t]*([^\]]+?)[ \t]*\]\]?[ \t]*(?:#.*)?$")
@@ -99,7 +100,7 @@ class YamlChunker(_KeyedChunker):
 
     name = "yaml"
     language = "yaml"
-    extensions = (".yaml", ".yml")
+    extensions = extensions_of("yaml")
     filenames = ()
     kind = ChunkKind.YAML_BLOCK
 
@@ -141,7 +142,7 @@ class TomlChunker(_KeyedChunker):
 
     name = "toml"
     language = "toml"
-    extensions = (".toml",)
+    extensions = extensions_of("toml")
     filenames = ("Pipfile",)
 
     def key_lines(self, lines: list[str]) -> list[KeyLine]:
@@ -169,7 +170,7 @@ class JsonChunker:
 
     name = "json"
     language = "json"
-    extensions = (".json", ".jsonc", ".json5", ".geojson")
+    extensions = extensions_of("json")
     filenames = (".babelrc", ".eslintrc")
 
     def chunk(self, text: str, path: str, settings: LanguageChunking) -> list[Chunk]:

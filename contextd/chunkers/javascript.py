@@ -1,4 +1,4 @@
-"""TypeScript, TSX and JavaScript (spec 004 §10.3): exported declarations with their JSDoc;
+"""TypeScript, TSX and JavaScript: exported declarations with their JSDoc;
 classes, functions, interfaces, type aliases, enums; arrow functions assigned to consts.
 
 ``export`` wraps a declaration and is kept in its chunk; an exported ``const`` of any value is
@@ -11,6 +11,7 @@ from tree_sitter import Node
 
 from contextd.chunkers.code import CodeChunker, CodeSpec, Def, node_text
 from contextd.records import ChunkKind
+from contextd.text.languages import extensions_of
 
 FUNCTION = Def(ChunkKind.CODE_FUNCTION, "function")
 CLASS = Def(ChunkKind.CODE_CLASS, "class", container=True)
@@ -54,12 +55,11 @@ def classify_variable(node: Node, wrapper: str) -> tuple[Def, str] | None:
     return (VARIABLE, name) if wrapper == "export_statement" else None
 
 
-def _spec(name: str, grammar: str, extensions: tuple[str, ...], query: str,
-          definitions: dict[str, Def]) -> CodeSpec:
+def _spec(name: str, grammar: str, query: str, definitions: dict[str, Def]) -> CodeSpec:
     return CodeSpec(
         name=name,
         grammar=grammar,
-        extensions=extensions,
+        extensions=extensions_of(name),
         definitions=definitions,
         query=query,
         wrappers=frozenset({"export_statement", "ambient_declaration"}),
@@ -69,11 +69,9 @@ def _spec(name: str, grammar: str, extensions: tuple[str, ...], query: str,
     )
 
 
-TYPESCRIPT = _spec("typescript", "typescript", (".ts", ".mts", ".cts"), "typescript.scm",
-                   TS_DEFINITIONS)
-TSX = _spec("tsx", "tsx", (".tsx",), "typescript.scm", TS_DEFINITIONS)
-JAVASCRIPT = _spec("javascript", "javascript", (".js", ".jsx", ".mjs", ".cjs"),
-                   "javascript.scm", JS_DEFINITIONS)
+TYPESCRIPT = _spec("typescript", "typescript", "typescript.scm", TS_DEFINITIONS)
+TSX = _spec("tsx", "tsx", "typescript.scm", TS_DEFINITIONS)
+JAVASCRIPT = _spec("javascript", "javascript", "javascript.scm", JS_DEFINITIONS)
 
 
 def chunkers() -> list[CodeChunker]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from contextd.chunkers.code import CodeChunker, CodeSpec, Def
 from contextd.records import ChunkKind
+from contextd.text.languages import extensions_of
 
 FUNCTION = Def(ChunkKind.CODE_FUNCTION, "function")
 CLASS = Def(ChunkKind.CODE_CLASS, "class", container=True)
@@ -17,7 +18,7 @@ ENUM = Def(ChunkKind.CODE_CLASS, "enum", container=True)
 JAVA = CodeSpec(
     name="java",
     grammar="java",
-    extensions=(".java",),
+    extensions=extensions_of("java"),
     definitions={
         "class_declaration": CLASS,
         "record_declaration": CLASS,
@@ -34,7 +35,7 @@ JAVA = CodeSpec(
 KOTLIN = CodeSpec(
     name="kotlin",
     grammar="kotlin",
-    extensions=(".kt", ".kts"),
+    extensions=extensions_of("kotlin"),
     definitions={
         "class_declaration": CLASS,
         "object_declaration": CLASS,

@@ -1,4 +1,4 @@
-"""Markdown (spec 004 §10.1): one chunk per ATX heading section, labelled with the heading
+"""Markdown: one chunk per ATX heading section, labelled with the heading
 path ("Install > From source"); long sections cut at paragraphs; code fences as CODE_BLOCK
 chunks labelled with their language, the heading path as their parent and context. A section
 that holds only its heading ("# Guide" straight before "## Install") joins the section or
@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 from contextd.chunkers.core import Source, Unit, emit_unit, trim_span
 from contextd.config.sections import LanguageChunking
 from contextd.records import Chunk, ChunkKind
+from contextd.text.languages import extensions_of
 
 _HEADING_RE = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*([^\s`{]*)")
@@ -27,7 +28,7 @@ def paragraph_starts(lines: list[str], first: int, last: int) -> dict[int, int]:
 class MarkdownChunker:
     name = "markdown"
     language = "markdown"
-    extensions = (".md", ".markdown", ".mdx", ".mkd")
+    extensions = extensions_of("markdown")
     filenames = ()
 
     def chunk(self, text: str, path: str, settings: LanguageChunking) -> list[Chunk]:

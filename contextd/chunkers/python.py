@@ -1,4 +1,4 @@
-"""Python (spec 004 §10.2): module docstring, classes, functions with decorators and docstrings.
+"""Python: module docstring, classes, functions with decorators and docstrings.
 
 A class under the cap is one chunk; a larger one becomes its header (signature, docstring,
 class attributes) plus one ``Class.method`` chunk per method carrying the class signature as
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from contextd.chunkers.code import CodeChunker, CodeSpec, Def
 from contextd.records import ChunkKind
+from contextd.text.languages import extensions_of
 
 FUNCTION = Def(ChunkKind.CODE_FUNCTION, "function")
 CLASS = Def(ChunkKind.CODE_CLASS, "class", container=True)
@@ -16,7 +17,7 @@ CLASS = Def(ChunkKind.CODE_CLASS, "class", container=True)
 PYTHON = CodeSpec(
     name="python",
     grammar="python",
-    extensions=(".py", ".pyi", ".pyw"),
+    extensions=extensions_of("python"),
     filenames=("SConstruct", "SConscript"),
     definitions={"function_definition": FUNCTION, "class_definition": CLASS},
     query="python.scm",

@@ -1,4 +1,4 @@
-"""SQL (spec 004 §10.5): one chunk per statement with the comments above it, labelled by
+"""SQL: one chunk per statement with the comments above it, labelled by
 statement type and object ("CREATE TABLE users", "INSERT INTO orders").
 
 A regular-expression scanner finds the ``;`` that end statements while skipping strings,
@@ -12,6 +12,7 @@ import re
 from contextd.chunkers.core import Source, Unit, emit_unit, fill_gaps, trim_span
 from contextd.config.sections import LanguageChunking
 from contextd.records import Chunk, ChunkKind, SymbolDef
+from contextd.text.languages import extensions_of
 
 _TOKEN_RE = re.compile(r"--[^\n]*|/\*.*?(?:\*/|\Z)|'(?:[^']|'')*(?:'|\Z)|\"[^\"]*(?:\"|\Z)"
                        r"|`[^`]*(?:`|\Z)|\$([A-Za-z_]\w*|)\$.*?(?:\$\1\$|\Z)|;", re.S)
@@ -59,7 +60,7 @@ def _unquote(name: str) -> str:
 class SqlChunker:
     name = "sql"
     language = "sql"
-    extensions = (".sql", ".ddl", ".psql", ".pgsql")
+    extensions = extensions_of("sql")
     filenames = ()
 
     def chunk(self, text: str, path: str, settings: LanguageChunking) -> list[Chunk]:

@@ -11,6 +11,7 @@ from tree_sitter import Node
 
 from contextd.chunkers.code import CodeChunker, CodeSpec, Def, default_name, node_text
 from contextd.records import ChunkKind
+from contextd.text.languages import extensions_of
 
 FUNCTION = Def(ChunkKind.CODE_FUNCTION, "function")
 STRUCT = Def(ChunkKind.CODE_CLASS, "struct")
@@ -53,7 +54,7 @@ def rust_name(node: Node) -> str | None:
 GO = CodeSpec(
     name="go",
     grammar="go",
-    extensions=(".go",),
+    extensions=extensions_of("go"),
     definitions={"function_declaration": FUNCTION, "method_declaration": FUNCTION},
     query="go.scm",
     import_types=frozenset({"import_declaration", "package_clause"}),
@@ -64,7 +65,7 @@ GO = CodeSpec(
 RUST = CodeSpec(
     name="rust",
     grammar="rust",
-    extensions=(".rs",),
+    extensions=extensions_of("rust"),
     definitions={
         "function_item": FUNCTION,
         "function_signature_item": FUNCTION,
@@ -94,7 +95,7 @@ C_DEFINITIONS = {
 C = CodeSpec(
     name="c",
     grammar="c",
-    extensions=(".c", ".h"),
+    extensions=extensions_of("c"),
     definitions=C_DEFINITIONS,
     query="c.scm",
     scopes=frozenset({"linkage_specification"}),
@@ -104,7 +105,7 @@ C = CodeSpec(
 CPP = CodeSpec(
     name="cpp",
     grammar="cpp",
-    extensions=(".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".ipp"),
+    extensions=extensions_of("cpp"),
     definitions={
         **C_DEFINITIONS,
         "class_specifier": Def(ChunkKind.CODE_CLASS, "class", container=True),

@@ -7,6 +7,7 @@ from contextd.chunkers.core import Source, split_span
 from contextd.chunkers.markdown import paragraph_starts
 from contextd.config.sections import LanguageChunking
 from contextd.records import Chunk, ChunkKind
+from contextd.text.languages import extensions_of
 
 LABEL_CHARS = 60
 
@@ -20,7 +21,7 @@ def first_words(text: str) -> str:
 class TextChunker:
     name = "text"
     language = "text"
-    extensions = (".txt", ".text", ".rst", ".adoc", ".log")
+    extensions = extensions_of("text", "rst", "asciidoc")
     filenames = ("README", "LICENSE", "NOTICE", "AUTHORS", "CHANGES")
 
     def chunk(self, text: str, path: str, settings: LanguageChunking) -> list[Chunk]:

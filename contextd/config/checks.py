@@ -1,4 +1,4 @@
-"""Configuration checks that need the file system (spec 004 §8.0 item 9).
+"""Configuration checks that need the file system.
 
 :mod:`contextd.config.sections` validates names, types and ranges while loading; this module checks what
 only the disk can answer: do the watch paths exist, do they overlap, are they dangerous, do the
@@ -34,7 +34,7 @@ def config_file_name(project: Project) -> str:
 
 
 def is_auto(watch_paths: list[str]) -> bool:
-    """``[]`` and ``["auto"]`` both mean: detect the project root (spec 004 §8.0 item 2)."""
+    """``[]`` and ``["auto"]`` both mean: detect the project root."""
     return all(p.strip() == AUTO for p in watch_paths)
 
 

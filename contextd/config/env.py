@@ -1,4 +1,4 @@
-"""Remote embedding settings from the environment and the project's ``.env`` (seed 002).
+"""Remote embedding settings from the environment and the project's ``.env``.
 
 Teams that already run an embedding server configure their tools with variables such as
 ``EMBEDDING_MODEL`` and ``OLLAMA_BASE_URL``, often in a ``.env`` file at the project root.
@@ -23,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from contextd.config.sections import ContextConfig, EmbeddingConfig
 from contextd.errors import ConfigError, ConfigIssue
@@ -121,7 +121,7 @@ def resolve_embedding(config: ContextConfig, root: Path,
     lookup = _Lookup(environ, read_dotenv(dotenv_path))
     embedding = config.embedding
     origins: dict[str, Origin] = {}
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}
     for f in dataclasses.fields(EmbeddingConfig):
         if f"embedding.{f.name}" in config.explicit_keys:
             origins[f.name] = Origin("context.toml")

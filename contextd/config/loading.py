@@ -1,4 +1,4 @@
-"""context.toml: typed, immutable configuration with the defaults of spec 004 §4.1.
+"""context.toml: typed, immutable configuration with their defaults.
 
 The file is optional: no file means every default, so contextd works with zero configuration
 in any directory. Sections may be written at the top level (``[watcher]``) or under a
@@ -39,14 +39,16 @@ class InvalidConfig(ConfigError):
         super().__init__(issues)
         self.partial = partial
 
-# Spec 004 §4.1's spellings, accepted beside ours with a note: (section, key) -> ours.
+# Other spellings of keys that configuration files in the wild use, accepted beside ours
+# with a note: (section, key) -> ours.
 # "chunking" stands for every [chunking.LANGUAGE] table.
 SPEC_ALIASES = {
     ("chunking", "preserve_kdoc"): ("chunking", "preserve_docstrings"),
     ("chunking", "preserve_jsdoc"): ("chunking", "preserve_docstrings"),
     ("watcher", "max_file_size_mb"): ("indexing", "max_file_size_mb"),
 }
-# Spec 004's core settings written at the top of [context] (``enabled = true``): [core]'s.
+# [core]'s settings written at the top of a [context] table (``enabled = true``), as
+# files in the wild do.
 CORE_AT_TOP = ("enabled", "mode", "fallback_enabled")
 # Keys contextd no longer has: a file that sets one still loads, with this note.
 REMOVED_KEYS = {
@@ -137,7 +139,8 @@ def config_from_dict(raw: dict[str, Any], fname: str = "<dict>") -> ContextConfi
 
 def _spec_spellings(raw: dict[str, Any], prefix: str, fname: str,
                     notes: list[ConfigIssue]) -> dict[str, Any]:
-    """``raw`` with spec 004's spellings turned into ours and removed keys taken out, a note
+    """``raw`` with the other spellings (SPEC_ALIASES, CORE_AT_TOP) turned into ours and
+    removed keys taken out, a note
     for each (the file loads either way; ours wins where both are given)."""
     raw = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
 
@@ -299,6 +302,6 @@ def iter_documented_fields(cls) -> typing.Iterator[tuple[str, Any, str]]:
     for f in dataclasses.fields(cls):
         if f.metadata.get("internal"):
             continue
-        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
         yield f.name, default, f.metadata.get("help", "")
 

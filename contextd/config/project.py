@@ -13,14 +13,14 @@ from contextd.config.sections import ContextConfig
 from contextd.config.roots import WatchPath, dangerous_root
 from contextd.errors import BoundaryError
 
-# Package-manager markers of spec 004 §8.0 item 2, after the git root.
+# Package-manager markers: what makes a folder a project root when no git root is above it.
 PROJECT_MARKERS = ("package.json", "pom.xml", "build.gradle", "build.gradle.kts", "Cargo.toml",
                    "pyproject.toml", "setup.py", "go.mod")
 
 
 def detect_project_root(start: Path) -> Path:
     """The git root above ``start``, else the nearest directory with a package marker, else
-    ``start`` itself (spec 004 §8.0 item 2)."""
+    ``start`` itself."""
     start = start.resolve()
     chain = [start, *start.parents]
     for directory in chain:

@@ -27,7 +27,7 @@ class WatchPath:
 
 
 def dangerous_root(watch: WatchPath) -> str | None:
-    """Why a watch path must be refused (spec 004 §8.0 item 8), or None.
+    """Why a watch path must be refused, or None.
 
     The home directory is refused unless it is named explicitly as an absolute path: "auto"
     landing in ``$HOME`` or a stray ``~``/``.`` must never index a whole home directory.

@@ -1,4 +1,4 @@
-"""context.toml's sections: typed, immutable settings with the defaults of spec 004 §4.1.
+"""context.toml's sections: typed, immutable settings with their defaults.
 
 Each field carries its documentation and constraints (``_opt``): loading validates against
 them (:mod:`contextd.config.loading`) and ``contextd init`` writes a documented file from them.
@@ -7,8 +7,12 @@ them (:mod:`contextd.config.loading`) and ``contextd init`` writes a documented 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
+
+from contextd.text.languages import DEFAULT_EXTENSIONS
+
 
 def _opt(default: Any, *, help: str, min: float | None = None, max: float | None = None,
          choices: tuple[str, ...] | None = None) -> Any:
@@ -16,7 +20,7 @@ def _opt(default: Any, *, help: str, min: float | None = None, max: float | None
     and by ``contextd init`` to write a documented file)."""
     meta = {"help": help, "min": min, "max": max, "choices": choices}
     if isinstance(default, (list, dict, tuple)):
-        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+        return field(default_factory=functools.partial(type(default), default), metadata=meta)
     return field(default=default, metadata=meta)
 
 
@@ -26,13 +30,7 @@ DEFAULT_IGNORE_PATTERNS = (
     ".tox", ".ruff_cache", "*.egg-info",
 )
 
-DEFAULT_ALLOWED_EXTENSIONS = (
-    ".py", ".pyi", ".kt", ".kts", ".java", ".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs",
-    ".go", ".rs", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs", ".rb", ".php",
-    ".swift", ".scala", ".lua", ".md", ".markdown", ".rst", ".txt", ".adoc", ".yaml", ".yml",
-    ".toml", ".json", ".xml", ".properties", ".ini", ".cfg", ".sql", ".csv", ".sh", ".bash",
-    ".zsh", ".ps1", ".html", ".css", ".scss", ".vue", ".svelte", ".proto", ".graphql", ".tf",
-)
+DEFAULT_ALLOWED_EXTENSIONS = DEFAULT_EXTENSIONS
 
 DEFAULT_BLOCKED_EXTENSIONS = (
     ".exe", ".bin", ".dll", ".so", ".dylib", ".o", ".a", ".jpg", ".jpeg", ".png", ".gif",
@@ -117,8 +115,8 @@ class WatcherConfig:
                                       help="gitignore-style patterns never indexed.")
     use_gitignore: bool = _opt(True, help="Also apply every .gitignore in the tree.")
     use_contextignore: bool = _opt(True, help="Also apply every .contextignore in the tree.")
-    use_dockerignore: bool = _opt(False, help="Also apply .dockerignore files (spec 004 "
-                                              "§8.0), read with .gitignore's rules.")
+    use_dockerignore: bool = _opt(False, help="Also apply .dockerignore files, read with "
+                                              ".gitignore's rules.")
 
 
 @dataclass(frozen=True)
@@ -420,7 +418,7 @@ class RankingConfig:
                                                "as no strong match (a note).")
 
 
-# ----- search sessions and reports (contextd/sessions/, seed 002) -------------------------
+# ----- search sessions and reports (contextd/sessions/) ---------------------------------
 @dataclass(frozen=True)
 class SessionsConfig:
     max_sessions: int = _opt(10, min=1, max=10000,
@@ -470,7 +468,7 @@ class UiConfig:
                                    help="Lines kept in .contextd/progress.jsonl.")
 
 
-# ----- [stash]: agent memory (contextd/stash, seed 001) ----------------------------------
+# ----- [stash]: agent memory (contextd/stash) -------------------------------------------
 @dataclass(frozen=True)
 class StashConfig:
     enabled: bool = _opt(True, help="Offer agent memory (stash, retrieve, merge segments).")
@@ -485,8 +483,7 @@ class StashConfig:
     recency_decay_days: float = _opt(7.0, min=0.001,
                                      help="Decay constant of the time since it was stashed.")
     # Calibrated on all-MiniLM-L6-v2 (benchmarks/bench_memory_thresholds.py): 0.25 keeps 96%
-    # of paraphrased questions and lets 0.3% of unrelated text through; seed 001's 0.7
-    # kept 21%.
+    # of paraphrased questions and lets 0.3% of unrelated text through; 0.7 kept 21%.
     min_similarity: float = _opt(0.25, min=0.0, max=1.0,
                                  help="Default cut-off on cosine similarity for retrieval "
                                       "(calibrated for all-MiniLM-L6-v2).")
@@ -538,7 +535,7 @@ class KnowledgeConfig:
     max_files_per_add: int = _opt(10000, min=1, help="A folder add stops with an error "
                                                      "beyond this many files.")
     max_contexts: int = _opt(100, min=1, help="Most knowledge contexts ('default' counts); "
-                                              "creating one more is refused (seed 000).")
+                                              "creating one more is refused.")
 
 
 # ----- [owner]: the background owner a CLI command hands a long first embedding to (issue 13)
@@ -585,7 +582,7 @@ class McpConfig:
                                    "(every tool's description costs an agent context).")
 
 
-# ----- [projects.NAME]: several projects in one index (spec 004 §8.0.12) -------------------
+# ----- [projects.NAME]: several projects in one index -----------------------------------
 @dataclass(frozen=True)
 class ProjectScopeConfig:
     """One named project of a monorepo: the files under its watch paths, less its ignore
@@ -630,8 +627,8 @@ class ContextConfig:
     # compared: two configurations with the same values are the same configuration.
     explicit_keys: frozenset[str] = field(default=frozenset(), compare=False,
                                           metadata={"internal": True})
-    # What loading accepted but wants said (a spec 004 spelling, a key with no effect here):
-    # ``contextd validate-config`` lists them as warnings.
+    # What loading accepted but wants said (another spelling of a key, a key with no effect
+    # here): ``contextd validate-config`` lists them as warnings.
     notes: tuple = field(default=(), compare=False, metadata={"internal": True})
 
     def chunking_for(self, language: str) -> LanguageChunking:

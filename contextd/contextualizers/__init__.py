@@ -1,4 +1,4 @@
-"""Built-in contextualizers (seed 003): ``structural`` (the default, no LLM) and ``llm``
+"""Built-in contextualizers: ``structural`` (the default, no LLM) and ``llm``
 (opt-in, an HTTP endpoint the user configures). Registered ``trylast`` so a third-party plugin
 registering the same name replaces a built-in."""
 

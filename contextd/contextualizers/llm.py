@@ -1,5 +1,5 @@
 """The LLM contextualizer (opt-in): a 50-100 word prefix per chunk, written by a language model
-the user runs or rents, with the prompt and quality checks of seed 003.
+the user runs or rents, with a fixed prompt and quality checks on what it writes.
 
 The endpoint is whatever ``[contextualizer] llm_endpoint`` names (an OpenAI-compatible
 ``/v1/chat/completions`` server or Ollama's ``/api/chat``); there is no default, so nothing
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from contextd.records import Chunk
 from contextd.text.tokens import estimate_tokens
 
-# Seed 003 "Prompt Template", with the chunk's path as title and its language as type.
+# The prompt, with the chunk's path as title and its language as type.
 CONTEXT_PROMPT = """You are helping improve search by adding context to text chunks.
 
 Given a document and a specific chunk from that document, generate a brief
@@ -48,7 +48,7 @@ for this information. Be specific and include key terms.
 
 Contextual Prefix:"""
 
-# Seed 003 FR-4 "Specificity": openings that say nothing about this chunk.
+# Openings that say nothing about this chunk.
 GENERIC_PHRASES = (
     "this section discusses", "this section describes", "this chunk", "this code snippet",
     "this snippet", "the following code", "this text", "this passage", "in this section",
@@ -92,8 +92,8 @@ class Verdict:
 
 
 def check_quality(prefix: str, chunk: Chunk, settings) -> Verdict:
-    """Seed 003 FR-4: length within [min_words, max_words], at least ``min_key_term_share``
-    of the chunk's key terms mentioned, and no generic phrase."""
+    """A prefix passes with its length within [min_words, max_words], at least
+    ``min_key_term_share`` of the chunk's key terms mentioned, and no generic phrase."""
     words = len(_WORD_RE.findall(prefix))
     lowered = prefix.lower()
     terms = key_terms(chunk)
@@ -114,7 +114,7 @@ def check_quality(prefix: str, chunk: Chunk, settings) -> Verdict:
 
 
 def prefix_quality(prefix: str, chunk: Chunk, settings, *, generated: bool) -> float | None:
-    """The quality score (0-1) kept with a chunk's prefix: seed 003 FR-4's checks. A generated
+    """The quality score (0-1) kept with a chunk's prefix: check_quality's checks. A generated
     (LLM) prefix is rated on all three (length, key terms, no generic phrase); a structural
     one is built, not written, and short by design, so its length is not held against it."""
     if not prefix:
@@ -153,7 +153,7 @@ def document_excerpt(document: str, chunk: Chunk, max_tokens: int) -> str:
 
 @dataclass
 class LLMCounters:
-    """Token and cost accounting of one contextualizer (seed 003 NFR-2)."""
+    """Token and cost accounting of one contextualizer."""
 
     requests: int = 0
     failures: int = 0

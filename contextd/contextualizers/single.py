@@ -1,4 +1,4 @@
-"""One chunk's contextual prefix on demand (seed 003 ``generate_context_for_chunk``).
+"""One chunk's contextual prefix on demand (the ``generate_context_for_chunk`` tool).
 
 The agent hands over a chunk and its document; the configured contextualizer (structural by
 default, the LLM when ``[contextualizer] strategy = "llm"``) writes the prefix exactly as

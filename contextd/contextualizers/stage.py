@@ -1,4 +1,4 @@
-"""The contextualizer stage between chunking and embedding (seed 003): index texts per chunk.
+"""The contextualizer stage between chunking and embedding: index texts per chunk.
 
 The original chunk text is what users see; the index text (contextual prefix, blank line,
 chunk) is what gets embedded and BM25-indexed. Changing the strategy changes the index texts,
@@ -72,7 +72,7 @@ def contextualizer_signature(config: ContextConfig) -> str:
 @dataclass(frozen=True)
 class IndexText:
     """What the stage makes of one chunk: the text embedded and BM25-indexed, whether it
-    carries a prefix, and that prefix's quality score (seed 003 FR-4, 0-1) and tokens."""
+    carries a prefix, and that prefix's quality score (0-1) and tokens."""
 
     text: str
     contextualized: bool = False

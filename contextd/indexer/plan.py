@@ -59,9 +59,9 @@ def priority(entry: FileEntry | FileTask, source_extensions: frozenset[str],
     """Sort key of the bootstrap order: source code, documentation, tests, configuration,
     large files last; within each, the ``bootstrap.priority_extensions`` first, then the
     files changed most often in recent git history (the code being worked on), then the
-    smaller first (more files sooner). Spec 004 §8.0 put small files of any kind first; on
-    a 3,000-file project whose first answer must come within seconds, that read translated
-    docs and examples before the package they describe (issue 26)."""
+    smaller first (more files sooner). Roles come before size: on a 3,000-file project
+    whose first answer must come within seconds, small files of any kind first would read
+    translated docs and examples before the package they describe (issue 26)."""
     large = entry.size >= LARGE_FILE_BYTES
     bucket = LARGE_BUCKET if large else \
         ROLE_ORDER[file_role(entry.path, language_for(entry.path) or "")]

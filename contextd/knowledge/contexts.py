@@ -31,7 +31,7 @@ RESERVED_NAMES = {
 
 
 def split_names(values: Sequence[str] | None) -> list[str]:
-    """Context names as given, each entry possibly comma-separated (seed 000:
+    """Context names as given, each entry possibly comma-separated (e.g.
     ``--context aws-architecture,healthcare-compliance``); blanks dropped."""
     return [part.strip() for value in values or () for part in value.split(",")
             if part.strip()]
@@ -138,7 +138,7 @@ def show_context(store: IndexStore, name: str, embedding_model: str) -> ContextD
 
 def list_documents(store: IndexStore, context: str | None = None, limit: int = 100,
                    offset: int = 0) -> DocumentList:
-    """Documents of one context, or of every context when None (seed 000 knowledge-show),
+    """Documents of one context, or of every context when None (``contextd knowledge show``),
     by path, a page of ``limit``."""
     if limit < 1 or offset < 0:
         raise KnowledgeError("limit must be 1 or more and offset 0 or more")

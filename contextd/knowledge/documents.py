@@ -101,7 +101,7 @@ class DocumentWriter:
         self.root = root
         self.contexts = list(contexts)
         self.known = known
-        # Seed 000: metadata given at add is kept with each document it adds; force_ocr
+        # Metadata given at add is kept with each document it adds; force_ocr
         # reads PDFs by OCR (and re-reads an unchanged one, which was read without it).
         self.metadata = dict(metadata or {})
         self.force_ocr = force_ocr

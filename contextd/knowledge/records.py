@@ -44,7 +44,7 @@ class DocumentInfo:
     secrets_redacted: int
     added_at: str
     updated_at: str
-    metadata: dict[str, Any] = field(default_factory=dict)  # given at add (seed 000)
+    metadata: dict[str, Any] = field(default_factory=dict)  # given at add
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ def knowledge_request(query: str, contexts: Sequence[str] | None = None, k: int 
                       wait_for_model: bool = False, min_relevance: float | None = None
                       ) -> QueryRequest:
     """The QueryRequest of a knowledge search: ``contexts`` None or empty = every context
-    (seed 000: a search without a context searches them all); ``min_relevance`` drops hits
+    (a search without a context searches them all); ``min_relevance`` drops hits
     scoring below it (0-1, the calibrated hit score)."""
     if min_relevance is not None and not 0.0 <= min_relevance <= 1.0:
         raise KnowledgeError(f"min_relevance must be between 0 and 1, not {min_relevance}")

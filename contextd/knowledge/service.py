@@ -27,7 +27,7 @@ from contextd.store.base import IndexStore
 log = logging.getLogger(__name__)
 
 
-# Seed 000 metadata is small descriptive data kept with each document, not a payload.
+# A document's metadata is small descriptive data kept with each document, not a payload.
 MAX_METADATA_BYTES = 16_384
 
 
@@ -73,7 +73,7 @@ class KnowledgeBase:
 
     def list_documents(self, context: str | None = None, limit: int = 100,
                        offset: int = 0) -> DocumentList:
-        """Documents of one context, or of every context (seed 000 knowledge-show)."""
+        """Documents of one context, or of every context (``contextd knowledge show``)."""
         return ctx.list_documents(self.store, context, limit, offset)
 
     def list_contexts(self) -> ContextList:

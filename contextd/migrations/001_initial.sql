@@ -1,4 +1,4 @@
--- Version 1: the tables of spec 004 (file_state, chunks, embeddings, links, usage_metrics,
+-- Version 1: the index's tables (file_state, chunks, embeddings, links, usage_metrics,
 -- bootstrap_progress, bootstrap_errors, jobs, project_config).
 CREATE SEQUENCE IF NOT EXISTS file_id_seq START 1;
 CREATE SEQUENCE IF NOT EXISTS error_id_seq START 1;

@@ -1,4 +1,4 @@
--- Version 7: agent memory (contextd/stash, seed 001). Segments an agent stashed out of its
+-- Version 7: agent memory (contextd/stash). Segments an agent stashed out of its
 -- context window, to retrieve by meaning and recency and merge back later. Vectors live in
 -- the embeddings table, keyed by (model identity, BLAKE3 of the text) like chunks', so the
 -- embedding cache is shared and a model change re-embeds instead of mixing identities.

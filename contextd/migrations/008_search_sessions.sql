@@ -1,4 +1,4 @@
--- Version 8: search sessions (contextd/sessions, seed 002). search_knowledge keeps its top
+-- Version 8: search sessions (contextd/sessions). search_knowledge keeps its top
 -- results here so get_search_results, list_search_results and the CLI of any process of the
 -- project see them; the newest sessions.max_sessions are kept, and they expire.
 CREATE TABLE IF NOT EXISTS search_sessions (

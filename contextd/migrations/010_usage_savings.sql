@@ -1,4 +1,4 @@
--- Version 10: what the Index Manager's savings page (spec 004 §7.3, §15) needs per answer:
+-- Version 10: what the Index Manager's savings page needs per answer:
 -- the files the snippets came from and their whole-file tokens (tokens served vs tokens an
 -- agent would have read), and each provider's mean score.
 ALTER TABLE usage_metrics ADD COLUMN IF NOT EXISTS files_served TEXT[];

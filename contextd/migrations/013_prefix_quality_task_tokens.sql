@@ -1,8 +1,7 @@
--- Version 13 (issue 30): the metadata a knowledge document was added with (seed 000); each
--- chunk's contextual prefix quality (seed 003 FR-4, 0-1) and
+-- Version 13 (issue 30): the metadata a knowledge document was added with; each
+-- chunk's contextual prefix quality (0-1) and
 -- prefix tokens, kept instead of thrown away; and the agent-reported token usage of tasks
--- (spec 004 §7.3/§15: op before/after, agent, tokens_input, tokens_output) behind the
--- token-reduction report.
+-- (op before/after, agent, tokens_input, tokens_output) behind the token-reduction report.
 ALTER TABLE chunks ADD COLUMN IF NOT EXISTS prefix_quality DOUBLE;
 ALTER TABLE chunks ADD COLUMN IF NOT EXISTS prefix_tokens INTEGER DEFAULT 0;
 CREATE SEQUENCE IF NOT EXISTS task_usage_id_seq START 1;

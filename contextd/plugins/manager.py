@@ -87,7 +87,7 @@ def collect(hook_name: str, key: Callable[[tuple], str]) -> dict[str, Registrati
         others = [p for p in plugins if p is not plugin]
         registered: list[tuple] = []
         pm.subset_hook_caller(hook_name, remove_plugins=others)(
-            register=lambda *args: registered.append(args)
+            register=lambda *args, into=registered: into.append(args)
         )
         plugin_name = pm.get_name(plugin) or repr(plugin)
         for args in registered:
@@ -95,6 +95,16 @@ def collect(hook_name: str, key: Callable[[tuple], str]) -> dict[str, Registrati
             if name not in found:
                 found[name] = Registration(name, args if len(args) > 1 else args[0], plugin_name)
     return found
+
+
+def plugin_version(plugin_name: str) -> str:
+    """The version of the distribution that installed the plugin ``plugin_name``; empty for a
+    built-in or a plugin registered without a distribution."""
+    pm = get_plugin_manager()
+    for plugin, dist in pm.list_plugin_distinfo():
+        if pm.get_name(plugin) == plugin_name:
+            return str(dist.version)
+    return ""
 
 
 def describe_plugins() -> list[dict[str, Any]]:

@@ -1,6 +1,6 @@
 """What every context provider is and gets: the base class, its context, and shared helpers.
 
-A provider (spec 004 §3.1) answers ``query(query, scope, budget)`` with ranked
+A provider answers ``query(query, scope, budget)`` with ranked
 :class:`~contextd.records.ContextSnippet` objects whose scores lie in [0, 1]. It receives a
 :class:`ProviderContext` in ``initialize``: the project, its configuration, the store and a
 lazily-loading embedder handle shared by every provider of one module, and the module's
@@ -272,7 +272,7 @@ def path_matches(path: str, pattern: str) -> bool:
 
 
 def folder_matches(path: str, folder: str) -> bool:
-    """Whether ``path`` lies in ``folder``, one of seed 002's three forms: a pattern with glob
+    """Whether ``path`` lies in ``folder``, one of three forms: a pattern with glob
     characters as it is (``src/*/hooks``: the path or one of its parent folders matches), a
     leading slash relative to the project root (``/src/hooks``), else a folder name or
     trailing folder path anywhere (``hooks`` matches ``src/hooks/a.py`` and

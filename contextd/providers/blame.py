@@ -1,5 +1,5 @@
 """Who last changed which lines, and what that change was: ``git blame`` and ``git show`` for
-the git-history provider (spec 004 §9.4).
+the git-history provider.
 
 A hit's lines are blamed (``git blame --porcelain -L start,end``: cheap, git stops walking
 history once every line of the range is accounted for) to name their last change (commit,

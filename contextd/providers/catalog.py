@@ -14,7 +14,7 @@ generation counter:
   vectors): they follow the catalog's journal of files taken in and dropped, not the store.
 
 Taking in a large write costs ~80 µs a chunk (the catalog ~26, BM25 ~54), so the first answer
-after the background owner read 40k chunks of a large project used to wait 3-4 s for it. A
+after the background owner read 40k chunks of a large project would wait 3-4 s for all of it. A
 :meth:`~ChunkCatalog.catch_up` can take in files the catalog does not hold yet for a bounded
 time and leave the rest ``waiting`` (contextd.query.catch_up decides when); re-written and
 removed files are always taken in at once, so what is searchable is never stale, only not

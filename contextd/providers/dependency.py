@@ -1,4 +1,4 @@
-"""Dependency provider (spec 004's DEPENDENCY type): what the project declares and where it
+"""Dependency provider (ProviderType.DEPENDENCY): what the project declares and where it
 uses it.
 
 A query that names a declared dependency ("how do we call requests", "where is PyYAML used",
@@ -23,6 +23,7 @@ from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.manifests import Dependency, is_manifest, normalise, parse_manifest
+from contextd.text.languages import ids_of_ecosystem
 from contextd.text.stop_words import STOP_WORDS
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 
@@ -39,8 +40,6 @@ GENERAL_WORDS = frozenset({
     "libraries", "requirement", "requirements", "third-party", "3rd-party", "vendor",
     "versions", "upgrade", "pinned", "manifest"})
 _QUERY_WORD = re.compile(r"[@\w][\w.\-/@]*")
-_LANGUAGES = {"python": ("python",), "npm": ("javascript", "typescript", "tsx"),
-              "go": ("go",), "cargo": ("rust",)}
 
 
 @dataclass(frozen=True)
@@ -205,7 +204,7 @@ class DependencyProvider(ContextProvider):
         """Chunks with an import statement of the dependency, by its first import name any
         code uses."""
         catalog = self.context.catalog
-        languages = _LANGUAGES[dep.ecosystem]
+        languages = ids_of_ecosystem(dep.ecosystem)
         files = sorted({e.file_id for e in catalog.entries_for_files(None, generation)
                         if e.language in languages})
         for name in dep.import_names():

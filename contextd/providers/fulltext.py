@@ -578,7 +578,7 @@ class FullTextIndex(CatalogFollower):
 
 
 class FullTextProvider(ContextProvider):
-    """BM25 keyword search (spec 004 §9.3), no model needed."""
+    """BM25 keyword search, no model needed."""
 
     id = "full_text"
     name = "Full-text search (BM25)"

@@ -1,4 +1,4 @@
-"""Git-history provider: what the project's history says about a query (spec 004 §9.4).
+"""Git-history provider: what the project's history says about a query.
 
 Three signals, read from ``git log`` through a subprocess (no library needed, works with any
 git) and cached until HEAD moves:

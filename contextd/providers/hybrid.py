@@ -1,4 +1,4 @@
-"""Hybrid provider: the providers of ``combines`` queried in parallel and fused (spec 004 §9.5).
+"""Hybrid provider: the providers of ``combines`` queried in parallel and fused.
 
 Fusion is reciprocal rank fusion by default (``rrf_k`` = 60, each provider's ``weight``), or a
 weighted average of scores, or a cascade (``fusion_strategy``). A sub-provider that fails,

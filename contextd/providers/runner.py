@@ -15,9 +15,9 @@ isolated the same way.
 
 A provider's ``timeout_ms`` bounds its answer, not the loading of its index: before the timers
 start, every provider with something to catch up on (``catch_up``: a never-queried index, a
-backlog of written files) does so, in parallel, bounded only by :data:`CATCH_UP_LIMIT_S`. A
-cold first query on a large project used to drop its full-text results ("timed out after
-2000 ms" while BM25 was still being built) and answer from whatever was left.
+backlog of written files) does so, in parallel, bounded only by :data:`CATCH_UP_LIMIT_S`. Were
+the loading timed, a cold first query on a large project would drop its full-text results
+("timed out after 2000 ms" while BM25 was still being built) and answer from whatever was left.
 """
 
 from __future__ import annotations

@@ -383,7 +383,7 @@ def _top(scores: np.ndarray, depth: int) -> np.ndarray:
 
 
 class SemanticProvider(ContextProvider):
-    """Embedding search over every chunk (spec 004 §9.1)."""
+    """Embedding search over every chunk."""
 
     id = "semantic"
     name = "Semantic search (embeddings)"

@@ -118,7 +118,7 @@ def _match_score(candidate: Candidate, name: str) -> float:
 
 
 class SymbolProvider(ContextProvider):
-    """Definitions and references of the names a query mentions (spec 004 §9.2)."""
+    """Definitions and references of the names a query mentions."""
 
     id = "symbol"
     name = "Symbols (definitions and references)"

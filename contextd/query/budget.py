@@ -1,4 +1,4 @@
-"""BudgetManager: how many tokens of context a task gets (spec 004 §5.3).
+"""BudgetManager: how many tokens of context a task gets.
 
 The base is ``budget.default_max_tokens``; complex tasks get more, simple ones less;
 architecture work more, bug fixes less. ``reserve_for_prompt`` is held back from the snippets,

@@ -1,4 +1,4 @@
-"""Fusion, de-duplication, trimming and MMR selection of snippets (spec 004 §5.2, §9.5).
+"""Fusion, de-duplication, trimming and MMR selection of snippets.
 
 Pure functions over :class:`~contextd.records.ContextSnippet` lists, so the hybrid provider,
 the module and the tests share one implementation:

@@ -1,4 +1,4 @@
-"""The query pipeline (spec 004 §5): one query text in, a TaskContext out, the stages in order.
+"""The query pipeline: one query text in, a TaskContext out, the stages in order.
 
     request → understand the text (a dense, a lexical and a symbol query; intent; evidence)
             → providers in parallel, each sent the query meant for its kind (isolated,
@@ -99,7 +99,7 @@ class QueryPipeline:
         self.catch_up = CatchUp(self.catalog, self._built_providers)
         # Knowledge contexts → the documents a query's scope holds (cached per generation).
         self.knowledge_scope = KnowledgeScope(store)
-        # [projects.NAME]: named parts of the index a query may name (spec 004 §8.0.12).
+        # [projects.NAME]: named parts of the index a query may name.
         self.projects = Projects(self.config.projects)
         self._memory = memory
         self._lock = threading.RLock()

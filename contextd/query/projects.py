@@ -1,4 +1,4 @@
-"""Named projects of one index (spec 004 §8.0.12): ``[projects.NAME]`` in context.toml.
+"""Named projects of one index: ``[projects.NAME]`` in context.toml.
 
 A monorepo keeps one index and one owner; a project is a named part of it (its watch paths,
 less its ignore patterns). A query naming projects gathers candidates from each project on

@@ -1,4 +1,4 @@
-"""The task prompt of spec 004 §7.2: the task's header, the ``<project_context>`` block and
+"""The task prompt: the task's header, the ``<project_context>`` block and
 the Guidelines an agent follows with it.
 
 An orchestrator sends this to the agent instead of the bare task. Without context (nothing
@@ -41,7 +41,7 @@ def task_header(task: Any) -> list[str]:
 
 
 def render_task_prompt(task: Any, context: TaskContext, max_tokens: int | None = None) -> str:
-    """The whole §7.2 prompt for ``task`` with ``context`` (its block cut to ``max_tokens``
+    """The whole prompt for ``task`` with ``context`` (its block cut to ``max_tokens``
     when given)."""
     lines = task_header(task)
     if not context.snippets:

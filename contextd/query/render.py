@@ -1,4 +1,4 @@
-"""Rendering a TaskContext for a prompt: the ``<project_context>`` block (spec 004 §7.1) or JSON.
+"""Rendering a TaskContext for a prompt: the ``<project_context>`` block or JSON.
 
 Rules: snippets sorted by score and grouped by file (files in the order of their best
 snippet), attributes escaped, a ``lang`` hint for code fences, the providers that found each
@@ -14,12 +14,9 @@ from xml.sax.saxutils import escape
 
 from contextd.query.fusion import MIN_TRIMMED_TOKENS, trim_snippet
 from contextd.records import ContextSnippet, TaskContext, to_dict
+from contextd.text.languages import fence_for_language
 from contextd.text.tokens import estimate_tokens
 
-# Language ids as Markdown code-fence hints (ids not listed are used as they are).
-LANGUAGE_HINTS = {"typescript": "ts", "javascript": "js", "markdown": "md", "python": "python",
-                  "kotlin": "kotlin", "shell": "bash", "yaml": "yaml", "toml": "toml",
-                  "text": ""}
 OPEN_TAG = "<project_context>"
 CLOSE_TAG = "</project_context>"
 _CLOSERS = ("</snippet", "</project_context")
@@ -47,7 +44,7 @@ def _open_tag(snippet: ContextSnippet) -> str:
     attributes = {
         "path": snippet.file_path, "label": snippet.label, "kind": snippet.kind,
         "lines": f"{snippet.start_line}-{snippet.end_line}", "score": f"{snippet.score:.2f}",
-        "lang": LANGUAGE_HINTS.get(snippet.language, snippet.language),
+        "lang": fence_for_language(snippet.language),
         "source": ",".join(snippet.providers),
         # The file changed since it was indexed: the lines are as on disk now, the label and
         # score those of the indexed version (contextd.query.on_disk).

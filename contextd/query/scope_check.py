@@ -1,8 +1,8 @@
 """Filters that cannot match are refused with the reason, instead of answering nothing.
 
 ``--lang py`` (the language is called ``python``), ``--kind function`` (the kind is
-``CODE_FUNCTION``) or a ``--path`` naming no indexed file used to give 0 hits and no word why;
-a person retries other words, an agent concludes the code is not there. Each check names
+``CODE_FUNCTION``) or a ``--path`` naming no indexed file would otherwise give 0 hits and no
+word why; a person retries other words, an agent concludes the code is not there. Each check names
 the filter and the values it could take.
 """
 

@@ -1,4 +1,4 @@
-"""The token-reduction report of spec 004 §7.3 and §15, from the task usage agents report.
+"""The token-reduction report, from the task usage agents report.
 
 An agent (or its orchestrator) reports, per task, the prompt tokens it was sent
 (``tokens_input``) and the tokens it answered (``tokens_output``), once for a run without
@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from contextd.errors import UsageError
 
 BEFORE, AFTER = "before_integration", "after_integration"
-# The spellings §15's dashboard query uses, accepted for the same sides.
+# The spellings dashboards' queries use, accepted for the same sides.
 OP_ALIASES = {"before": BEFORE, "after": AFTER, BEFORE: BEFORE, AFTER: AFTER}
 GOAL = 0.8
 TOP_TASKS = 10
@@ -83,7 +83,7 @@ def token_reduction(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 
 def reduction_text(report: dict[str, Any]) -> str:
-    """The report as spec 004 §7.3 prints it."""
+    """The report as ``contextd`` prints it."""
     lines = []
     for title, side in (("Before Context Integration", report["before"]),
                         ("After Context Integration", report["after"])):

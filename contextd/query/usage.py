@@ -1,6 +1,6 @@
 """Usage metrics written off the query's latency: one background thread, batched transactions.
 
-Each answered query queues one ``usage_metrics`` row (spec 004 §7.3); the write is a database
+Each answered query queues one ``usage_metrics`` row; the write is a database
 transaction, so it happens here, on a thread of its own, never on the query's path.
 """
 

@@ -1,4 +1,4 @@
-"""Secret scrubbing (spec 004 §11.1): redact credentials before any text reaches the index.
+"""Secret scrubbing: redact credentials before any text reaches the index.
 
 The indexer scrubs a file's decoded text *before* chunking, so every derived row (chunk text,
 index text, labels, symbols, links, contextual prefixes) is built from redacted text; the

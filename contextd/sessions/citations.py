@@ -18,12 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-# Fence languages by extension, for quotes whose citation names none.
-_LANGUAGES = {".py": "python", ".ts": "typescript", ".tsx": "tsx", ".js": "javascript",
-              ".md": "markdown", ".toml": "toml", ".yaml": "yaml", ".yml": "yaml",
-              ".json": "json", ".sql": "sql", ".sh": "bash", ".go": "go", ".rs": "rust",
-              ".java": "java", ".kt": "kotlin", ".c": "c", ".h": "c", ".cpp": "cpp",
-              ".rb": "ruby", ".html": "html", ".css": "css"}
+from contextd.text.languages import fence_for_path
+
 _SPACES = re.compile(r"\s+")
 
 
@@ -92,8 +88,7 @@ class CitationResolver:
                     "pages": pages, "quote": quote, "file_uri": uri, "uri": uri + fragment,
                     "location": location, "link": f"[{location}]({uri}{fragment})",
                     "number": number, "fence": _fence(quote),
-                    "language": item.get("language") or _LANGUAGES.get(
-                        Path(rel).suffix.lower(), "")}
+                    "language": item.get("language") or fence_for_path(rel)}
         if number > len(self.check.references):
             self.check.references.append(citation)
         return citation

@@ -43,7 +43,7 @@ MAX_SESSIONS_PER_CALL = 20
 
 
 def new_session_id() -> str:
-    """``search_`` and 8 random hex characters (seed 002)."""
+    """``search_`` and 8 random hex characters."""
     return SESSION_PREFIX + secrets.token_hex(4)
 
 

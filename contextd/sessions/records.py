@@ -11,7 +11,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class SearchRequest:
-    """One search_knowledge call. ``files`` and ``folders`` are seed 002's scope (see
+    """One search_knowledge call. ``files`` and ``folders`` are the search's scope (see
     :mod:`contextd.sessions.scope`); ``contexts`` names knowledge contexts to search beside
     the project index; ``min_similarity`` None means ``sessions.min_similarity``."""
 

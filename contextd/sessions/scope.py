@@ -1,6 +1,6 @@
 """search_knowledge's ``scope {files, folders}``, checked and handed to the one query path.
 
-Seed 002's folder forms (a bare name anywhere, a leading slash from the root, a glob as it
+The folder forms of a scope (a bare name anywhere, a leading slash from the root, a glob as it
 is) are :class:`contextd.records.ContextScope` ``folders``, matched inside every provider by
 :func:`contextd.providers.base.folder_matches` before ranking; ``files`` are exact paths.
 Several folders (or files) widen the search; files and folders together narrow it. What this

@@ -1,4 +1,4 @@
-"""Agent memory (seed 001): stash context segments, retrieve them by meaning and recency,
+"""Agent memory: stash context segments, retrieve them by meaning and recency,
 merge them back.
 
 An agent's window fills with things it may need again: a traceback, a decision and its

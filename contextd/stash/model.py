@@ -17,7 +17,7 @@ from contextd.errors import UsageError
 
 
 class SegmentType(str, enum.Enum):
-    """What a segment holds (seed 001 §4)."""
+    """What a segment holds."""
 
     MESSAGE = "message"
     CODE_BLOCK = "code_block"
@@ -104,7 +104,7 @@ class StashResult:
 
 @dataclass(frozen=True)
 class Segment:
-    """A stored segment as callers see it (seed 001 §4)."""
+    """A stored segment as callers see it."""
 
     segment_id: str
     session_id: str

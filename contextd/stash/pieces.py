@@ -1,9 +1,9 @@
-"""A long segment is embedded in pieces (seed 001: segments of up to 1 MB).
+"""A long segment is embedded in pieces (segments may hold up to 1 MB).
 
 The embedding model reads its first ``max_seq_length`` tokens (256 for all-MiniLM-L6-v2) and
 ignores the rest, so a 40 kB log embedded whole is found only by what its first lines say.
 A segment longer than one window is therefore cut into windows of whole lines (a line longer
-than a window by words); the segment's own vector (keyed by its text hash, as before) covers
+than a window by words); the segment's own vector (keyed by its text hash) covers
 the first window and each further piece gets a vector of its own. Retrieval scores a segment
 by its best piece (:meth:`contextd.stash.index.StashIndex.similarities`), so a question about
 the end of a traceback finds it.

@@ -1,4 +1,4 @@
-"""How stashed segments are ranked (seed 001 §7): the maths, free of storage and models.
+"""How stashed segments are ranked: the maths, free of storage and models.
 
 ``score = w_sim * similarity + w_age * exp(-age / age_decay) + w_rec * exp(-since_stash /
 recency_decay)`` with ages in fractional days (the seed counts whole days; a segment from

@@ -33,7 +33,7 @@ class IndexedChunk:
     chunk: Chunk
     index_text: str
     contextualized: bool = False
-    prefix_quality: float | None = None  # seed 003 FR-4 score of the prefix (0-1)
+    prefix_quality: float | None = None  # quality score of the prefix (0-1)
     prefix_tokens: int = 0               # estimated tokens of the prefix
 
 
@@ -504,7 +504,7 @@ class IndexStore(abc.ABC):
 
     @abc.abstractmethod
     def prefix_details(self, chunk_ids: Sequence[str]) -> dict[str, tuple[float | None, int]]:
-        """(prefix quality, prefix tokens) of stored chunks by id (seed 003)."""
+        """(prefix quality, prefix tokens) of stored chunks by id."""
 
     @abc.abstractmethod
     def prefix_summary(self) -> dict[str, Any]:
@@ -520,7 +520,7 @@ class IndexStore(abc.ABC):
     def record_task_usage(self, op: str, task_id: str, tokens_input: int, tokens_output: int,
                           agent: str | None = None, context_tokens: int | None = None,
                           notes: str | None = None) -> None:
-        """One agent-reported task_usage row (spec 004 §7.3/§15)."""
+        """One agent-reported task_usage row."""
 
     @abc.abstractmethod
     def task_usage(self) -> list[dict[str, Any]]:

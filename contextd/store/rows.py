@@ -128,6 +128,7 @@ def record_columns(records: Sequence[FileRecord], ids: dict[str, int], generatio
     chunks: dict[str, list] = {k: [] for k in CHUNK_COLUMNS}
     symbols: dict[str, list] = {k: [] for k in SYMBOL_COLUMNS}
     links: dict[str, list] = {k: [] for k in LINK_COLUMNS}
+    value: Any  # one cell of any column
     for rec in records:
         fid = ids[rec.path]
         for key, value in zip(FILE_COLUMNS, (

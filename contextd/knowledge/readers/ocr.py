@@ -1,4 +1,4 @@
-"""Text from the images of scanned PDF pages, offline (seed 000 ``force_ocr``).
+"""Text from the images of scanned PDF pages, offline (``force_ocr``).
 
 RapidOCR on ONNX Runtime (the ``rapidocr-onnxruntime`` wheel ships its detection,
 orientation and recognition models, ~16 MB, so nothing is downloaded) reads each image a page

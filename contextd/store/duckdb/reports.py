@@ -1,5 +1,5 @@
 """What the contextual-retrieval and token-reduction reports read: each chunk's prefix
-quality and tokens (seed 003), and the task token usage agents report (spec 004 §7.3/§15)."""
+quality and tokens, and the task token usage agents report."""
 
 from __future__ import annotations
 

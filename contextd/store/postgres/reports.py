@@ -1,5 +1,5 @@
-"""Prefix quality and tokens of chunks (seed 003) and agent-reported task token usage
-(spec 004 §7.3/§15), per workspace: the PostgreSQL side of the reports."""
+"""Prefix quality and tokens of chunks and agent-reported task token usage
+per workspace: the PostgreSQL side of the reports."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
--- Version 9 (issue 30): knowledge document metadata (seed 000), chunk prefix quality and tokens (seed 003), agent-reported task
--- token usage (spec 004 §7.3/§15), as DuckDB's migration 013.
+-- Version 9 (issue 30): knowledge document metadata, chunk prefix quality and tokens,
+-- agent-reported task token usage, as DuckDB's migration 013.
 ALTER TABLE chunks ADD COLUMN IF NOT EXISTS prefix_quality DOUBLE PRECISION;
 ALTER TABLE chunks ADD COLUMN IF NOT EXISTS prefix_tokens INTEGER DEFAULT 0;
 CREATE TABLE IF NOT EXISTS task_usage (

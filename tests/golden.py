@@ -1,8 +1,6 @@
-"""Fixtures shared by the provider/module tests (loaded with ``pytest_plugins``).
-
-The golden repository is copied to a temporary directory, made a git repository with a short
-history (so the git-history provider has something to read) and indexed by the real indexer
-with the real embedding model, once per session.
+"""The golden repository as the tests and benchmarks use it: copied to a temporary directory,
+made a git repository with a short history (so the git-history provider has something to
+read), and indexed by the real indexer. Its fixtures are in conftest.py.
 """
 
 from __future__ import annotations
@@ -10,10 +8,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-
-import pytest
-
-from contextd import ContextModule
 
 GOLDEN_REPO = Path(__file__).parent / "fixtures" / "golden_repo"
 GIT_ENV = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
@@ -41,19 +35,6 @@ def make_golden_copy(target: Path) -> Path:
                 fh.write(f"# {message}\n")
         git(target, "commit", "-q", "-am", message)
     return target
-
-
-@pytest.fixture(scope="session")
-def golden_root(tmp_path_factory) -> Path:
-    return make_golden_copy(tmp_path_factory.mktemp("golden") / "shoptrack")
-
-
-@pytest.fixture(scope="session")
-def golden_module(golden_root):
-    """A ContextModule on the indexed golden repository (model loaded)."""
-    module = ContextModule.open(str(golden_root))
-    yield module
-    module.shutdown()
 
 
 def open_indexed(root: Path):
