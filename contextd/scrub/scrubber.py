@@ -230,14 +230,16 @@ class _Redactor:
         def loose(match: re.Match) -> bool:
             return _loose_value_is_secret(match.group("value"), kind)
 
-        for needed, pattern in ((lambda: "=" in line, _INLINE_SETTING),
-                                (lambda: "=" in line and ("?" in line or "&" in line),
+        # Each rule's cheap test reads the line as the rules before it left it.
+        for needed, pattern in ((lambda text: "=" in text, _INLINE_SETTING),
+                                (lambda text: "=" in text and ("?" in text or "&" in text),
                                  _QUERY_SECRET),
-                                (lambda: "-" in line, _SECRET_FLAG),
-                                (lambda: "-p" in line and "login" in line, _LOGIN_P),
-                                (lambda: "-p" in line and ("mysql" in lower or "mariadb" in lower),
+                                (lambda text: "-" in text, _SECRET_FLAG),
+                                (lambda text: "-p" in text and "login" in text, _LOGIN_P),
+                                (lambda text: "-p" in text and ("mysql" in lower
+                                                                or "mariadb" in lower),
                                  _MYSQL_P)):
-            if needed():
+            if needed(line):
                 line = self.sub(pattern, line, loose)
         if "</" in line:
             line = self.sub(_XML_SECRET, line, lambda m: _named_value_is_secret(
