@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry", ("contextd", "contextd.__main__")),
     ("surfaces", ("contextd.cli", "contextd.server", "contextd.service", "contextd.web")),
     ("api", ("contextd.api",)),
-    ("runtime", ("contextd.runtime",)),
+    ("runtime", ("contextd.runtime", "contextd.operations")),
     ("facade", ("contextd.facade",)),
     ("query pipeline", ("contextd.query.pipeline", "contextd.query.scope_check",
                         "contextd.query.projects")),

@@ -4,7 +4,7 @@ A thin facade over three capabilities that share one index and one embedding mod
 
 * the query pipeline (:mod:`contextd.query.pipeline`): ``get_task_context``, ``query``,
   ``retrieve``, ``render``;
-* the knowledge base (:mod:`contextd.knowledge`): ``knowledge_*``;
+* the knowledge base (:mod:`contextd.knowledge`): ``knowledge``, ``knowledge_search``;
 * agent memory (:mod:`contextd.stash`): ``stash``.
 
 The Engine (:mod:`contextd.runtime.engine`) builds one per project for the CLI, the MCP tools
@@ -62,18 +62,6 @@ class ProjectContext:
     def knowledge_scope(self):
         """Knowledge contexts → the documents a query's scope holds."""
         return self.pipeline.knowledge_scope
-
-    def provider(self, provider_id: str) -> Any:
-        """The initialised provider with this id (created on first use), or None if unknown."""
-        return self.pipeline.provider(provider_id)
-
-    def provider_factories(self) -> dict[str, Any]:
-        """Registered provider factories by id."""
-        return self.pipeline.provider_factories()
-
-    def enabled_ids(self) -> list[str]:
-        """Ids of registered providers enabled in the configuration."""
-        return self.pipeline.enabled_ids()
 
     def warm_up(self, wait: bool = False, timeout: float | None = None) -> None:
         """Load the embedding model and build the in-memory indexes, in the background
@@ -188,38 +176,6 @@ class ProjectContext:
         return embed_missing(self.store, embedder, self.config.embedding.batch_size,
                              lock=self._embed_lock, paths=paths)
 
-    def knowledge_create_context(self, name: str, description: str = ""):
-        """Create a knowledge context; returns its ContextInfo."""
-        return self.knowledge.create_context(name, description)
-
-    def knowledge_list_contexts(self):
-        """Every knowledge context (ContextList), sorted by name."""
-        return self.knowledge.list_contexts()
-
-    def knowledge_show_context(self, name: str):
-        """A context and its documents (ContextDetail)."""
-        return self.knowledge.show_context(name)
-
-    def knowledge_delete_context(self, name: str, confirm: bool = False):
-        """Delete a context (never ``default``; ``confirm=True`` required)."""
-        return self.knowledge.delete_context(name, confirm)
-
-    def knowledge_add(self, paths: Iterable[str], contexts: Iterable[str] | None = None,
-                      include: Iterable[str] = (), exclude: Iterable[str] = (),
-                      metadata: dict | None = None, force_ocr: bool = False):
-        """Add files or folders to contexts (``default`` when none); ``metadata`` is kept
-        with each document, ``force_ocr`` reads PDFs by OCR; an AddReport."""
-        return self.knowledge.add(list(paths), list(contexts or ()), list(include),
-                                  list(exclude), metadata=metadata, force_ocr=force_ocr)
-
-    def knowledge_list_documents(self, context: str | None = None, limit: int = 100):
-        """Documents of one context, or of every context (a DocumentList)."""
-        return self.knowledge.list_documents(context, limit)
-
-    def knowledge_remove(self, paths: Iterable[str], contexts: Iterable[str] | None = None):
-        """Take documents out of contexts (all when none); a RemoveReport."""
-        return self.knowledge.remove(list(paths), list(contexts or ()) or None)
-
     def knowledge_search(self, query: str, contexts: Iterable[str] | None = None,
                          k: int | None = None, include_project: bool = False,
                          max_tokens: int | None = None, min_relevance: float | None = None
@@ -251,14 +207,10 @@ class ProjectContext:
         return token_reduction(self.store.task_usage())
 
     # ----- reporting and lifecycle ----------------------------------------------------------------
-    def flush_usage(self) -> None:
-        """Wait until every queued usage_metrics row is written (for readers of them)."""
-        self.pipeline.flush_usage()
-
     def stats(self) -> dict[str, Any]:
         """Providers (id, name, type, enabled, available, stats), storage, average latencies
         and languages, for ``contextd stats`` and get_context_stats."""
-        self.flush_usage()
+        self.pipeline.flush_usage()
         providers = self.pipeline.provider_stats()
         storage = self.store.stats()
         return {"providers": providers, "storage": storage,

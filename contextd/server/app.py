@@ -32,7 +32,7 @@ from contextd.server.admin_tools import admin_tools
 from contextd.server.engine_handle import EngineHandle, start_after_handshake
 from contextd.server.manager_tools import ManagerTools
 from contextd.server.schemas import (
-    HARD_MAX_TOKENS, MAX_K, Filters, JobStatusResult, QueryResult, RebuildOptions,
+    HARD_MAX_TOKENS, Filters, JobStatusResult, QueryResult, RebuildOptions,
     RebuildResult, RefreshResult, Scope, StatsResult,
 )
 from contextd.server.stash_tools import stash_tools
@@ -208,7 +208,9 @@ class ContextTools:
         query: Annotated[str, Field(min_length=1, max_length=2000, description=(
             "What you are looking for, in natural language or code terms, e.g. 'where are "
             "JWT tokens validated' or 'RetryPolicy backoff'."))],
-        k: Annotated[int, Field(ge=1, le=MAX_K, description="Most hits to return.")] = 12,
+        k: Annotated[int | None, Field(ge=1, description=(
+            "Most hits to return (default: [query] default_k of context.toml, usually 12; "
+            "at most [query] max_k, usually 50)."))] = None,
         scope: Annotated[Scope | None, Field(description="Restrict the search.")] = None,
         filters: Annotated[Filters | None, Field(description="Score and budget cut-offs.")]
         = None,

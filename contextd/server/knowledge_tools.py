@@ -20,7 +20,7 @@ from contextd.knowledge.records import (
 )
 from contextd.records import ContextScope, to_dict
 from contextd.server.render import listing
-from contextd.server.schemas import HARD_MAX_TOKENS, MAX_K
+from contextd.server.schemas import HARD_MAX_TOKENS
 from contextd.server.tool_kinds import DELETE, READ, WRITE
 
 # The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
@@ -160,7 +160,8 @@ class KnowledgeTools:
             "What you are looking for, in natural language."))],
         contexts: Annotated[list[str] | None, Field(description=(
             _CONTEXTS + " Omitted: every context."))] = None,
-        k: Annotated[int, Field(ge=1, le=MAX_K, description="Most hits to return.")] = 10,
+        k: Annotated[int, Field(ge=1, description=(
+            "Most hits to return (at most [query] max_k of context.toml, usually 50)."))] = 10,
         include_project: Annotated[bool, Field(description=(
             "Also search this project's own files, ranked together with the documents."))]
         = False,

@@ -1,0 +1,90 @@
+"""Operations that report: statistics, what runs now, the job history, indexing problems and
+what answers saved (the Index Manager's pages, ``contextd stats``, get_context_stats)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contextd.operations.declare import operation
+from contextd.records import to_dict
+
+SKIPPED_EXAMPLES = 20  # skipped files named by stats (the counts cover them all)
+# Files with an indexing problem listed by stats (the store keeps them all).
+PROBLEM_FILES_SHOWN = 20
+
+
+@operation(mcp=("get_context_stats", "index_status", "cancel_index_generation"),
+           http=("/stats",), cli=("stats",))
+def stats(engine) -> dict[str, Any]:
+    """Providers, storage (with files skipped, by reason, and a few of them), performance,
+    languages, the embedding backend (which one embeds queries; a remote one's requests,
+    tokens, retries and rate-limit waits), indexing progress ("N / M files") and recent
+    jobs."""
+    from contextd.embedders.registry import embedding_stats
+    from contextd.runtime.process_memory import memory_figures
+
+    data = engine.module.stats()
+    data["embedding"] = embedding_stats(engine.project.config.embedding)
+    data["indexing"] = engine.indexer.status()
+    # Files that failed (or were indexed only as line windows), with the reason: a count
+    # alone ("1 failed") leaves the user to guess which.
+    data["indexing"]["problem_files"] = [
+        {"path": e["file_path"], "reason": f"{e['error_type']}: {e['error_message']}"}
+        for e in engine.store.list_errors(limit=PROBLEM_FILES_SHOWN)]
+    data["recent_jobs"] = [to_dict(job) for job in engine.store.list_jobs(limit=5)]
+    # The process holding the index: what it costs in memory (the owner, for a client).
+    data["owner"] = memory_figures(engine.project.config.owner.memory_limit_mb)
+    data["indexing"]["current_job"] = next(
+        (job for job in data["recent_jobs"] if job["status"] in ("queued", "in_progress")),
+        None)
+    data.setdefault("storage", {})["skipped_examples"] = [
+        to_dict(skip) for skip in engine.store.list_skips(limit=SKIPPED_EXAMPLES)]
+    return data
+
+
+@operation()
+def progress(engine, with_pending: bool = False) -> dict[str, Any]:
+    """What runs now, cheap enough to poll twice a second: the indexer's state, the store's
+    generation (it moves with every write) and the queued/running jobs with their figures;
+    with ``with_pending`` also the chunks still waiting for a vector."""
+    jobs = engine.store.list_jobs(("queued", "in_progress"), limit=5)
+    indexer = engine.indexer
+    embedding = indexer.embedding_under_way
+    # The vectors a background owner computes after the chunks (no job of their own):
+    # "embedding", with done, pending, rate and ETA, as Overview and stats show them.
+    state = "embedding" if embedding and indexer.state == "idle" else indexer.state
+    data = {"state": state, "generation": engine.store.generation(),
+            "jobs": [to_dict(job) for job in jobs],
+            "embedding": {**indexer.embedding_figures.as_dict(),
+                          "text": indexer.embedding_figures.text()} if embedding else None}
+    if with_pending:
+        data["embeddings_pending"] = indexer.status()["embeddings_pending"]
+    return data
+
+
+@operation()
+def job_history(engine, limit: int = 50) -> list[dict[str, Any]]:
+    """The job history, newest first, each with its final report (``metrics``)."""
+    return [to_dict(job) for job in engine.store.list_jobs(limit=limit)]
+
+
+@operation()
+def errors(engine, limit: int = 500) -> list[dict[str, Any]]:
+    """Files that failed or were skipped while indexing, newest first, with reasons."""
+    return engine.store.list_errors(limit=limit)
+
+
+@operation()
+def savings(engine, days: int = 30) -> dict[str, Any]:
+    """What answers of the last ``days`` days saved, per day, task and provider, with
+    latency percentiles and the embedding cache's hit rate over recent indexing runs."""
+    engine.module.pipeline.flush_usage()
+    data = engine.store.usage_summary(days)
+    reused = embedded = 0
+    for job in engine.store.list_jobs(limit=200):
+        reused += int(job.metrics.get("embeddings_reused") or 0)
+        embedded += int(job.metrics.get("chunks_embedded") or 0)
+    data["embedding_cache"] = {
+        "reused": reused, "embedded": embedded,
+        "hit_rate": reused / (reused + embedded) if reused + embedded else None}
+    return data
