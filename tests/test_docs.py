@@ -10,9 +10,9 @@ from pathlib import Path
 
 import anyio
 
-from contextd.server.app import build_app
-from contextd.server.engine_handle import EngineHandle
-from contextd.server.reference import tool_reference
+from contextd.mcp.app import build_app
+from contextd.mcp.engine_handle import EngineHandle
+from contextd.mcp.reference import tool_reference
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "docs" / "MCP_TOOLS.md"

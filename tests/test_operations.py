@@ -22,9 +22,9 @@ from contextd.runtime import rpc
 from contextd.runtime.election import socket_path
 from contextd.runtime.engine import Engine
 from contextd.runtime.owner import SharedEngine, connect
-from contextd.server.app import registered_tools
-from contextd.server.engine_handle import EngineHandle
-from contextd.service.api import ENDPOINTS
+from contextd.mcp.app import registered_tools
+from contextd.mcp.engine_handle import EngineHandle
+from contextd.http.api import ENDPOINTS
 from service_helpers import PROJECT_FILES, Server, cli, env_for, make_project
 from test_mcp_server import mcp_session, structured
 

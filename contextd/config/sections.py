@@ -68,7 +68,7 @@ class EngineConfig:
     timeout_ms: int = _opt(5000, min=1, help="Client: timeout of one request, in ms.")
     retry_attempts: int = _opt(3, min=0, max=20, help="Client: retries of a request that "
                                                      "could not reach the service or got 5xx.")
-    # ----- standalone service (contextd/service) -----
+    # ----- standalone service (contextd/http) -----
     backoff_ms: int = _opt(200, min=0, max=60000, help="Client: first wait between retries, "
                                                        "doubled each time.")
     url: str = _opt("", help="Client: full service URL (https://host:port); overrides host "

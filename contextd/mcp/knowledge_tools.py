@@ -19,11 +19,11 @@ from contextd.knowledge.records import (
     KnowledgeSearchResult, RemoveReport,
 )
 from contextd.records import ContextScope, to_dict
-from contextd.server.render import listing
-from contextd.server.schemas import HARD_MAX_TOKENS
-from contextd.server.tool_kinds import DELETE, READ, WRITE
+from contextd.mcp.render import listing
+from contextd.mcp.schemas import HARD_MAX_TOKENS
+from contextd.mcp.tool_kinds import DELETE, READ, WRITE
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
 TOOL_GROUP = "Knowledge base"
 
 # (tool name, annotations), in the order build_app registers them.

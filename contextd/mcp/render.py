@@ -14,7 +14,7 @@ from contextd.errors import UsageError
 from contextd.runtime.indexing_notes import STILL_INDEXING
 from contextd.records import ContextScope, to_dict
 from contextd.query.render import skipped_text
-from contextd.server.schemas import (
+from contextd.mcp.schemas import (
     Hit, JobStatusResult, Offsets, QueryResult, RebuildResult, RefreshResult, Scope,
     StatsResult,
 )

@@ -17,7 +17,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
 from contextd.query.token_reduction import reduction_text
-from contextd.server.tool_kinds import APPEND, READ, REBUILD
+from contextd.mcp.tool_kinds import APPEND, READ, REBUILD
 
 TOOLS = (("generate_context_for_chunk", READ), ("reindex_with_context", REBUILD),
          ("get_reindexing_progress", READ), ("search_with_contextual_retrieval", READ),

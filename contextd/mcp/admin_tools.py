@@ -16,7 +16,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from contextd.errors import ContextdError
-from contextd.server.engine_handle import EngineHandle
+from contextd.mcp.engine_handle import EngineHandle
 
 SEED002 = "seed002"
 

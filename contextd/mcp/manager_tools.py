@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from contextd.config.project import Project
 from contextd.web import registry
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
 TOOL_GROUP = "The web Index Manager"
 
 

@@ -1,7 +1,7 @@
 """The MCP tools of contextd (spec 004 §6), on the SDK's :class:`MCPServer`.
 
 Each tool is a thin layer over one Engine method: validate the arguments (the JSON Schema
-comes from the typed signature and :mod:`contextd.server.schemas`), call the Engine in a
+comes from the typed signature and :mod:`contextd.mcp.schemas`), call the Engine in a
 worker thread, and answer with structured content plus a readable text. Expected failures
 (:class:`contextd.errors.ContextdError`) become tool errors whose text says what to do.
 Importing this module must stay cheap: nothing here touches DuckDB or the model.
@@ -25,21 +25,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contextd.errors import ContextdError, JobConflictError
 from contextd.boundary.path_args import check_paths, refusal_text
-from contextd.server import render
-from contextd.server.contextual_tools import TOOLS as CONTEXTUAL_TOOLS, ContextualTools
-from contextd.server.knowledge_tools import TOOLS as KNOWLEDGE_TOOLS, KnowledgeTools
-from contextd.server.admin_tools import admin_tools
-from contextd.server.engine_handle import EngineHandle, start_after_handshake
-from contextd.server.manager_tools import ManagerTools
-from contextd.server.schemas import (
+from contextd.mcp import render
+from contextd.mcp.contextual_tools import TOOLS as CONTEXTUAL_TOOLS, ContextualTools
+from contextd.mcp.knowledge_tools import TOOLS as KNOWLEDGE_TOOLS, KnowledgeTools
+from contextd.mcp.admin_tools import admin_tools
+from contextd.mcp.engine_handle import EngineHandle, start_after_handshake
+from contextd.mcp.manager_tools import ManagerTools
+from contextd.mcp.schemas import (
     HARD_MAX_TOKENS, Filters, JobStatusResult, QueryResult, RebuildOptions,
     RebuildResult, RefreshResult, Scope, StatsResult,
 )
-from contextd.server.stash_tools import stash_tools
+from contextd.mcp.stash_tools import stash_tools
 
-log = logging.getLogger("contextd.server")
+log = logging.getLogger("contextd.mcp")
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
 TOOL_GROUP = "Project context and indexing"
 
 INSTRUCTIONS = """\
@@ -160,8 +160,8 @@ def registered_tools(handle: EngineHandle) -> list[Tool]:
     here, then each capability's own (Index Manager, agent memory, knowledge base, search
     sessions and reports, administration), all with the same error handling and strictness.
     The reference in docs/MCP_TOOLS.md is generated from this list
-    (:mod:`contextd.server.reference`)."""
-    from contextd.server import session_tools
+    (:mod:`contextd.mcp.reference`)."""
+    from contextd.mcp import session_tools
 
     tools = [
         *_methods(ContextTools(handle), CONTEXT_TOOLS),
@@ -183,7 +183,7 @@ def registered_tools(handle: EngineHandle) -> list[Tool]:
 def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
     """The server with every tool of :func:`registered_tools` and the template resources,
     talking to the engine behind ``handle``."""
-    from contextd.server import session_tools
+    from contextd.mcp import session_tools
 
     resources = session_tools.template_resources(handle)
     app = session_tools.ListingServer("contextd", version=importlib.metadata.version("contextd"),

@@ -24,12 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from contextd.errors import ContextdError
 from contextd.records import to_dict
-from contextd.server.engine_handle import EngineHandle
+from contextd.mcp.engine_handle import EngineHandle
 from contextd.sessions.records import (
     ReportResult, SearchRequest, SearchResults, SearchSession, SessionHit, SessionList,
 )
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
 TOOL_GROUP = "Research sessions and reports"
 
 SCHEMA_MIME = "application/json"

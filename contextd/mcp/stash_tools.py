@@ -21,7 +21,7 @@ from contextd.stash.model import (
     StashResult,
 )
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
 TOOL_GROUP = "Agent memory"
 
 TypeName = Literal[tuple(t.value for t in SegmentType)]  # type: ignore[valid-type]
