@@ -20,22 +20,23 @@ from typing import Annotated, Any, Callable
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contextd.errors import ContextdError, JobConflictError
 from contextd.boundary.path_args import check_paths, refusal_text
 from contextd.mcp import render
-from contextd.mcp.contextual_tools import TOOLS as CONTEXTUAL_TOOLS, ContextualTools
-from contextd.mcp.knowledge_tools import TOOLS as KNOWLEDGE_TOOLS, KnowledgeTools
-from contextd.mcp.admin_tools import admin_tools
+from contextd.mcp.contextual_tools import ContextualTools
+from contextd.mcp.knowledge_tools import KnowledgeTools
+from contextd.mcp.admin_tools import AdminTools
 from contextd.mcp.engine_handle import EngineHandle, start_after_handshake
 from contextd.mcp.manager_tools import ManagerTools
 from contextd.mcp.schemas import (
     HARD_MAX_TOKENS, Filters, JobStatusResult, QueryResult, RebuildOptions,
     RebuildResult, RefreshResult, Scope, StatsResult,
 )
-from contextd.mcp.stash_tools import stash_tools
+from contextd.mcp.stash_tools import StashTools
+from contextd.mcp.tool_kinds import DELETE, READ, WRITE, tool, tools_of
 
 log = logging.getLogger("contextd.mcp")
 
@@ -127,23 +128,6 @@ def _strict(tool: Tool) -> Tool:
     return tool
 
 
-CONTEXT_TOOLS = (
-    ("query_context", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
-    ("refresh_context", ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                        idempotent_hint=True, open_world_hint=False)),
-    ("get_context_stats", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
-    ("rebuild_context", ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                                        idempotent_hint=False, open_world_hint=False)),
-    ("get_rebuild_status", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
-    ("cancel_rebuild", ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                       idempotent_hint=True, open_world_hint=False)))
-
-
-def _methods(owner: Any, names: Any) -> list[tuple[str, Callable, ToolAnnotations]]:
-    """(name, bound method, annotations) of a tool class's tools."""
-    return [(name, getattr(owner, name), annotations) for name, annotations in names]
-
-
 def _compatibility(handle: EngineHandle) -> str:
     """``[mcp] compatibility`` of the project; a configuration that does not load gives the
     default list (the engine then reports the error to every call)."""
@@ -158,21 +142,17 @@ def _compatibility(handle: EngineHandle) -> str:
 def registered_tools(handle: EngineHandle) -> list[Tool]:
     """Every tool of the server, in the order ``tools/list`` answers them: the context tools
     here, then each capability's own (Index Manager, agent memory, knowledge base, search
-    sessions and reports, administration), all with the same error handling and strictness.
+    sessions and reports, administration): each class's methods marked ``@tool``, in the
+    order they are written, all with the same error handling and strictness.
     The reference in docs/MCP_TOOLS.md is generated from this list
     (:mod:`contextd.mcp.reference`)."""
-    from contextd.mcp import session_tools
+    from contextd.mcp.session_tools import SessionTools
 
-    tools = [
-        *_methods(ContextTools(handle), CONTEXT_TOOLS),
-        *_methods(ManagerTools(handle.root, handle.config_path),
-                  ManagerTools.ANNOTATIONS.items()),
-        *stash_tools(handle),
-        *_methods(KnowledgeTools(handle), KNOWLEDGE_TOOLS),
-        *_methods(ContextualTools(handle), CONTEXTUAL_TOOLS),
-        *session_tools.tool_functions(handle),
-        *admin_tools(handle, _compatibility(handle)),
-    ]
+    owners = (ContextTools(handle), ManagerTools(handle.root, handle.config_path),
+              StashTools(handle), KnowledgeTools(handle), ContextualTools(handle),
+              SessionTools(handle), AdminTools(handle))
+    profile = _compatibility(handle)
+    tools = [found for owner in owners for found in tools_of(owner, profile)]
     # Descriptions without the docstrings' indentation: agents pay for every space.
     return [_strict(ContextdTool.from_function(_tool_errors(function), name=name,
                                                description=inspect.cleandoc(function.__doc__ or ""),
@@ -203,6 +183,7 @@ class ContextTools:
         self.handle = handle
         self._refreshes = RefreshQueue()
 
+    @tool(READ)
     def query_context(
         self,
         query: Annotated[str, Field(min_length=1, max_length=2000, description=(
@@ -240,6 +221,7 @@ class ContextTools:
         result = render.query_result(query, response, budget, filters.min_score)
         return _answer(result, render.query_text(result))
 
+    @tool(WRITE)
     def refresh_context(
         self,
         paths: Annotated[list[str], Field(min_length=1, max_length=1000, description=(
@@ -274,6 +256,7 @@ class ContextTools:
         return _answer(render.with_refused(result, refused), result.message
                        + (f" Refused: {refusal_text(refused)}" if refused else ""))
 
+    @tool(READ)
     def get_context_stats(self) -> Annotated[CallToolResult, StatsResult]:
         """Report the health and contents of this project's context index.
 
@@ -287,6 +270,7 @@ class ContextTools:
         result = render.stats_result(engine.stats(), engine.project.config)
         return _answer(result, render.stats_text(result))
 
+    @tool(DELETE)
     def rebuild_context(
         self,
         confirm: Annotated[bool, Field(description=(
@@ -325,6 +309,7 @@ class ContextTools:
         answer = render.rebuild_result(result, partial=bool(paths))
         return _answer(answer, answer.message)
 
+    @tool(READ)
     def get_rebuild_status(
         self,
         job_id: Annotated[str, Field(validation_alias="jobId", min_length=1, description=(
@@ -340,6 +325,7 @@ class ContextTools:
         answer = render.job_status_result(status, include_logs)
         return _answer(answer, answer.message)
 
+    @tool(WRITE)
     def cancel_rebuild(
         self,
         job_id: Annotated[str, Field(validation_alias="jobId", min_length=1, description=(
