@@ -418,7 +418,7 @@ def test_python_api_and_stats(env):
     assert any(s.file_path == KNOWLEDGE_PREFIX + "py/queue.md" for s in task.snippets)
     plain = module.get_task_context({"title": "backpressure in queues"})
     assert not any(s.file_path.startswith(KNOWLEDGE_PREFIX) for s in plain.snippets)
-    storage = engine.stats()["storage"]
+    storage = engine.stats().storage
     assert storage["total_files"] == len(engine.store.file_states())
     assert storage["knowledge_documents"] == len(engine.store.kb_documents()) > 0
     assert engine.knowledge_remove([str(doc)]).documents_deleted

@@ -74,7 +74,7 @@ class AdminTools:
         indexed and deleted, last update, embedding model, and the store's figures."""
         engine = self.handle.get()
         health = engine.schema_status()
-        storage = engine.stats().get("storage", {})
+        storage = engine.stats().storage
         return {"isInitialized": health["status"] != "No Index", **health,
                 "totalFiles": health["project"]["totalFilesInProject"],
                 "indexedFiles": health["project"]["indexedFiles"],
@@ -88,7 +88,7 @@ class AdminTools:
         """Seed 002 name. Stop the running rebuild after its current batch (cancel_rebuild
         without a job id). The files already indexed stay."""
         engine = self.handle.get()
-        running = engine.stats().get("indexing", {}).get("current_job")
+        running = engine.stats().indexing.get("current_job")
         if running is None:
             return {"cancelled": False, "message": "no indexing job is running"}
         status = engine.cancel_job(running["job_id"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from contextd.operations.declare import operation
+from contextd.operations.records import EngineStats, IndexActivity
 from contextd.records import to_dict
 
 SKIPPED_EXAMPLES = 20  # skipped files named by stats (the counts cover them all)
@@ -15,7 +16,7 @@ PROBLEM_FILES_SHOWN = 20
 
 @operation(mcp=("get_context_stats", "index_status", "cancel_index_generation"),
            http=("/stats",), cli=("stats",))
-def stats(engine) -> dict[str, Any]:
+def stats(engine) -> EngineStats:
     """Providers, storage (with files skipped, by reason, and a few of them), performance,
     languages, the embedding backend (which one embeds queries; a remote one's requests,
     tokens, retries and rate-limit waits), indexing progress ("N / M files") and recent
@@ -23,27 +24,31 @@ def stats(engine) -> dict[str, Any]:
     from contextd.embedders.registry import embedding_stats
     from contextd.runtime.process_memory import memory_figures
 
-    data = engine.module.stats()
-    data["embedding"] = embedding_stats(engine.project.config.embedding)
-    data["indexing"] = engine.indexer.status()
-    # Files that failed (or were indexed only as line windows), with the reason: a count
-    # alone ("1 failed") leaves the user to guess which.
-    data["indexing"]["problem_files"] = [
-        {"path": e["file_path"], "reason": f"{e['error_type']}: {e['error_message']}"}
-        for e in engine.store.list_errors(limit=PROBLEM_FILES_SHOWN)]
-    data["recent_jobs"] = [to_dict(job) for job in engine.store.list_jobs(limit=5)]
-    # The process holding the index: what it costs in memory (the owner, for a client).
-    data["owner"] = memory_figures(engine.project.config.owner.memory_limit_mb)
-    data["indexing"]["current_job"] = next(
-        (job for job in data["recent_jobs"] if job["status"] in ("queued", "in_progress")),
-        None)
-    data.setdefault("storage", {})["skipped_examples"] = [
-        to_dict(skip) for skip in engine.store.list_skips(limit=SKIPPED_EXAMPLES)]
-    return data
+    module = engine.module.stats()
+    recent_jobs = tuple(to_dict(job) for job in engine.store.list_jobs(limit=5))
+    indexing = {
+        **engine.indexer.status(),
+        # Files that failed (or were indexed only as line windows), with the reason: a
+        # count alone ("1 failed") leaves the user to guess which.
+        "problem_files": [
+            {"path": e["file_path"], "reason": f"{e['error_type']}: {e['error_message']}"}
+            for e in engine.store.list_errors(limit=PROBLEM_FILES_SHOWN)],
+        "current_job": next((job for job in recent_jobs
+                             if job["status"] in ("queued", "in_progress")), None)}
+    storage = {**module.get("storage", {}), "skipped_examples": [
+        to_dict(skip) for skip in engine.store.list_skips(limit=SKIPPED_EXAMPLES)]}
+    return EngineStats(
+        providers=tuple(module["providers"]), storage=storage,
+        cache_hit_rate=module["cache_hit_rate"], performance=module["performance"],
+        languages=module["languages"], contextualizer=module["contextualizer"],
+        embedding=embedding_stats(engine.project.config.embedding), indexing=indexing,
+        recent_jobs=recent_jobs,
+        # The process holding the index: what it costs in memory (the owner, for a client).
+        owner=memory_figures(engine.project.config.owner.memory_limit_mb))
 
 
 @operation()
-def progress(engine, with_pending: bool = False) -> dict[str, Any]:
+def progress(engine, with_pending: bool = False) -> IndexActivity:
     """What runs now, cheap enough to poll twice a second: the indexer's state, the store's
     generation (it moves with every write) and the queued/running jobs with their figures;
     with ``with_pending`` also the chunks still waiting for a vector."""
@@ -53,13 +58,12 @@ def progress(engine, with_pending: bool = False) -> dict[str, Any]:
     # The vectors a background owner computes after the chunks (no job of their own):
     # "embedding", with done, pending, rate and ETA, as Overview and stats show them.
     state = "embedding" if embedding and indexer.state == "idle" else indexer.state
-    data = {"state": state, "generation": engine.store.generation(),
-            "jobs": [to_dict(job) for job in jobs],
-            "embedding": {**indexer.embedding_figures.as_dict(),
-                          "text": indexer.embedding_figures.text()} if embedding else None}
-    if with_pending:
-        data["embeddings_pending"] = indexer.status()["embeddings_pending"]
-    return data
+    return IndexActivity(
+        state=state, generation=engine.store.generation(),
+        jobs=tuple(to_dict(job) for job in jobs),
+        embedding={**indexer.embedding_figures.as_dict(),
+                   "text": indexer.embedding_figures.text()} if embedding else None,
+        embeddings_pending=indexer.status()["embeddings_pending"] if with_pending else None)
 
 
 @operation()

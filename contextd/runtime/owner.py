@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from contextd.operations import OPERATIONS, expose
+from contextd.operations.records import EngineStats
 from contextd.runtime import rpc
 from contextd.runtime.election import OwnerLock, lock_path, socket_path
 from contextd.runtime.owner_server import OwnerDuties, OwnerServer
@@ -110,17 +111,16 @@ class SharedEngine:
             return None
         return time.monotonic() - server.last_call
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> EngineStats:
         """The ``stats`` operation, and who owns the database."""
         data = self.call("stats", {})
-        owner = data.setdefault("owner", {})  # the Engine's memory figures
         if self.is_owner and not self._elects:
             # A PostgreSQL store opened by this process alone: nobody owns it.
-            owner.update(pid=None, this_process=False)
+            who = {"pid": None, "this_process": False}
         else:
-            owner.update(pid=os.getpid() if self.is_owner else self.owner_pid,
-                         this_process=self.is_owner)
-        return data
+            who = {"pid": os.getpid() if self.is_owner else self.owner_pid,
+                   "this_process": self.is_owner}
+        return dataclasses.replace(data, owner={**data.owner, **who})
 
     def reload_config(self) -> dict[str, Any]:
         """The ``reload_config`` operation; this process's own view of the settings (budgets
