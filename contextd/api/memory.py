@@ -1,4 +1,4 @@
-"""Memory: agent memory of one project for orchestrators and scripts (seed 001).
+"""Memory: agent memory of one project for orchestrators and scripts (README.md, "Agent memory").
 
     from contextd import Memory
     with Memory.open("path/to/project") as memory:

@@ -1,4 +1,4 @@
-"""ContextModule: what an orchestrator imports, opened in one of spec 004 §8.3's modes.
+"""ContextModule: what an orchestrator imports, opened in a deployment mode (docs/SERVICE.md).
 
     from contextd import ContextModule
     module = ContextModule.open("path/to/project")   # indexes it first if it never was

@@ -1,4 +1,4 @@
-"""ProjectContext: one project's context behind one object (spec 004 §5.1).
+"""ProjectContext: one project's context behind one object.
 
 A thin facade over three capabilities that share one index and one embedding model:
 
@@ -118,12 +118,12 @@ class ProjectContext:
                                       task_id=task_id, projects=projects)
 
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
-        """The ``<project_context>`` block of a TaskContext (spec 004 §7.1)."""
+        """The ``<project_context>`` block of a TaskContext."""
         return render_context(task_context, max_tokens)
 
     def task_prompt(self, task: Any, task_context: TaskContext | None = None,
                     max_tokens: int | None = None) -> str:
-        """The task prompt of spec 004 §7.2: the task's header, its ``<project_context>``
+        """The task prompt: the task's header, its ``<project_context>``
         block and the Guidelines (the context is retrieved when not given)."""
         from contextd.query.prompt import render_task_prompt
 
@@ -131,7 +131,7 @@ class ProjectContext:
             task_context = self.get_task_context(task)
         return render_task_prompt(task, task_context, max_tokens)
 
-    # ----- contextual retrieval (seed 003) -------------------------------------------------------
+    # ----- contextual retrieval --------------------------------------------------------------------
     @property
     def contextual(self):
         """Search with and without the contextual prefixes, and their statistics
@@ -187,7 +187,7 @@ class ProjectContext:
                                             max_tokens, wait_for_model=True,
                                             min_relevance=min_relevance))
 
-    # ----- token usage agents report (spec 004 §7.3/§15) ----------------------------------------
+    # ----- token usage agents report -----------------------------------------------------------
     def report_task_usage(self, task_id: str, op: str, tokens_input: int, tokens_output: int,
                           agent: str | None = None, context_tokens: int | None = None,
                           notes: str | None = None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The MCP tools of contextd (spec 004 §6), on the SDK's :class:`MCPServer`.
+"""The MCP tools of contextd (docs/MCP_TOOLS.md), on the SDK's :class:`MCPServer`.
 
 Each tool is a thin layer over one Engine method: validate the arguments (the JSON Schema
 comes from the typed signature and :mod:`contextd.mcp.schemas`), call the Engine in a

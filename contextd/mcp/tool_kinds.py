@@ -21,7 +21,8 @@ DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent
 RESET = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                         open_world_hint=False)
 
-# The ``[mcp] compatibility`` profile whose extra tools agents written against seed 002 call.
+# The ``[mcp] compatibility`` profile with the older tool names some agents call
+# (docs/MCP.md).
 SEED002 = "seed002"
 
 
