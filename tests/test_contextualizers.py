@@ -323,8 +323,8 @@ def test_llm_through_the_indexer_caches_prefixes_across_a_rebuild(llm_server, tm
         assert len(llm_server.requests) == storage["total_chunks"]
         assert report.contextualizer["generated"] == storage["total_chunks"]
         assert report.contextualizer["llm"]["prompt_tokens"] > 0
-        assert stats["contextualizer"]["strategy"] == "llm"
-        assert stats["contextualizer"]["generated"] == storage["total_chunks"]
+        assert stats.contextualizer["strategy"] == "llm"
+        assert stats.contextualizer["generated"] == storage["total_chunks"]
         rebuilt = engine.rebuild(vacuum=False)
         assert rebuilt.status == "completed"
         assert len(llm_server.requests) == storage["total_chunks"]
