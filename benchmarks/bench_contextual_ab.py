@@ -41,7 +41,7 @@ QUESTIONS = (
      "contextd/store/duckdb/store.py"),
     ("split markdown documents at their headings", "contextd/chunkers/markdown.py"),
     ("turn expected failures of MCP tools into messages for the agent",
-     "contextd/server/app.py"),
+     "contextd/mcp/app.py"),
 )
 TOP = (1, 5, 10)
 

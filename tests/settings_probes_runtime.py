@@ -387,8 +387,8 @@ def owner_memory(config, tmp) -> str:
 
 def tools(config, tmp) -> list[str]:
     """The MCP server's tool list for the project."""
-    from contextd.server.app import registered_tools
-    from contextd.server.engine_handle import EngineHandle
+    from contextd.mcp.app import registered_tools
+    from contextd.mcp.engine_handle import EngineHandle
 
     root = tree(tmp / "p", {"a.py": "x = 1\n"})
     return sorted(t.name for t in registered_tools(EngineHandle(str(root), config.source)))

@@ -318,17 +318,17 @@ def test_llm_through_the_indexer_caches_prefixes_across_a_rebuild(llm_server, tm
     try:
         report = engine.ensure_indexed()
         stats = engine.stats()
-        storage = stats["storage"]
+        storage = stats.storage
         assert storage["contextualized_chunks"] == storage["total_chunks"] > POOL_MIN_FILES
         assert len(llm_server.requests) == storage["total_chunks"]
         assert report.contextualizer["generated"] == storage["total_chunks"]
         assert report.contextualizer["llm"]["prompt_tokens"] > 0
-        assert stats["contextualizer"]["strategy"] == "llm"
-        assert stats["contextualizer"]["generated"] == storage["total_chunks"]
+        assert stats.contextualizer["strategy"] == "llm"
+        assert stats.contextualizer["generated"] == storage["total_chunks"]
         rebuilt = engine.rebuild(vacuum=False)
         assert rebuilt.status == "completed"
         assert len(llm_server.requests) == storage["total_chunks"]
-        assert engine.stats()["storage"]["contextualized_chunks"] == storage["total_chunks"]
+        assert engine.stats().storage["contextualized_chunks"] == storage["total_chunks"]
         job = engine.job_status(rebuilt.job_id)
         assert job.result["contextualizer"]["generated"] == 0
         assert job.result["contextualizer"]["cache_hits"] == storage["total_chunks"]

@@ -391,7 +391,7 @@ def test_a_query_during_the_first_index_says_what_is_missing(repo):
     from contextd.runtime.engine import Engine
     from contextd.runtime.indexing_notes import answer_while_indexing
     from contextd.query.records import QueryRequest
-    from contextd.server import render
+    from contextd.mcp import render
 
     _many_files(repo, 1000, functions=3)
     (repo / "context.toml").write_text("[bootstrap]\nparallel_workers = 1\n")

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from contextd.server.guard import MAX_REQUEST_BYTES, top_level_id
+from contextd.mcp.guard import MAX_REQUEST_BYTES, top_level_id
 from manager_support import send_raw
 from test_mcp_http import INITIALIZE as HTTP_INITIALIZE
 from test_mcp_http import http_server

@@ -403,25 +403,26 @@ def test_migrated_database_has_the_default_context(tmp_path):
 
 
 def test_python_api_and_stats(env):
-    """ContextModule's knowledge methods (what an orchestrator calls) and the figures of
-    get_context_stats: project totals stay the project's, documents are counted apart."""
+    """The knowledge operations and the module's search (what an orchestrator calls) and
+    the figures of get_context_stats: project totals stay the project's, documents are
+    counted apart."""
     engine, root, _ = env
     module = engine.module
-    module.knowledge_create_context("python-api")
+    engine.knowledge_create_context("python-api")
     doc = make_markdown(root / "py" / "queue.md", {"Backpressure": "Bounded queues shed load "
                                                                   "when consumers fall behind."})
-    assert module.knowledge_add([str(doc)], ["python-api"]).added == 1
+    assert engine.knowledge_add([str(doc)], ["python-api"]).added == 1
     hits = module.knowledge_search("shedding load under backpressure", ["python-api"]).hits
     assert hits[0].metadata["document"] == str(doc)
     task = module.get_task_context({"title": "backpressure in queues", "contexts": ["python-api"]})
     assert any(s.file_path == KNOWLEDGE_PREFIX + "py/queue.md" for s in task.snippets)
     plain = module.get_task_context({"title": "backpressure in queues"})
     assert not any(s.file_path.startswith(KNOWLEDGE_PREFIX) for s in plain.snippets)
-    storage = engine.stats()["storage"]
+    storage = engine.stats().storage
     assert storage["total_files"] == len(engine.store.file_states())
     assert storage["knowledge_documents"] == len(engine.store.kb_documents()) > 0
-    assert module.knowledge_remove([str(doc)]).documents_deleted
-    assert module.knowledge_delete_context("python-api", confirm=True).name == "python-api"
+    assert engine.knowledge_remove([str(doc)]).documents_deleted
+    assert engine.knowledge_delete_context("python-api", confirm=True).name == "python-api"
 
 
 def test_knowledge_settings_are_validated(tmp_path):

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from contextd.server.app import build_app
-from contextd.server.engine_handle import EngineHandle
+from contextd.mcp.app import build_app
+from contextd.mcp.engine_handle import EngineHandle
 from test_mcp_server import make_repo
 
 REPLY_TIMEOUT_S = 60

@@ -126,7 +126,7 @@ ISSUE_TASK = {"task_id": "T-42", "title": "Fix: refreshing fails with an access 
 
 def embedded_texts(module: ContextModule) -> set[str]:
     """The query texts the semantic provider embedded (its query-vector cache)."""
-    return {text for _model, text in module.provider("semantic")._query_vectors}
+    return {text for _model, text in module.pipeline.provider("semantic")._query_vectors}
 
 
 def test_issue_style_task_reaches_its_file_through_query_understanding(golden_module):

@@ -88,7 +88,7 @@ def test_first_owns_second_is_client_with_same_answers(engines, project):
     assert isinstance(remote, QueryResponse)
     assert remote.hits == local.hits
     assert remote.hits[0].file_path == "shipping.py"
-    seen = client.stats()["owner"]
+    seen = client.stats().owner
     assert (seen["pid"], seen["this_process"]) == (os.getpid(), False)
     # The owner's memory, measured in the owner (issue 26): here, this very process.
     assert 10 < seen["rss_mb"] <= seen["peak_rss_mb"] and seen["memory_limit_mb"] == 600
@@ -226,7 +226,7 @@ def _add_during_the_embedding(owner, client, project, docs_parent) -> None:
     assert owner.is_owner and not client.is_owner
     deadline = time.monotonic() + 120
     # Chunking done, embedding under way (progress says "embedding" once vectors are computed).
-    while owner.progress()["state"] == "indexing" or owner.embeddings_pending() == 0:
+    while owner.progress().state == "indexing" or owner.embeddings_pending() == 0:
         assert time.monotonic() < deadline, "the owner never got to its embedding"
         time.sleep(0.1)
     # A command reaching the owner answers from what is ready: it neither waits for the

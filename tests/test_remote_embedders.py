@@ -158,7 +158,7 @@ def test_openai_server_indexes_and_answers_like_the_local_model(tmp_path, fresh,
             got, want = semantic_hits(remote, question), semantic_hits(reference, question)
             assert [h[:2] for h in got] == [h[:2] for h in want]
             assert np.allclose([h[2] for h in got], [h[2] for h in want], atol=1e-4)
-        stats = remote.stats()["embedding"]
+        stats = remote.stats().embedding
         assert stats["identity"] == f"openai:{MODEL}/384@{fresh.base_url[7:]}"
         assert stats["query_backend"].startswith("remote")
         assert stats["texts"] >= report.chunks_embedded and stats["tokens"] > 0
@@ -192,7 +192,7 @@ def test_ollama_server_indexes_and_answers(tmp_path, fresh, local):
         assert_every_chunk_has_its_own_vector(engine, local)
         hits = semantic_hits(engine, "close the database connections")
         assert hits[0][0] == "db/pool.py"
-        assert engine.stats()["embedding"]["identity"].startswith(f"ollama:{MODEL}/384@")
+        assert engine.stats().embedding["identity"].startswith(f"ollama:{MODEL}/384@")
     finally:
         engine.close()
 
@@ -225,7 +225,7 @@ def query_route(tmp_path: Path, server: EmbeddingServer, name: str, **settings) 
     try:
         engine.ensure_indexed()
         assert semantic_hits(engine, "validate a token")
-        return engine.stats()["embedding"]["query_backend"]
+        return engine.stats().embedding["query_backend"]
     finally:
         engine.close()
 

@@ -148,7 +148,7 @@ STASH_AND_COPY = textwrap.dedent("""
     import sys
     from datetime import datetime
     import numpy as np
-    import contextd.server.app  # the MCP server and its tools, imported
+    import contextd.mcp.app  # the MCP server and its tools, imported
     from contextd.store.base import SegmentRow
     from contextd.store.duckdb.store import DuckDBStore
     from contextd.store.transfer import copy_index

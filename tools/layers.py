@@ -20,9 +20,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "contextd"
 # import its own layer or any layer below it, never one above.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry", ("contextd", "contextd.__main__")),
-    ("surfaces", ("contextd.cli", "contextd.server", "contextd.service", "contextd.web")),
+    ("surfaces", ("contextd.cli", "contextd.mcp", "contextd.http", "contextd.web")),
     ("api", ("contextd.api",)),
-    ("runtime", ("contextd.runtime",)),
+    ("runtime", ("contextd.runtime", "contextd.operations")),
     ("facade", ("contextd.facade",)),
     ("query pipeline", ("contextd.query.pipeline", "contextd.query.scope_check",
                         "contextd.query.projects")),

@@ -1,4 +1,4 @@
-"""Memory: agent memory of one project for orchestrators and scripts (seed 001).
+"""Memory: agent memory of one project for orchestrators and scripts (README.md, "Agent memory").
 
     from contextd import Memory
     with Memory.open("path/to/project") as memory:
@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from contextd.config.project import Project
+from contextd.operations import expose
 from contextd.runtime.owner import connect
 from contextd.stash.model import (
-    DEFAULT_SESSION, ChangeResult, GcResult, MergeResult, RetrieveRequest, RetrieveResult,
-    SegmentInput, SegmentList, StashRequest, StashResult,
+    DEFAULT_SESSION, RetrieveRequest, RetrieveResult, SegmentInput, StashRequest, StashResult,
 )
 
 
@@ -27,7 +27,12 @@ class Memory:
     """Agent memory of one project, for orchestrators and scripts.
 
     Wraps the project's shared Engine (:func:`contextd.runtime.owner.connect`): this process
-    becomes the owner of the index or talks to the one that is.
+    becomes the owner of the index or talks to the one that is. Besides :meth:`stash` and
+    :meth:`retrieve`, its methods are the memory operations that name ``Memory`` in their
+    declaration (:mod:`contextd.operations.memory`): ``merge(segment_ids, remove=False)``,
+    ``get(segment_ids)``, ``list(session_id=..., all_sessions=..., types=..., topic=...,
+    limit=..., offset=..., include_expired=...)``, ``delete(segment_ids)``,
+    ``protect(segment_ids, protected=True)`` and ``gc()``.
     """
 
     def __init__(self, engine: Any):
@@ -60,31 +65,6 @@ class Memory:
             options["types"] = tuple(options["types"])
         return self.engine.retrieve_stashed(RetrieveRequest(query=query, **options))
 
-    def merge(self, segment_ids: Sequence[str], remove: bool = False) -> MergeResult:
-        """Full segments to put back into the window (``remove``: and forget them)."""
-        return self.engine.merge_stashed(list(segment_ids), remove=remove)
-
-    def get(self, segment_ids: Sequence[str]) -> SegmentList:
-        """Segments by id."""
-        return self.engine.get_stashed(list(segment_ids))
-
-    def list(self, **filters: Any) -> SegmentList:
-        """Stored segments, newest first (session_id, all_sessions, types, topic, limit,
-        offset)."""
-        return self.engine.list_stashed(**filters)
-
-    def delete(self, segment_ids: Sequence[str]) -> ChangeResult:
-        """Forget segments."""
-        return self.engine.delete_stashed(list(segment_ids))
-
-    def protect(self, segment_ids: Sequence[str], protected: bool = True) -> ChangeResult:
-        """Protect segments from expiry and gc (or lift the protection)."""
-        return self.engine.protect_stashed(list(segment_ids), protected=protected)
-
-    def gc(self) -> GcResult:
-        """Collect expired and aged-out unprotected segments."""
-        return self.engine.gc_stash()
-
     def close(self) -> None:
         """Let go of the project (another process takes ownership if this one had it)."""
         self.engine.close()
@@ -94,3 +74,6 @@ class Memory:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+expose(Memory, via="engine")

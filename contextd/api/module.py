@@ -1,4 +1,4 @@
-"""ContextModule: what an orchestrator imports, opened in one of spec 004 §8.3's modes.
+"""ContextModule: what an orchestrator imports, opened in a deployment mode (docs/SERVICE.md).
 
     from contextd import ContextModule
     module = ContextModule.open("path/to/project")   # indexes it first if it never was
@@ -23,12 +23,15 @@ from contextd.api.remote import open_module
 from contextd.config.project import Project
 from contextd.errors import UsageError
 from contextd.facade.context import ProjectContext
+from contextd.operations import expose
 from contextd.runtime.engine import Engine
 
 
 class ContextModule(ProjectContext):
     """A project's context (:class:`contextd.facade.context.ProjectContext`), and the way to
-    open one."""
+    open one. The knowledge operations that name ``ContextModule`` in their declaration
+    (:mod:`contextd.operations.knowledge`) are its methods too (``knowledge_add``, ...),
+    run on the Engine it was opened with."""
 
     @classmethod
     def open(cls, root: str = ".", config_path: str | None = None, *,
@@ -56,3 +59,6 @@ class ContextModule(ProjectContext):
         module._engine = engine
         module.warm_up(wait=wait_for_model)
         return module
+
+
+expose(ContextModule, via="_engine")

@@ -23,7 +23,7 @@ from typing import Any
 from contextd.query.budget import BudgetManager
 from contextd.errors import ContextdError
 from contextd.query.records import Hit, QueryRequest, QueryResponse
-from contextd.records import ContextScope, ContextSnippet, TaskContext
+from contextd.records import ContextScope, ContextSnippet, TaskContext, to_dict
 from contextd.query.render import render_context
 from contextd.query.task import build_query, task_field
 
@@ -183,7 +183,9 @@ class ServiceModule:
         return self.engine.query(request)
 
     def stats(self) -> dict[str, Any]:
-        return self.engine.stats()
+        """The index's figures as JSON values, whichever index answered (the local one's
+        :class:`contextd.operations.records.EngineStats` or the service's ``GET /stats``)."""
+        return to_dict(self.engine.stats())
 
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
         return render_context(task_context, max_tokens)

@@ -24,7 +24,7 @@ def docs_group() -> None:
 def mcp_reference(check_path: Path | None) -> None:
     """The MCP tool reference (names, descriptions, annotations, parameters with types,
     defaults and constraints, answer fields), from the server's tool registry."""
-    from contextd.server.reference import tool_reference
+    from contextd.mcp.reference import tool_reference
 
     text = tool_reference()
     if check_path is None:

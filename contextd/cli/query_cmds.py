@@ -269,13 +269,13 @@ def _print_ab(data: dict[str, Any]) -> None:
                    "prefix (kept for the next comparison)", err=True)
 
 
-def _print_stats(data: dict[str, Any]) -> None:
-    storage = data.get("storage", {})
+def _print_stats(data: Any) -> None:
+    storage = data.storage
     click.echo(f"files: {storage.get('total_files')}  chunks: {storage.get('total_chunks')}  "
                f"database: {storage.get('db_size_mb')} MB  last indexed: "
                f"{storage.get('last_indexed')}")
     click.echo("providers:")
-    for provider in data.get("providers", []):
+    for provider in data.providers:
         if not provider["enabled"]:
             state = "disabled"
         elif provider["available"]:
@@ -283,11 +283,11 @@ def _print_stats(data: dict[str, Any]) -> None:
         else:
             state = "loading" if provider.get("pending") else "unavailable"
         click.echo(f"  {provider['id']:<12} {state:<12} {provider['name']}")
-    _print_embedding(data.get("embedding", {}))
-    averages = data.get("performance", {}).get("avg_ms", {})
+    _print_embedding(data.embedding)
+    averages = data.performance.get("avg_ms", {})
     if averages:
         click.echo("average latency (ms): " + ", ".join(f"{k} {v}" for k, v in averages.items()))
-    languages = data.get("languages", {})
+    languages = data.languages
     if languages:
         click.echo("languages: " + ", ".join(f"{k} {v}" for k, v in languages.items()))
     if storage.get("skipped"):
@@ -296,9 +296,9 @@ def _print_stats(data: dict[str, Any]) -> None:
         click.echo(skipped_text(storage["skipped"]))
         for skip in storage.get("skipped_examples", [])[:5]:
             click.echo(f"  {skip['path']}: {skip['reason']} ({skip['detail']})")
-    indexing = data.get("indexing", {})
+    indexing = data.indexing
     click.echo(f"indexing: {indexing.get('state')} ({indexing.get('text', '')})")
-    owner = data.get("owner") or {}
+    owner = data.owner
     if owner.get("pid"):
         memory = (f", {owner['rss_mb']:,.0f} MB resident, peak "
                   f"{owner.get('peak_rss_mb') or 0:,.0f} MB (memory_limit_mb "

@@ -31,7 +31,7 @@ def serve(state: CliState, http_port: int | None) -> None:
     from pathlib import Path
 
     from contextd.config.project import check_root
-    from contextd.server import serve as run
+    from contextd.mcp import serve as run
 
     if state.root:  # a mistyped root fails here, not in every later tool call
         check_root(Path(state.root).resolve(), state.root)

@@ -24,7 +24,7 @@ def server_cmd(state: CliState, port: int | None, host: str | None) -> None:
       contextd server --port 9090
       contextd keys create ci --scope read && contextd server --host 0.0.0.0
     """
-    from contextd.service.runner import serve_service
+    from contextd.http.runner import serve_service
 
     serve_service(state.root, state.config_path, host, port, verbose=state.verbose)
     # As `contextd serve`: the engine is closed; skip finalisation under native threads.
@@ -39,7 +39,7 @@ def keys_group() -> None:
 
 
 def _ring(state: CliState):
-    from contextd.service.keys import KeyRing
+    from contextd.http.keys import KeyRing
 
     return KeyRing.of(state.project())
 

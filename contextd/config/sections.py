@@ -66,7 +66,7 @@ class EngineConfig:
     timeout_ms: int = _opt(5000, min=1, help="Client: timeout of one request, in ms.")
     retry_attempts: int = _opt(3, min=0, max=20, help="Client: retries of a request that "
                                                      "could not reach the service or got 5xx.")
-    # ----- standalone service (contextd/service) -----
+    # ----- standalone service (contextd/http) -----
     backoff_ms: int = _opt(200, min=0, max=60000, help="Client: first wait between retries, "
                                                        "doubled each time.")
     url: str = _opt("", help="Client: full service URL (https://host:port); overrides host "
@@ -217,6 +217,8 @@ class LanguageChunking:
 @dataclass(frozen=True)
 class QueryConfig:
     default_k: int = _opt(12, min=1, max=200, help="Results returned by default.")
+    max_k: int = _opt(50, min=1, max=1000, help="Most results one query may ask for (the "
+                      "CLI, the MCP tools and the HTTP service alike).")
     # 0.7, not the spec's 0.5: on the public evaluation (benchmarks/eval, bench_retrieval)
     # 0.7 ranks better and the budgeted context holds the answer more often (docstring
     # queries: Recall@10 74.2% -> 76.8%, gold in context 74.8% -> 78.8%), task queries equal.

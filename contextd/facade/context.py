@@ -1,10 +1,10 @@
-"""ProjectContext: one project's context behind one object (spec 004 §5.1).
+"""ProjectContext: one project's context behind one object.
 
 A thin facade over three capabilities that share one index and one embedding model:
 
 * the query pipeline (:mod:`contextd.query.pipeline`): ``get_task_context``, ``query``,
   ``retrieve``, ``render``;
-* the knowledge base (:mod:`contextd.knowledge`): ``knowledge_*``;
+* the knowledge base (:mod:`contextd.knowledge`): ``knowledge``, ``knowledge_search``;
 * agent memory (:mod:`contextd.stash`): ``stash``.
 
 The Engine (:mod:`contextd.runtime.engine`) builds one per project for the CLI, the MCP tools
@@ -63,18 +63,6 @@ class ProjectContext:
         """Knowledge contexts → the documents a query's scope holds."""
         return self.pipeline.knowledge_scope
 
-    def provider(self, provider_id: str) -> Any:
-        """The initialised provider with this id (created on first use), or None if unknown."""
-        return self.pipeline.provider(provider_id)
-
-    def provider_factories(self) -> dict[str, Any]:
-        """Registered provider factories by id."""
-        return self.pipeline.provider_factories()
-
-    def enabled_ids(self) -> list[str]:
-        """Ids of registered providers enabled in the configuration."""
-        return self.pipeline.enabled_ids()
-
     def warm_up(self, wait: bool = False, timeout: float | None = None) -> None:
         """Load the embedding model and build the in-memory indexes, in the background
         (``wait``: before returning)."""
@@ -130,12 +118,12 @@ class ProjectContext:
                                       task_id=task_id, projects=projects)
 
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
-        """The ``<project_context>`` block of a TaskContext (spec 004 §7.1)."""
+        """The ``<project_context>`` block of a TaskContext."""
         return render_context(task_context, max_tokens)
 
     def task_prompt(self, task: Any, task_context: TaskContext | None = None,
                     max_tokens: int | None = None) -> str:
-        """The task prompt of spec 004 §7.2: the task's header, its ``<project_context>``
+        """The task prompt: the task's header, its ``<project_context>``
         block and the Guidelines (the context is retrieved when not given)."""
         from contextd.query.prompt import render_task_prompt
 
@@ -143,7 +131,7 @@ class ProjectContext:
             task_context = self.get_task_context(task)
         return render_task_prompt(task, task_context, max_tokens)
 
-    # ----- contextual retrieval (seed 003) -------------------------------------------------------
+    # ----- contextual retrieval --------------------------------------------------------------------
     @property
     def contextual(self):
         """Search with and without the contextual prefixes, and their statistics
@@ -188,38 +176,6 @@ class ProjectContext:
         return embed_missing(self.store, embedder, self.config.embedding.batch_size,
                              lock=self._embed_lock, paths=paths)
 
-    def knowledge_create_context(self, name: str, description: str = ""):
-        """Create a knowledge context; returns its ContextInfo."""
-        return self.knowledge.create_context(name, description)
-
-    def knowledge_list_contexts(self):
-        """Every knowledge context (ContextList), sorted by name."""
-        return self.knowledge.list_contexts()
-
-    def knowledge_show_context(self, name: str):
-        """A context and its documents (ContextDetail)."""
-        return self.knowledge.show_context(name)
-
-    def knowledge_delete_context(self, name: str, confirm: bool = False):
-        """Delete a context (never ``default``; ``confirm=True`` required)."""
-        return self.knowledge.delete_context(name, confirm)
-
-    def knowledge_add(self, paths: Iterable[str], contexts: Iterable[str] | None = None,
-                      include: Iterable[str] = (), exclude: Iterable[str] = (),
-                      metadata: dict | None = None, force_ocr: bool = False):
-        """Add files or folders to contexts (``default`` when none); ``metadata`` is kept
-        with each document, ``force_ocr`` reads PDFs by OCR; an AddReport."""
-        return self.knowledge.add(list(paths), list(contexts or ()), list(include),
-                                  list(exclude), metadata=metadata, force_ocr=force_ocr)
-
-    def knowledge_list_documents(self, context: str | None = None, limit: int = 100):
-        """Documents of one context, or of every context (a DocumentList)."""
-        return self.knowledge.list_documents(context, limit)
-
-    def knowledge_remove(self, paths: Iterable[str], contexts: Iterable[str] | None = None):
-        """Take documents out of contexts (all when none); a RemoveReport."""
-        return self.knowledge.remove(list(paths), list(contexts or ()) or None)
-
     def knowledge_search(self, query: str, contexts: Iterable[str] | None = None,
                          k: int | None = None, include_project: bool = False,
                          max_tokens: int | None = None, min_relevance: float | None = None
@@ -231,7 +187,7 @@ class ProjectContext:
                                             max_tokens, wait_for_model=True,
                                             min_relevance=min_relevance))
 
-    # ----- token usage agents report (spec 004 §7.3/§15) ----------------------------------------
+    # ----- token usage agents report -----------------------------------------------------------
     def report_task_usage(self, task_id: str, op: str, tokens_input: int, tokens_output: int,
                           agent: str | None = None, context_tokens: int | None = None,
                           notes: str | None = None) -> dict[str, Any]:
@@ -251,14 +207,10 @@ class ProjectContext:
         return token_reduction(self.store.task_usage())
 
     # ----- reporting and lifecycle ----------------------------------------------------------------
-    def flush_usage(self) -> None:
-        """Wait until every queued usage_metrics row is written (for readers of them)."""
-        self.pipeline.flush_usage()
-
     def stats(self) -> dict[str, Any]:
         """Providers (id, name, type, enabled, available, stats), storage, average latencies
         and languages, for ``contextd stats`` and get_context_stats."""
-        self.flush_usage()
+        self.pipeline.flush_usage()
         providers = self.pipeline.provider_stats()
         storage = self.store.stats()
         return {"providers": providers, "storage": storage,

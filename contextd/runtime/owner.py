@@ -35,15 +35,15 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from contextd.operations import OPERATIONS, expose
+from contextd.operations.records import EngineStats
 from contextd.runtime import rpc
 from contextd.runtime.election import OwnerLock, lock_path, socket_path
 from contextd.runtime.owner_server import OwnerDuties, OwnerServer
 from contextd.errors import ContextdError, StoreError
 from contextd.config.project import Project
-from contextd.records import to_dict
-from contextd.store.base import KNOWLEDGE_PREFIX
 
 log = logging.getLogger("contextd.runtime.owner")
 
@@ -54,8 +54,9 @@ DEFAULT_WAIT_S = 30.0
 
 
 class SharedEngine:
-    """The Engine's methods, wherever the Engine lives: in this process when it won the
-    election, else in the owner process, reached over the socket.
+    """The Engine's operations, wherever the Engine lives: in this process when it won the
+    election, else in the owner process, reached over the socket. Each operation declared in
+    :mod:`contextd.operations` is a method of the same name, which comes to :meth:`call`.
 
     Calls are retried across a takeover: when the owner dies mid-call, the election runs
     again and the call is repeated on the new owner (the Engine's methods are idempotent or,
@@ -97,17 +98,7 @@ class SharedEngine:
                              daemon=True).start()
         return self
 
-    # ----- the Engine's methods --------------------------------------------------------
-    def ensure_indexed(self, progress=None, embed: bool = True, within_s: float | None = None,
-                       wait: bool = True):
-        """See :meth:`contextd.runtime.engine.Engine.ensure_indexed`."""
-        return self._call("ensure_indexed", {"embed": embed, "within_s": within_s,
-                                             "wait": wait}, progress)
-
-    def embeddings_pending(self) -> int:
-        """See :meth:`contextd.runtime.engine.Engine.embeddings_pending`."""
-        return self._call("embeddings_pending", {})
-
+    # ----- the operations: one method per declared operation (installed by expose) -------
     def idle_seconds(self) -> float | None:
         """Seconds since this owner last answered a call, or None while it is not the
         owner, a call is in flight, or indexing or embedding is under way: what a
@@ -120,237 +111,46 @@ class SharedEngine:
             return None
         return time.monotonic() - server.last_call
 
-    def refresh(self, paths: Sequence[str] | None = None, force: bool = False, progress=None):
-        """See :meth:`contextd.runtime.engine.Engine.refresh`."""
-        return self._call("refresh", {"paths": paths, "force": force}, progress)
-
-    def rebuild(self, paths: Sequence[str] | None = None, *, dry_run: bool = False,
-                vacuum: bool = True, keep_errors: bool = False, wait: bool = True,
-                created_by: str = "cli", progress=None):
-        """See :meth:`contextd.runtime.engine.Engine.rebuild`."""
-        return self._call("rebuild", {"paths": paths, "dry_run": dry_run, "vacuum": vacuum,
-                                      "keep_errors": keep_errors, "wait": wait,
-                                      "created_by": created_by}, progress)
-
-    def job_status(self, job_id: str, include_logs: bool = False):
-        """See :meth:`contextd.runtime.engine.Engine.job_status`."""
-        return self._call("job_status", {"job_id": job_id, "include_logs": include_logs})
-
-    def cancel_job(self, job_id: str):
-        """See :meth:`contextd.runtime.engine.Engine.cancel_job`."""
-        return self._call("cancel_job", {"job_id": job_id})
-
-    def query(self, request):
-        """See :meth:`contextd.runtime.engine.Engine.query`."""
-        return self._call("query", {"request": request})
-
-    def search_knowledge(self, request):
-        """See :meth:`contextd.runtime.engine.Engine.search_knowledge`."""
-        return self._call("search_knowledge", {"request": request})
-
-    def get_search_results(self, session_ids: Sequence[str], limit: int | None = None):
-        """See :meth:`contextd.runtime.engine.Engine.get_search_results`."""
-        return self._call("get_search_results", {"session_ids": list(session_ids),
-                                                 "limit": limit})
-
-    def list_search_results(self):
-        """See :meth:`contextd.runtime.engine.Engine.list_search_results`."""
-        return self._call("list_search_results", {})
-
-    # ----- agent memory: see the Engine's methods of the same names ----------------------
-    def stash(self, request):
-        """See :meth:`contextd.runtime.engine.Engine.stash`. Segment ids are given here, before the
-        call leaves this process, so a call retried on a new owner (the old one died after
-        committing) finds its segments instead of storing them twice."""
-        from contextd.stash.model import with_ids
-
-        return self._call("stash", {"request": with_ids(request)})
-
-    def retrieve_stashed(self, request):
-        return self._call("retrieve_stashed", {"request": request})
-
-    def merge_stashed(self, segment_ids: Sequence[str], remove: bool = False):
-        return self._call("merge_stashed", {"segment_ids": list(segment_ids), "remove": remove})
-
-    def get_stashed(self, segment_ids: Sequence[str]):
-        return self._call("get_stashed", {"segment_ids": list(segment_ids)})
-
-    def list_stashed(self, session_id: str = "", all_sessions: bool = False,
-                     types: Sequence[str] = (), topic: str | None = None, limit: int = 50,
-                     offset: int = 0, include_expired: bool = False):
-        return self._call("list_stashed", {"session_id": session_id,
-                                           "all_sessions": all_sessions, "types": list(types),
-                                           "topic": topic, "limit": limit, "offset": offset,
-                                           "include_expired": include_expired})
-
-    def delete_stashed(self, segment_ids: Sequence[str]):
-        return self._call("delete_stashed", {"segment_ids": list(segment_ids)})
-
-    def protect_stashed(self, segment_ids: Sequence[str], protected: bool = True):
-        return self._call("protect_stashed", {"segment_ids": list(segment_ids),
-                                              "protected": protected})
-
-    def gc_stash(self):
-        return self._call("gc_stash", {})
-
-    def knowledge_create_context(self, name: str, description: str = ""):
-        """See :meth:`contextd.runtime.engine.Engine.knowledge_create_context`."""
-        return self._call("knowledge_create_context", {"name": name,
-                                                       "description": description})
-
-    def knowledge_list_contexts(self):
-        """See :meth:`contextd.runtime.engine.Engine.knowledge_list_contexts`."""
-        return self._call("knowledge_list_contexts", {})
-
-    def knowledge_show_context(self, name: str):
-        """See :meth:`contextd.runtime.engine.Engine.knowledge_show_context`."""
-        return self._call("knowledge_show_context", {"name": name})
-
-    def knowledge_delete_context(self, name: str, confirm: bool = False):
-        """See :meth:`contextd.runtime.engine.Engine.knowledge_delete_context`."""
-        return self._call("knowledge_delete_context", {"name": name, "confirm": confirm})
-
-    def knowledge_add(self, paths: Sequence[str], contexts: Sequence[str] | None = None,
-                      include: Sequence[str] = (), exclude: Sequence[str] = (),
-                      via_mcp: bool = False, metadata: dict | None = None,
-                      force_ocr: bool = False):
-        """See :meth:`contextd.runtime.engine.Engine.knowledge_add`. Paths are made absolute here:
-        the owner runs in another working directory."""
-        return self._call("knowledge_add", {
-            "paths": [os.path.abspath(os.path.expanduser(p)) for p in paths],
-            "contexts": list(contexts) if contexts else None, "include": list(include),
-            "exclude": list(exclude), "via_mcp": via_mcp, "metadata": metadata,
-            "force_ocr": force_ocr})
-
-    def knowledge_list_documents(self, context: str | None = None, limit: int = 100,
-                                 offset: int = 0):
-        """See :meth:`contextd.runtime.engine.Engine.knowledge_list_documents`."""
-        return self._call("knowledge_list_documents", {"context": context, "limit": limit,
-                                                       "offset": offset})
-
-    def knowledge_remove(self, paths: Sequence[str], contexts: Sequence[str] | None = None):
-        """See :meth:`contextd.runtime.engine.Engine.knowledge_remove` (paths made absolute)."""
-        return self._call("knowledge_remove", {
-            "paths": [p if p.startswith(KNOWLEDGE_PREFIX) else os.path.abspath(os.path.expanduser(p))
-                      for p in paths],
-            "contexts": list(contexts) if contexts else None})
-
-    def stats(self) -> dict[str, Any]:
-        """See :meth:`contextd.runtime.engine.Engine.stats`; adds who owns the database."""
-        data = self._call("stats", {})
-        owner = data.setdefault("owner", {})  # the Engine's memory figures
+    def stats(self) -> EngineStats:
+        """The ``stats`` operation, and who owns the database."""
+        data = self.call("stats", {})
         if self.is_owner and not self._elects:
             # A PostgreSQL store opened by this process alone: nobody owns it.
-            owner.update(pid=None, this_process=False)
+            who = {"pid": None, "this_process": False}
         else:
-            owner.update(pid=os.getpid() if self.is_owner else self.owner_pid,
-                         this_process=self.is_owner)
-        return data
-
-    def progress(self, with_pending: bool = False) -> dict[str, Any]:
-        """See :meth:`contextd.runtime.engine.Engine.progress`."""
-        return self._call("progress", {"with_pending": with_pending})
-
-    def job_history(self, limit: int = 50) -> list[dict[str, Any]]:
-        """See :meth:`contextd.runtime.engine.Engine.job_history`."""
-        return self._call("job_history", {"limit": limit})
-
-    def errors(self, limit: int = 500) -> list[dict[str, Any]]:
-        """See :meth:`contextd.runtime.engine.Engine.errors`."""
-        return self._call("errors", {"limit": limit})
-
-    def savings(self, days: int = 30) -> dict[str, Any]:
-        """See :meth:`contextd.runtime.engine.Engine.savings`."""
-        return self._call("savings", {"days": days})
-    def add_context(self, file_path: str, content: str | None = None, lang: str | None = None,
-                    mime: str | None = None) -> dict[str, Any]:
-        """See :meth:`contextd.runtime.engine.Engine.add_context`."""
-        return self._call("add_context", {"file_path": file_path, "content": content,
-                                          "lang": lang, "mime": mime})
-
-    def delete_context(self, file_path: str) -> dict[str, Any]:
-        """See :meth:`contextd.runtime.engine.Engine.delete_context`."""
-        return self._call("delete_context", {"file_path": file_path})
-
-    def backup(self, destination: str | None = None) -> dict[str, Any]:
-        """See :meth:`contextd.runtime.engine.Engine.backup`."""
-        return self._call("backup", {"destination": destination})
+            who = {"pid": os.getpid() if self.is_owner else self.owner_pid,
+                   "this_process": self.is_owner}
+        return dataclasses.replace(data, owner={**data.owner, **who})
 
     def reload_config(self) -> dict[str, Any]:
-        """See :meth:`contextd.runtime.engine.Engine.reload_config`; this process's own view
-        of the settings (budgets of the MCP tools) follows."""
-        result = self._call("reload_config", {})
+        """The ``reload_config`` operation; this process's own view of the settings (budgets
+        of the MCP tools) follows."""
+        result = self.call("reload_config", {})
         if result["changed"]:
             self.project = Project(self.project.root, dataclasses.replace(
                 Project.open(self.project.root, self.project.config.source).config,
                 storage=self.project.config.storage))
         return result
 
-    def reinitialize_schema(self) -> dict[str, Any]:
-        """See :meth:`contextd.runtime.engine.Engine.reinitialize_schema`."""
-        return self._call("reinitialize_schema", {})
-
-    def schema_status(self) -> dict[str, Any]:
-        """See :meth:`contextd.runtime.engine.Engine.schema_status`."""
-        return self._call("schema_status", {})
-
-    # ----- contextual retrieval and task usage (see the Engine) ------------------------
-    def generate_context_for_chunk(self, chunk: str, document: str,
-                                   metadata: dict[str, Any] | None = None,
-                                   max_words: int = 100) -> dict[str, Any]:
-        return self._call("generate_context_for_chunk", {
-            "chunk": chunk, "document": document, "metadata": metadata,
-            "max_words": max_words})
-
-    def reindex_with_context(self, batch_size: int | None = None,
-                             max_workers: int | None = None, llm_provider: str | None = None,
-                             wait: bool = False) -> dict[str, Any]:
-        return self._call("reindex_with_context", {
-            "batch_size": batch_size, "max_workers": max_workers,
-            "llm_provider": llm_provider, "wait": wait})
-
-    def reindexing_progress(self) -> dict[str, Any]:
-        return self._call("reindexing_progress", {})
-
-    def contextual_search(self, query: str, limit: int = 10,
-                          score_threshold: float | None = None, ab: bool = False,
-                          expect: Sequence[str] = ()) -> dict[str, Any]:
-        return self._call("contextual_search", {"query": query, "limit": limit,
-                                                "score_threshold": score_threshold, "ab": ab,
-                                                "expect": list(expect)})
-
-    def contextual_stats(self) -> dict[str, Any]:
-        return self._call("contextual_stats", {})
-
-    def report_task_usage(self, task_id: str, op: str, tokens_input: int, tokens_output: int,
-                          agent: str | None = None, context_tokens: int | None = None,
-                          notes: str | None = None) -> dict[str, Any]:
-        return self._call("report_task_usage", {
-            "task_id": task_id, "op": op, "tokens_input": tokens_input,
-            "tokens_output": tokens_output, "agent": agent, "context_tokens": context_tokens,
-            "notes": notes})
-
-    def token_reduction(self) -> dict[str, Any]:
-        return self._call("token_reduction", {})
-
     # ----- routing ---------------------------------------------------------------------
-    def _call(self, method: str, params: dict[str, Any], progress=None) -> Any:
-        spec = rpc.METHODS[method]
+    def call(self, name: str, params: dict[str, Any], progress=None) -> Any:
+        """Run a declared operation (:mod:`contextd.operations`) on the Engine: this
+        process's when it owns the index, else the owner's, over the socket."""
+        op = OPERATIONS[name]
+        params = op.prepared(params)
         deadline = time.monotonic() + self.wait_s
         while True:
             client = self._checkout(deadline)
             if client is None:
-                kwargs = dict(params, progress=progress) if progress is not None else params
-                return getattr(self._engine, method)(**kwargs)
-            wire = {name: to_dict(value) for name, value in params.items()}
+                return self._engine.call(name, params, progress)
             try:
-                result = client.call(method, wire, progress)
+                result = client.call(name, op.encode(params), progress)
             except rpc.PeerGone:
                 client.close()
-                log.info("owner: lost the owner during %s; electing again", method)
+                log.info("owner: lost the owner during %s; electing again", name)
                 continue
             self._release(client)
-            return rpc.from_dict(rpc.resolve(spec.result), result) if spec.result else result
+            return op.decode_result(result)
 
     def _checkout(self, deadline: float) -> rpc.Client | None:
         """A connection to the owner, or None when this process is (or just became) it."""
@@ -461,6 +261,9 @@ class SharedEngine:
             for client in self._idle:
                 client.close()
             self._idle.clear()
+
+
+expose(SharedEngine)
 
 
 def connect(project: Project, *, duties: bool = False, wait_s: float = DEFAULT_WAIT_S,

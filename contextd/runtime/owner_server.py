@@ -4,7 +4,7 @@ its Engine, and the duties of a long-running owner (model load, catch-up, watche
 
 from __future__ import annotations
 
-import inspect
+import functools
 import logging
 import os
 import socket
@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from contextd.errors import ContextdError
+from contextd.operations import OPERATIONS
 from contextd.records import to_dict
 from contextd.runtime import rpc
 
@@ -21,11 +22,18 @@ log = logging.getLogger("contextd.runtime.owner")
 
 class _ProgressRelay:
     """Forwards the Engine's progress calls to the client that asked for them, while its call
-    is in flight (a background job outlives the call; its progress then goes nowhere)."""
+    is in flight (a background job outlives the call; its progress then goes nowhere). Its
+    methods are the Progress calls a client replays (:data:`contextd.runtime.rpc.PROGRESS_CALLS`),
+    so the two ends name them in one place."""
 
     def __init__(self, send):
         self._send = send
         self.active = True
+
+    def __getattr__(self, call: str) -> Any:
+        if call not in rpc.PROGRESS_CALLS:
+            raise AttributeError(call)
+        return functools.partial(self._relay, call)
 
     def _relay(self, call: str, *args: Any) -> None:
         if self.active:
@@ -34,19 +42,6 @@ class _ProgressRelay:
                             "params": {"call": call, "args": list(args)}})
             except rpc.PeerGone:
                 self.active = False
-
-    def start(self, total_files: int, label: str = "indexing") -> None:
-        self._relay("start", total_files, label)
-
-    def update(self, files_done: int, chunks_done: int, current_file: str | None = None
-               ) -> None:
-        self._relay("update", files_done, chunks_done, current_file)
-
-    def embedding(self, done: int, pending: int) -> None:
-        self._relay("embedding", done, pending)
-
-    def finish(self, message: str = "") -> None:
-        self._relay("finish", message)
 
 
 class OwnerServer:
@@ -156,21 +151,14 @@ class OwnerServer:
         send(reply)
 
     def _dispatch(self, method: Any, params: dict[str, Any], relay) -> Any:
-        spec = rpc.METHODS.get(method) if isinstance(method, str) else None
-        if spec is None:
+        op = OPERATIONS.get(method) if isinstance(method, str) else None
+        if op is None:
             raise _BadRequest(rpc.METHOD_NOT_FOUND, f"unknown method {method!r}")
-        kwargs = dict(params)
-        for name, class_name in spec.record_params:
-            if name in kwargs:
-                kwargs[name] = rpc.from_dict(rpc.resolve(class_name), kwargs[name])
-        if relay is not None:
-            kwargs["progress"] = relay
-        function = getattr(self.engine, spec.name)
         try:
-            inspect.signature(function).bind(**kwargs)
+            request = op.decode(params)
         except TypeError as exc:
-            raise _BadRequest(rpc.INVALID_PARAMS, f"{spec.name}: {exc}") from None
-        return function(**kwargs)
+            raise _BadRequest(rpc.INVALID_PARAMS, f"{op.name}: {exc}") from None
+        return self.engine.call(op.name, request, relay)
 
     def stop(self) -> None:
         """Stop accepting, remove the socket file, and cut every client loose (they re-elect

@@ -3,7 +3,8 @@
 One JSON object per line, UTF-8. A connection opens with ``hello`` (protocol version and the
 database path), so a peer from an older or newer contextd is refused with a message that says
 what to do instead of failing later on a field it does not know. After that, each request is
-``{"jsonrpc": "2.0", "id": N, "method": "<Engine method>", "params": {...}}`` and is answered
+``{"jsonrpc": "2.0", "id": N, "method": "<operation>", "params": {...}}`` (an operation
+declared in :mod:`contextd.operations`, its request's fields as params) and is answered
 by one ``result`` or ``error``; a long call may first send ``progress`` notifications carrying
 the name and arguments of a :class:`contextd.indexer.progress.Progress` call.
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import importlib
 import json
 import socket
 import types
@@ -53,79 +53,6 @@ class PeerGone(Exception):
 
 class RemoteError(ContextdError):
     """The owner failed with an unexpected error (a bug there); the message names it."""
-
-
-@dataclasses.dataclass(frozen=True)
-class MethodSpec:
-    """How one Engine method crosses the socket: parameters that are records (rebuilt on
-    the owner with their class's ``from_dict``) and the record class of the result (rebuilt
-    on the client). Classes are named ``"module:Class"`` and imported only when used, so a
-    thin client never imports the model or the database."""
-
-    name: str
-    record_params: tuple[tuple[str, str], ...] = ()
-    result: str | None = None
-
-
-# The Engine's remote surface. Keep in step with contextd.runtime.engine.Engine.
-METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
-    MethodSpec("ensure_indexed", result="contextd.indexer.report:IndexReport"),
-    MethodSpec("refresh", result="contextd.indexer.report:IndexReport"),
-    MethodSpec("rebuild", result="contextd.runtime.jobs:RebuildResult"),
-    MethodSpec("job_status", result="contextd.runtime.jobs:JobStatus"),
-    MethodSpec("cancel_job", result="contextd.runtime.jobs:JobStatus"),
-    MethodSpec("query", record_params=(("request", "contextd.query.records:QueryRequest"),),
-               result="contextd.query.records:QueryResponse"),
-    MethodSpec("stats"),
-    MethodSpec("search_knowledge",
-               record_params=(("request", "contextd.sessions.records:SearchRequest"),),
-               result="contextd.sessions.records:SearchSession"),
-    MethodSpec("get_search_results", result="contextd.sessions.records:SearchResults"),
-    MethodSpec("list_search_results", result="contextd.sessions.records:SessionList"),
-    MethodSpec("progress"),
-    MethodSpec("job_history"),
-    MethodSpec("errors"),
-    MethodSpec("savings"),
-    MethodSpec("stash", record_params=(("request", "contextd.stash.model:StashRequest"),),
-               result="contextd.stash.model:StashResult"),
-    MethodSpec("retrieve_stashed",
-               record_params=(("request", "contextd.stash.model:RetrieveRequest"),),
-               result="contextd.stash.model:RetrieveResult"),
-    MethodSpec("merge_stashed", result="contextd.stash.model:MergeResult"),
-    MethodSpec("get_stashed", result="contextd.stash.model:SegmentList"),
-    MethodSpec("list_stashed", result="contextd.stash.model:SegmentList"),
-    MethodSpec("delete_stashed", result="contextd.stash.model:ChangeResult"),
-    MethodSpec("protect_stashed", result="contextd.stash.model:ChangeResult"),
-    MethodSpec("gc_stash", result="contextd.stash.model:GcResult"),
-    MethodSpec("knowledge_create_context", result="contextd.knowledge.records:ContextInfo"),
-    MethodSpec("knowledge_list_contexts", result="contextd.knowledge.records:ContextList"),
-    MethodSpec("knowledge_show_context", result="contextd.knowledge.records:ContextDetail"),
-    MethodSpec("knowledge_delete_context",
-               result="contextd.knowledge.records:ContextDeleted"),
-    MethodSpec("knowledge_add", result="contextd.knowledge.records:AddReport"),
-    MethodSpec("knowledge_remove", result="contextd.knowledge.records:RemoveReport"),
-    MethodSpec("knowledge_list_documents", result="contextd.knowledge.records:DocumentList"),
-    MethodSpec("embeddings_pending"),
-    MethodSpec("add_context"),
-    MethodSpec("delete_context"),
-    MethodSpec("backup"),
-    MethodSpec("reload_config"),
-    MethodSpec("reinitialize_schema"),
-    MethodSpec("schema_status"),
-    MethodSpec("generate_context_for_chunk"),
-    MethodSpec("reindex_with_context"),
-    MethodSpec("reindexing_progress"),
-    MethodSpec("contextual_search"),
-    MethodSpec("contextual_stats"),
-    MethodSpec("report_task_usage"),
-    MethodSpec("token_reduction"),
-)}
-
-
-def resolve(name: str) -> type:
-    """Import a ``"module:Class"`` name."""
-    module_name, _, attr = name.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
 
 
 def from_dict(cls: Any, data: Any) -> Any:

@@ -121,22 +121,22 @@ class ProgressFeed:
         engine = self.handle.get(timeout=0.0)
         with_pending = time.monotonic() - self._pending_at >= PENDING_EVERY_S
         data = engine.progress(with_pending=with_pending)
-        if not with_pending and data["state"] == "idle" \
-                and data["generation"] != self._pending_generation:
+        if not with_pending and data.state == "idle" \
+                and data.generation != self._pending_generation:
             # The index changed and settled since the count was read: read it now, so an
             # idle index never shows a stale number of chunks waiting for vectors.
             data, with_pending = engine.progress(with_pending=True), True
         if with_pending:
-            self._pending, self._pending_at = data.get("embeddings_pending"), time.monotonic()
-            self._pending_generation = data["generation"]
+            self._pending, self._pending_at = data.embeddings_pending, time.monotonic()
+            self._pending_generation = data.generation
         now = datetime.now()
-        jobs = [job_view(job, now) for job in data["jobs"]]
-        embedding = data.get("embedding")
+        jobs = [job_view(job, now) for job in data.jobs]
+        embedding = data.embedding
         if embedding:  # the live figure, fresher than the count read every few seconds
             self._pending = embedding["pending"]
-        self._log_changes(engine, jobs, data["generation"])
+        self._log_changes(engine, jobs, data.generation)
         self._log_embedding(embedding)
-        return {"ready": True, "state": data["state"], "generation": data["generation"],
+        return {"ready": True, "state": data.state, "generation": data.generation,
                 "embeddings_pending": self._pending, "jobs": jobs, "embedding": embedding}
 
     def _log_embedding(self, embedding: dict[str, Any] | None) -> None:

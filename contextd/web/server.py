@@ -61,7 +61,7 @@ def run_manager(project: Project, config_path: str | None, port: int | None = No
     actual = sock.getsockname()[1]
     token = secrets.token_urlsafe(24)
     url = f"http://127.0.0.1:{actual}/?token={token}"
-    from contextd.server.engine_handle import EngineHandle
+    from contextd.mcp.engine_handle import EngineHandle
     from contextd.web.app import build_app
     from contextd.web.feed import ProgressFeed
 

@@ -11,10 +11,9 @@ TITLE = "Overview"
 async def body(request, ctx) -> str:
     stats = await ctx.call("stats")
     health = await ctx.call("schema_status")
-    storage = stats.get("storage", {})
+    storage = stats.storage
     embeddings = sum((storage.get("embeddings_by_model") or {}).values())
-    owner = stats.get("owner") or {}
-    indexing = stats.get("indexing") or {}
+    owner, indexing = stats.owner, stats.indexing
     figures = cards([
         ("files", storage.get("total_files")), ("chunks", storage.get("total_chunks")),
         ("embedded chunks", embeddings), ("store size (MB)", storage.get("db_size_mb")),
@@ -22,9 +21,9 @@ async def body(request, ctx) -> str:
         ("secrets redacted", storage.get("secrets_redacted"))])
     providers = table(["provider", "type", "enabled", "ready", "note"], [
         (p.get("id"), p.get("type"), p.get("enabled"), p.get("available"), p.get("pending"))
-        for p in stats.get("providers", [])], table_id="providers")
+        for p in stats.providers], table_id="providers")
     languages = table(["language", "chunks"], sorted(
-        (stats.get("languages") or {}).items(), key=lambda item: -item[1]), table_id="languages")
+        stats.languages.items(), key=lambda item: -item[1]), table_id="languages")
     models = table(["embedding model", "vectors"],
                    (storage.get("embeddings_by_model") or {}).items())
     facts = table(["", ""], [

@@ -27,7 +27,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-log = logging.getLogger("contextd.server")
+log = logging.getLogger("contextd.mcp")
 
 # The largest legitimate request is refresh_context with 1,000 long paths (well under 1 MiB).
 MAX_REQUEST_BYTES = 1024 * 1024

@@ -14,7 +14,7 @@ from contextd.errors import UsageError
 from contextd.runtime.indexing_notes import STILL_INDEXING
 from contextd.records import ContextScope, to_dict
 from contextd.query.render import skipped_text
-from contextd.server.schemas import (
+from contextd.mcp.schemas import (
     Hit, JobStatusResult, Offsets, QueryResult, RebuildResult, RefreshResult, Scope,
     StatsResult,
 )
@@ -88,12 +88,13 @@ def listing(intro: str, notes: Sequence[str], empty_hint: str,
     return "\n".join(lines)
 
 
-def stats_result(stats: dict[str, Any], config) -> StatsResult:
-    """get_context_stats in the shape of spec 004 §6, from :meth:`Engine.stats`."""
-    storage, performance = stats.get("storage", {}), stats.get("performance", {})
+def stats_result(stats: Any, config) -> StatsResult:
+    """get_context_stats in the shape of docs/MCP_TOOLS.md, from the ``stats`` operation's
+    :class:`contextd.operations.records.EngineStats`."""
+    storage, performance = stats.storage, stats.performance
     return StatsResult(
         enabled=config.core.enabled, mode=config.core.mode,
-        providers=stats.get("providers", []),
+        providers=list(stats.providers),
         storage={"totalFiles": storage.get("total_files"),
                  "totalChunks": storage.get("total_chunks"),
                  "knowledgeDocuments": storage.get("knowledge_documents"),
@@ -108,11 +109,11 @@ def stats_result(stats: dict[str, Any], config) -> StatsResult:
         performance={"queries": storage.get("queries"),
                      "avgQueryLatencyMs": storage.get("avg_query_latency_ms"),
                      "avgTokensPerQuery": storage.get("avg_tokens_per_query"),
-                     "cacheHitRate": stats.get("cache_hit_rate"),
+                     "cacheHitRate": stats.cache_hit_rate,
                      "providerLatencyMs": performance.get("avg_ms", {})},
-        languages=stats.get("languages", {}), indexing=stats.get("indexing", {}),
-        recentActivity=stats.get("recent_jobs", []), owner=stats.get("owner", {}),
-        contextualizer=stats.get("contextualizer", {}), embedding=stats.get("embedding", {}))
+        languages=stats.languages, indexing=stats.indexing,
+        recentActivity=list(stats.recent_jobs), owner=stats.owner,
+        contextualizer=stats.contextualizer, embedding=stats.embedding)
 
 
 def stats_text(result: StatsResult) -> str:

@@ -12,36 +12,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from contextd.errors import ContextdError
-from contextd.server.engine_handle import EngineHandle
+from contextd.mcp.engine_handle import EngineHandle
+from contextd.mcp.tool_kinds import APPEND, DELETE, READ, SEED002, WRITE, tool
 
-SEED002 = "seed002"
 
 
 class AdminTools:
     """Tools that act on the server's configuration and schema."""
 
-    DEFAULT = {"reload_config": ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                                idempotent_hint=True, open_world_hint=False)}
-    SEED002 = {
-        "rebuild_index": ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                                         idempotent_hint=False, open_world_hint=False),
-        "index_status": ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        "cancel_index_generation": ToolAnnotations(read_only_hint=False,
-                                                   destructive_hint=False,
-                                                   idempotent_hint=True, open_world_hint=False),
-        "reinitialize_schema": ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                                               idempotent_hint=False, open_world_hint=False),
-        "generate_report": ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                           open_world_hint=False),
-    }
-
     def __init__(self, handle: EngineHandle):
         self.handle = handle
 
+    @tool(WRITE)
     def reload_config(self) -> dict[str, Any]:
         """Apply an edited context.toml (and the project's .env) without restarting the
         server: search, ranking, providers, sessions and the indexing boundary use the new
@@ -61,6 +46,7 @@ class AdminTools:
         return {**result, "message": text}
 
     # ----- seed 002's names (compatibility = "seed002") --------------------------------
+    @tool(DELETE, profile=SEED002)
     def rebuild_index(
         self,
         reindex_all: Annotated[bool, Field(description=(
@@ -81,13 +67,14 @@ class AdminTools:
         return {"mode": "rebuild", "jobId": result.job_id, "status": result.status,
                 "message": f"rebuild {result.job_id} started; index_status shows its progress"}
 
+    @tool(READ, profile=SEED002)
     def index_status(self) -> dict[str, Any]:
         """Seed 002 name. Whether the index is initialised and current: status (No Index,
         Updating, Cancelling, Needs Update, Up to Date), files in the project, indexed, not
         indexed and deleted, last update, embedding model, and the store's figures."""
         engine = self.handle.get()
         health = engine.schema_status()
-        storage = engine.stats().get("storage", {})
+        storage = engine.stats().storage
         return {"isInitialized": health["status"] != "No Index", **health,
                 "totalFiles": health["project"]["totalFilesInProject"],
                 "indexedFiles": health["project"]["indexedFiles"],
@@ -96,17 +83,19 @@ class AdminTools:
                 "stats": {k: storage.get(k) for k in ("total_files", "total_chunks",
                                                       "db_size_mb")}}
 
+    @tool(WRITE, profile=SEED002)
     def cancel_index_generation(self) -> dict[str, Any]:
         """Seed 002 name. Stop the running rebuild after its current batch (cancel_rebuild
         without a job id). The files already indexed stay."""
         engine = self.handle.get()
-        running = engine.stats().get("indexing", {}).get("current_job")
+        running = engine.stats().indexing.get("current_job")
         if running is None:
             return {"cancelled": False, "message": "no indexing job is running"}
         status = engine.cancel_job(running["job_id"])
         return {"cancelled": True, "jobId": status.job_id, "status": status.status,
                 "message": f"job {status.job_id}: stops after its current batch"}
 
+    @tool(DELETE, profile=SEED002)
     def reinitialize_schema(
         self,
         confirm: Annotated[bool, Field(description=(
@@ -124,6 +113,7 @@ class AdminTools:
             f"dropped {result['files_dropped']:,} indexed file(s); schema version "
             f"{result['schema_version']}; the next query or refresh_context re-indexes")}
 
+    @tool(APPEND, profile=SEED002)
     def generate_report(
         self,
         session_id: Annotated[str, Field(min_length=1, description=(
@@ -155,10 +145,3 @@ class AdminTools:
                 "citations": result.citations, "warnings": list(result.warnings),
                 "deprecated": "generate_report is kept for seed 002 agents; use "
                               "create_rag_report", "preview": result.preview}
-
-
-def admin_tools(handle: EngineHandle, compatibility: str) -> list[tuple[str, Any, Any]]:
-    """(name, function, annotations) of the tools this profile offers."""
-    tools = AdminTools(handle)
-    names = {**AdminTools.DEFAULT, **(AdminTools.SEED002 if compatibility == SEED002 else {})}
-    return [(name, getattr(tools, name), annotations) for name, annotations in names.items()]

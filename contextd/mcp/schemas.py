@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field
 # Tool output must stay well under what MCP clients accept from one tool call (Claude Code
 # warns at 10k tokens and stops at 25k). The text and the structured copy both count.
 HARD_MAX_TOKENS = 6000
-MAX_K = 50
 
 JobState = Literal["queued", "in_progress", "completed", "failed", "cancelled", "interrupted"]
 

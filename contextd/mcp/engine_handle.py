@@ -13,7 +13,7 @@ from typing import Any
 from contextd.config.project import Project
 from contextd.errors import ContextdError
 
-log = logging.getLogger("contextd.server")
+log = logging.getLogger("contextd.mcp")
 
 # How long a tool call waits for the election and the Engine to open.
 ENGINE_WAIT_S = 60.0

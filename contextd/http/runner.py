@@ -18,7 +18,7 @@ import anyio
 from contextd.errors import ContextdError
 from contextd.config.project import Project
 
-log = logging.getLogger("contextd.service")
+log = logging.getLogger("contextd.http")
 
 
 def is_loopback(host: str) -> bool:
@@ -41,12 +41,12 @@ def serve_service(root: str | None, config_path: str | None, host: str | None,
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from contextd.server.app import build_app
-    from contextd.server.engine_handle import EngineHandle
-    from contextd.server.lifecycle import run_uvicorn
-    from contextd.service.app import build_service
-    from contextd.service.guard import LOOPBACK_NAMES, SiteCheck
-    from contextd.service.keys import KeyRing
+    from contextd.mcp.app import build_app
+    from contextd.mcp.engine_handle import EngineHandle
+    from contextd.mcp.lifecycle import run_uvicorn
+    from contextd.http.app import build_service
+    from contextd.http.guard import LOOPBACK_NAMES, SiteCheck
+    from contextd.http.keys import KeyRing
 
     project = Project.open(root, config_path)
     engine_cfg = project.config.engine

@@ -19,17 +19,18 @@ from typing import Annotated, Any, Callable
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
-from mcp_types import CallToolResult, Resource as MCPResource, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, Resource as MCPResource, TextContent
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextd.errors import ContextdError
 from contextd.records import to_dict
-from contextd.server.engine_handle import EngineHandle
+from contextd.mcp.engine_handle import EngineHandle
 from contextd.sessions.records import (
     ReportResult, SearchRequest, SearchResults, SearchSession, SessionHit, SessionList,
 )
+from contextd.mcp.tool_kinds import APPEND, READ, tool
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
 TOOL_GROUP = "Research sessions and reports"
 
 SCHEMA_MIME = "application/json"
@@ -67,6 +68,7 @@ class SessionTools:
 
         return Project.open(self.handle.root, self.handle.config_path)
 
+    @tool(APPEND)
     def search_knowledge(
         self,
         query: Annotated[str, Field(min_length=1, max_length=2000, description=(
@@ -95,6 +97,7 @@ class SessionTools:
         session = self.handle.get().search_knowledge(request)
         return _answer(session, search_text(session))
 
+    @tool(READ)
     def get_search_results(
         self,
         session_id: Annotated[str | None, Field(description=(
@@ -115,6 +118,7 @@ class SessionTools:
         results = self.handle.get().get_search_results(ids, limit)
         return _answer(results, results_text(results))
 
+    @tool(READ)
     def list_search_results(self) -> Annotated[CallToolResult, SessionList]:
         """List the live search sessions, newest first: session_id, query, created_at,
         expires_at and result_count of each."""
@@ -125,6 +129,7 @@ class SessionTools:
                   for s in listing.sessions]
         return _answer(listing, "\n".join(lines))
 
+    @tool(READ)
     def get_template_schema(
         self,
         template: Annotated[str | None, Field(description=(
@@ -139,6 +144,7 @@ class SessionTools:
         catalog = TemplateCatalog(self.project())
         return {**catalog.schema(template), "available": list(catalog.templates())}
 
+    @tool(APPEND)
     def create_rag_report(
         self,
         variables: Annotated[dict[str, Any], Field(description=(
@@ -210,24 +216,6 @@ def results_text(results: SearchResults) -> str:
             lines += _hit_text(hit)
     lines += [f"Note: {note}" for note in results.notes]
     return "\n".join(lines)
-
-
-# ----- registration --------------------------------------------------------------------
-TOOLS = (
-    ("search_knowledge", ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                         idempotent_hint=False, open_world_hint=False)),
-    ("get_search_results", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
-    ("list_search_results", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
-    ("get_template_schema", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
-    ("create_rag_report", ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                          idempotent_hint=False, open_world_hint=False)),
-)
-
-
-def tool_functions(handle: EngineHandle) -> list[tuple[str, Callable, ToolAnnotations]]:
-    """(name, function, annotations) of every tool, for build_app to register."""
-    tools = SessionTools(handle)
-    return [(name, getattr(tools, name), annotations) for name, annotations in TOOLS]
 
 
 class TemplateResources:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextd.records import to_dict
@@ -20,8 +20,9 @@ from contextd.stash.model import (
     RetrieveRequest, RetrieveResult, SegmentInput, SegmentList, SegmentType, StashRequest,
     StashResult,
 )
+from contextd.mcp.tool_kinds import APPEND, DELETE, READ, RESET, WRITE, tool
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
 TOOL_GROUP = "Agent memory"
 
 TypeName = Literal[tuple(t.value for t in SegmentType)]  # type: ignore[valid-type]
@@ -83,6 +84,7 @@ class StashTools:
     def __init__(self, handle: Any):
         self.handle = handle
 
+    @tool(APPEND)
     def stash_context(
         self,
         segments: Annotated[list[SegmentIn], Field(min_length=1, max_length=500, description=(
@@ -110,6 +112,7 @@ class StashTools:
                                f"{', '.join(result.segment_ids)} ({result.tokens_freed} tokens "
                                "freed).")
 
+    @tool(READ)
     def retrieve_stashed_context(
         self,
         query: Annotated[str, Field(min_length=1, max_length=4000, description=(
@@ -146,6 +149,7 @@ class StashTools:
             max_hops=max_hops))
         return _answer(result, _retrieve_text(result))
 
+    @tool(DELETE)
     def merge_stashed_context(
         self,
         segment_ids: Annotated[list[str], Field(min_length=1, max_length=500,
@@ -160,6 +164,7 @@ class StashTools:
                            for s in result.segments)
         return _answer(result, f"{text}\n\n({result.tokens_added} tokens)")
 
+    @tool(READ)
     def list_stashed_context(
         self,
         session_id: Annotated[str, Field(min_length=1, description=SESSION_HELP)]
@@ -186,6 +191,7 @@ class StashTools:
             for s in result.segments]
         return _answer(result, "\n".join(lines))
 
+    @tool(RESET)
     def delete_stashed_context(
         self,
         segment_ids: Annotated[list[str], Field(min_length=1, max_length=1000,
@@ -196,6 +202,7 @@ class StashTools:
         result = self.handle.get().delete_stashed(segment_ids)
         return _answer(result, f"Deleted {result.count} segment(s).")
 
+    @tool(WRITE)
     def protect_stashed_context(
         self,
         segment_ids: Annotated[list[str], Field(min_length=1, max_length=1000,
@@ -208,23 +215,3 @@ class StashTools:
         result = self.handle.get().protect_stashed(segment_ids, protected=protected)
         state = "Protected" if protected else "Unprotected"
         return _answer(result, f"{state} {result.count} segment(s).")
-
-
-_WRITE = dict(read_only_hint=False, destructive_hint=False, open_world_hint=False)
-TOOL_ANNOTATIONS = {
-    "stash_context": ToolAnnotations(**_WRITE, idempotent_hint=False),
-    "retrieve_stashed_context": ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    "merge_stashed_context": ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                                             idempotent_hint=False, open_world_hint=False),
-    "list_stashed_context": ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    "delete_stashed_context": ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                                              idempotent_hint=True, open_world_hint=False),
-    "protect_stashed_context": ToolAnnotations(**_WRITE, idempotent_hint=True),
-}
-
-
-def stash_tools(handle: Any) -> list[tuple[str, Any, ToolAnnotations]]:
-    """(name, function, annotations) of every memory tool, for build_app to register."""
-    tools = StashTools(handle)
-    return [(name, getattr(tools, name), annotations)
-            for name, annotations in TOOL_ANNOTATIONS.items()]

@@ -17,13 +17,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
 from contextd.query.token_reduction import reduction_text
-from contextd.server.tool_kinds import APPEND, READ, REBUILD
-
-TOOLS = (("generate_context_for_chunk", READ), ("reindex_with_context", REBUILD),
-         ("get_reindexing_progress", READ), ("search_with_contextual_retrieval", READ),
-         ("get_contextual_retrieval_stats", READ), ("report_token_usage", APPEND),
-         ("get_token_reduction_report", READ))
-
+from contextd.mcp.tool_kinds import APPEND, READ, RESET, tool
 
 def _answer(data: dict[str, Any], text: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)],
@@ -59,6 +53,7 @@ class ContextualTools:
     def __init__(self, handle: Any):
         self.handle = handle
 
+    @tool(READ)
     def generate_context_for_chunk(
         self,
         chunk: Annotated[str, Field(min_length=1, max_length=200_000, description=(
@@ -81,6 +76,7 @@ class ContextualTools:
         return _answer(data, f"{data['strategy']} prefix (quality {data['quality_score']}, "
                              f"{data['token_count']} tokens):\n{data['context']}")
 
+    @tool(RESET)
     def reindex_with_context(
         self,
         batch_size: Annotated[int | None, Field(ge=1, description=(
@@ -106,6 +102,7 @@ class ContextualTools:
                                                       wait=not run_async)
         return _answer(data, data["message"])
 
+    @tool(READ)
     def get_reindexing_progress(self) -> CallToolResult:
         """Progress of the latest reindex_with_context job: status, total_entities (files),
         processed, failed, percentage, elapsed_seconds, estimated_remaining_seconds."""
@@ -115,6 +112,7 @@ class ContextualTools:
             f"({data['percentage']}%), {data['failed']} failed")
         return _answer(data, text)
 
+    @tool(READ)
     def search_with_contextual_retrieval(
         self,
         query: Annotated[str, Field(min_length=1, max_length=2000, description=(
@@ -138,6 +136,7 @@ class ContextualTools:
                                                    expected_paths or ())
         return _answer(data, _search_text(data))
 
+    @tool(READ)
     def get_contextual_retrieval_stats(self) -> CallToolResult:
         """Contextual retrieval in this index: status, strategy, LLM provider, chunks with a
         prefix of all chunks, mean prefix length (tokens) and quality, quality bands, LLM
@@ -145,6 +144,7 @@ class ContextualTools:
         data = self.handle.get().contextual_stats()
         return _answer(data, json.dumps(data, indent=1))
 
+    @tool(APPEND)
     def report_token_usage(
         self,
         task_id: Annotated[str, Field(min_length=1, max_length=200, description=(
@@ -173,6 +173,7 @@ class ContextualTools:
                                                    agent, context_tokens, notes)
         return _answer(data, reduction_text(data))
 
+    @tool(READ)
     def get_token_reduction_report(self) -> CallToolResult:
         """The token-reduction report of spec 004 §7.3/§15 over the reported task runs:
         average input, output and total tokens before and after context integration, the

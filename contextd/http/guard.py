@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any
 
-from contextd.service.keys import KeyRing
+from contextd.http.keys import KeyRing
 
 # Endpoints anyone may call; every other path needs the scope it is listed with, or read.
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})

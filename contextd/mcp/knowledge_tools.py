@@ -19,18 +19,12 @@ from contextd.knowledge.records import (
     KnowledgeSearchResult, RemoveReport,
 )
 from contextd.records import ContextScope, to_dict
-from contextd.server.render import listing
-from contextd.server.schemas import HARD_MAX_TOKENS, MAX_K
-from contextd.server.tool_kinds import DELETE, READ, WRITE
+from contextd.mcp.render import listing
+from contextd.mcp.schemas import HARD_MAX_TOKENS
+from contextd.mcp.tool_kinds import DELETE, READ, WRITE, tool
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
 TOOL_GROUP = "Knowledge base"
-
-# (tool name, annotations), in the order build_app registers them.
-TOOLS = (("knowledge_context_create", WRITE), ("knowledge_context_list", READ),
-         ("knowledge_context_show", READ), ("knowledge_context_delete", DELETE),
-         ("knowledge_add", WRITE), ("knowledge_remove", DELETE),
-         ("knowledge_search", READ), ("knowledge_show", READ))
 
 _CONTEXTS = ("Context names; each entry may also be comma-separated "
              "('aws-architecture,healthcare-compliance').")
@@ -54,6 +48,7 @@ class KnowledgeTools:
     def __init__(self, handle):
         self.handle = handle
 
+    @tool(WRITE)
     def knowledge_context_create(
         self,
         name: Annotated[str, Field(min_length=1, max_length=64, description=(
@@ -66,6 +61,7 @@ class KnowledgeTools:
         info = self.handle.get().knowledge_create_context(name, description)
         return _answer(info, f"Created context {info.name}.")
 
+    @tool(READ)
     def knowledge_context_list(self) -> Annotated[CallToolResult, ContextList]:
         """List every knowledge context with its document and chunk counts, size and
         dates, sorted by name ('default' included)."""
@@ -74,6 +70,7 @@ class KnowledgeTools:
                                                             for c in result.contexts]
         return _answer(result, "\n".join(lines))
 
+    @tool(READ)
     def knowledge_context_show(
         self,
         name: Annotated[str, Field(min_length=1, description="Context name.")],
@@ -88,6 +85,7 @@ class KnowledgeTools:
                          f"contexts: {', '.join(doc.contexts)})")
         return _answer(detail, "\n".join(lines))
 
+    @tool(DELETE)
     def knowledge_context_delete(
         self,
         name: Annotated[str, Field(min_length=1, description="Context to delete.")],
@@ -102,6 +100,7 @@ class KnowledgeTools:
                                f"link(s) removed, {len(result.documents_deleted)} document(s) "
                                "deleted from the index.")
 
+    @tool(WRITE)
     def knowledge_add(
         self,
         paths: Annotated[list[str], Field(min_length=1, max_length=1000, description=(
@@ -137,6 +136,7 @@ class KnowledgeTools:
                   for d in report.documents if d.status != "skipped"]
         return _answer(report, "\n".join(lines))
 
+    @tool(DELETE)
     def knowledge_remove(
         self,
         paths: Annotated[list[str], Field(min_length=1, max_length=1000, description=(
@@ -154,13 +154,15 @@ class KnowledgeTools:
                                f"{', '.join(report.contexts) or 'every context'}; "
                                f"{len(report.documents_deleted)} deleted from the index.")
 
+    @tool(READ)
     def knowledge_search(
         self,
         query: Annotated[str, Field(min_length=1, max_length=2000, description=(
             "What you are looking for, in natural language."))],
         contexts: Annotated[list[str] | None, Field(description=(
             _CONTEXTS + " Omitted: every context."))] = None,
-        k: Annotated[int, Field(ge=1, le=MAX_K, description="Most hits to return.")] = 10,
+        k: Annotated[int, Field(ge=1, description=(
+            "Most hits to return (at most [query] max_k of context.toml, usually 50)."))] = 10,
         include_project: Annotated[bool, Field(description=(
             "Also search this project's own files, ranked together with the documents."))]
         = False,
@@ -191,6 +193,7 @@ class KnowledgeTools:
         return _answer(result, search_text(result))
 
 
+    @tool(READ)
     def knowledge_show(
         self,
         context: Annotated[str | None, Field(min_length=1, description=(

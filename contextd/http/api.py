@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 MAX_QUERY_CHARS = 2000
-MAX_K = 100
 MAX_BUDGET_TOKENS = 20000
 
 
@@ -61,8 +60,8 @@ class QueryContextRequest(_Strict):
     """Search the index."""
 
     q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The query.")
-    k: int | None = Field(None, ge=1, le=MAX_K, description="Most hits (default "
-                          "query.default_k).")
+    k: int | None = Field(None, ge=1, description="Most hits (default query.default_k, "
+                          "at most query.max_k).")
     filters: QueryFilters | None = None
     mmr_lambda: float | None = Field(None, ge=0.0, le=1.0, description="MMR: 1 relevance only, "
                                      "0 diversity only (default query.mmr_lambda).")

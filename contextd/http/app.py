@@ -1,8 +1,8 @@
 """The standalone service's ASGI application: the JSON API of spec 004 §8.2, health and
 readiness, the OpenAPI document, and the MCP streamable-HTTP endpoint at ``/mcp``, on one
-Starlette app behind :class:`contextd.service.guard.Guard`.
+Starlette app behind :class:`contextd.http.guard.Guard`.
 
-The index is reached only through the :class:`contextd.server.lifecycle.EngineHandle`
+The index is reached only through the :class:`contextd.mcp.lifecycle.EngineHandle`
 (:func:`contextd.runtime.owner.connect` with duties): the service is one more process of the owner
 protocol, owning the database or calling the process that does.
 """
@@ -23,10 +23,10 @@ from starlette.routing import Route
 
 from contextd.errors import ContextdError, UsageError
 from contextd.records import ContextScope, to_dict
-from contextd.service import api
-from contextd.service.guard import BodyTooLarge, Guard, RateLimiter, SiteCheck
+from contextd.http import api
+from contextd.http.guard import BodyTooLarge, Guard, RateLimiter, SiteCheck
 
-log = logging.getLogger("contextd.service")
+log = logging.getLogger("contextd.http")
 
 
 def _error(status: int, code: str, message: str, details: list | None = None,

@@ -21,11 +21,11 @@ import sys
 import anyio
 
 from contextd.errors import ContextdError
-from contextd.server.app import build_app
-from contextd.server.engine_handle import EngineHandle
-from contextd.server.guard import MAX_REQUEST_BYTES, run_stdio
+from contextd.mcp.app import build_app
+from contextd.mcp.engine_handle import EngineHandle
+from contextd.mcp.guard import MAX_REQUEST_BYTES, run_stdio
 
-log = logging.getLogger("contextd.server")
+log = logging.getLogger("contextd.mcp")
 
 # The background start happens at the latest this long after the transport is up, so an
 # HTTP server nobody has called yet still indexes and watches.

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field
 
 from contextd.config.project import Project
 from contextd.web import registry
+from contextd.mcp.tool_kinds import READ, WRITE, tool
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
 TOOL_GROUP = "The web Index Manager"
 
 
@@ -64,18 +65,11 @@ def _answer(model: BaseModel, text: str) -> CallToolResult:
 class ManagerTools:
     """The tool functions; signatures and docstrings are the tools' schemas."""
 
-    ANNOTATIONS = {
-        "open_index_manager": ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                              idempotent_hint=True, open_world_hint=False),
-        "list_index_managers": ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        "stop_index_manager": ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                              idempotent_hint=True, open_world_hint=False),
-    }
-
     def __init__(self, root: str | None, config_path: str | None):
         self.root = root
         self.config_path = config_path
 
+    @tool(WRITE)
     def open_index_manager(
         self,
         open_browser: Annotated[bool, Field(description=(
@@ -102,6 +96,7 @@ class ManagerTools:
                                          message=f"Index Manager {verb}: {entry.url}"),
                        f"Index Manager {verb} for {entry.root}: {entry.url}")
 
+    @tool(READ)
     def list_index_managers(self) -> Annotated[CallToolResult, ManagersResult]:
         """List the Index Managers running on this machine, for every project (workspace id,
         project root, pid, port, URL, start time)."""
@@ -111,6 +106,7 @@ class ManagerTools:
         return _answer(ManagersResult(managers=[ManagerInfo.of(e) for e in entries],
                                       message=text), text)
 
+    @tool(WRITE)
     def stop_index_manager(
         self,
         workspace_id: Annotated[str, Field(min_length=1, max_length=64, description=(

@@ -1,7 +1,7 @@
-"""The MCP tools of contextd (spec 004 §6), on the SDK's :class:`MCPServer`.
+"""The MCP tools of contextd (docs/MCP_TOOLS.md), on the SDK's :class:`MCPServer`.
 
 Each tool is a thin layer over one Engine method: validate the arguments (the JSON Schema
-comes from the typed signature and :mod:`contextd.server.schemas`), call the Engine in a
+comes from the typed signature and :mod:`contextd.mcp.schemas`), call the Engine in a
 worker thread, and answer with structured content plus a readable text. Expected failures
 (:class:`contextd.errors.ContextdError`) become tool errors whose text says what to do.
 Importing this module must stay cheap: nothing here touches DuckDB or the model.
@@ -20,26 +20,27 @@ from typing import Annotated, Any, Callable
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contextd.errors import ContextdError, JobConflictError
 from contextd.boundary.path_args import check_paths, refusal_text
-from contextd.server import render
-from contextd.server.contextual_tools import TOOLS as CONTEXTUAL_TOOLS, ContextualTools
-from contextd.server.knowledge_tools import TOOLS as KNOWLEDGE_TOOLS, KnowledgeTools
-from contextd.server.admin_tools import admin_tools
-from contextd.server.engine_handle import EngineHandle, start_after_handshake
-from contextd.server.manager_tools import ManagerTools
-from contextd.server.schemas import (
-    HARD_MAX_TOKENS, MAX_K, Filters, JobStatusResult, QueryResult, RebuildOptions,
+from contextd.mcp import render
+from contextd.mcp.contextual_tools import ContextualTools
+from contextd.mcp.knowledge_tools import KnowledgeTools
+from contextd.mcp.admin_tools import AdminTools
+from contextd.mcp.engine_handle import EngineHandle, start_after_handshake
+from contextd.mcp.manager_tools import ManagerTools
+from contextd.mcp.schemas import (
+    HARD_MAX_TOKENS, Filters, JobStatusResult, QueryResult, RebuildOptions,
     RebuildResult, RefreshResult, Scope, StatsResult,
 )
-from contextd.server.stash_tools import stash_tools
+from contextd.mcp.stash_tools import StashTools
+from contextd.mcp.tool_kinds import DELETE, READ, WRITE, tool, tools_of
 
-log = logging.getLogger("contextd.server")
+log = logging.getLogger("contextd.mcp")
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.server.reference).
+# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
 TOOL_GROUP = "Project context and indexing"
 
 INSTRUCTIONS = """\
@@ -127,23 +128,6 @@ def _strict(tool: Tool) -> Tool:
     return tool
 
 
-CONTEXT_TOOLS = (
-    ("query_context", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
-    ("refresh_context", ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                        idempotent_hint=True, open_world_hint=False)),
-    ("get_context_stats", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
-    ("rebuild_context", ToolAnnotations(read_only_hint=False, destructive_hint=True,
-                                        idempotent_hint=False, open_world_hint=False)),
-    ("get_rebuild_status", ToolAnnotations(read_only_hint=True, open_world_hint=False)),
-    ("cancel_rebuild", ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                       idempotent_hint=True, open_world_hint=False)))
-
-
-def _methods(owner: Any, names: Any) -> list[tuple[str, Callable, ToolAnnotations]]:
-    """(name, bound method, annotations) of a tool class's tools."""
-    return [(name, getattr(owner, name), annotations) for name, annotations in names]
-
-
 def _compatibility(handle: EngineHandle) -> str:
     """``[mcp] compatibility`` of the project; a configuration that does not load gives the
     default list (the engine then reports the error to every call)."""
@@ -158,21 +142,17 @@ def _compatibility(handle: EngineHandle) -> str:
 def registered_tools(handle: EngineHandle) -> list[Tool]:
     """Every tool of the server, in the order ``tools/list`` answers them: the context tools
     here, then each capability's own (Index Manager, agent memory, knowledge base, search
-    sessions and reports, administration), all with the same error handling and strictness.
+    sessions and reports, administration): each class's methods marked ``@tool``, in the
+    order they are written, all with the same error handling and strictness.
     The reference in docs/MCP_TOOLS.md is generated from this list
-    (:mod:`contextd.server.reference`)."""
-    from contextd.server import session_tools
+    (:mod:`contextd.mcp.reference`)."""
+    from contextd.mcp.session_tools import SessionTools
 
-    tools = [
-        *_methods(ContextTools(handle), CONTEXT_TOOLS),
-        *_methods(ManagerTools(handle.root, handle.config_path),
-                  ManagerTools.ANNOTATIONS.items()),
-        *stash_tools(handle),
-        *_methods(KnowledgeTools(handle), KNOWLEDGE_TOOLS),
-        *_methods(ContextualTools(handle), CONTEXTUAL_TOOLS),
-        *session_tools.tool_functions(handle),
-        *admin_tools(handle, _compatibility(handle)),
-    ]
+    owners = (ContextTools(handle), ManagerTools(handle.root, handle.config_path),
+              StashTools(handle), KnowledgeTools(handle), ContextualTools(handle),
+              SessionTools(handle), AdminTools(handle))
+    profile = _compatibility(handle)
+    tools = [found for owner in owners for found in tools_of(owner, profile)]
     # Descriptions without the docstrings' indentation: agents pay for every space.
     return [_strict(ContextdTool.from_function(_tool_errors(function), name=name,
                                                description=inspect.cleandoc(function.__doc__ or ""),
@@ -183,7 +163,7 @@ def registered_tools(handle: EngineHandle) -> list[Tool]:
 def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
     """The server with every tool of :func:`registered_tools` and the template resources,
     talking to the engine behind ``handle``."""
-    from contextd.server import session_tools
+    from contextd.mcp import session_tools
 
     resources = session_tools.template_resources(handle)
     app = session_tools.ListingServer("contextd", version=importlib.metadata.version("contextd"),
@@ -203,12 +183,15 @@ class ContextTools:
         self.handle = handle
         self._refreshes = RefreshQueue()
 
+    @tool(READ)
     def query_context(
         self,
         query: Annotated[str, Field(min_length=1, max_length=2000, description=(
             "What you are looking for, in natural language or code terms, e.g. 'where are "
             "JWT tokens validated' or 'RetryPolicy backoff'."))],
-        k: Annotated[int, Field(ge=1, le=MAX_K, description="Most hits to return.")] = 12,
+        k: Annotated[int | None, Field(ge=1, description=(
+            "Most hits to return (default: [query] default_k of context.toml, usually 12; "
+            "at most [query] max_k, usually 50)."))] = None,
         scope: Annotated[Scope | None, Field(description="Restrict the search.")] = None,
         filters: Annotated[Filters | None, Field(description="Score and budget cut-offs.")]
         = None,
@@ -238,6 +221,7 @@ class ContextTools:
         result = render.query_result(query, response, budget, filters.min_score)
         return _answer(result, render.query_text(result))
 
+    @tool(WRITE)
     def refresh_context(
         self,
         paths: Annotated[list[str], Field(min_length=1, max_length=1000, description=(
@@ -272,6 +256,7 @@ class ContextTools:
         return _answer(render.with_refused(result, refused), result.message
                        + (f" Refused: {refusal_text(refused)}" if refused else ""))
 
+    @tool(READ)
     def get_context_stats(self) -> Annotated[CallToolResult, StatsResult]:
         """Report the health and contents of this project's context index.
 
@@ -285,6 +270,7 @@ class ContextTools:
         result = render.stats_result(engine.stats(), engine.project.config)
         return _answer(result, render.stats_text(result))
 
+    @tool(DELETE)
     def rebuild_context(
         self,
         confirm: Annotated[bool, Field(description=(
@@ -323,6 +309,7 @@ class ContextTools:
         answer = render.rebuild_result(result, partial=bool(paths))
         return _answer(answer, answer.message)
 
+    @tool(READ)
     def get_rebuild_status(
         self,
         job_id: Annotated[str, Field(validation_alias="jobId", min_length=1, description=(
@@ -338,6 +325,7 @@ class ContextTools:
         answer = render.job_status_result(status, include_logs)
         return _answer(answer, answer.message)
 
+    @tool(WRITE)
     def cancel_rebuild(
         self,
         job_id: Annotated[str, Field(validation_alias="jobId", min_length=1, description=(

@@ -17,14 +17,14 @@ from typing import Any
 
 from mcp.server.mcpserver.tools import Tool
 
-from contextd.server.app import registered_tools
-from contextd.server.engine_handle import EngineHandle
+from contextd.mcp.app import registered_tools
+from contextd.mcp.engine_handle import EngineHandle
 
 HEADER = """\
 # MCP tool reference
 
 <!-- Generated from the tool registry by `contextd docs mcp > docs/MCP_TOOLS.md`; do not edit.
-     A tool's text lives in its docstring and parameter schema (contextd/server/*_tools.py). -->
+     A tool's text lives in its docstring and parameter schema (contextd/mcp/*_tools.py). -->
 
 Every tool of `contextd serve`, in the order `tools/list` answers them. Parameters marked
 *required* must be given; unknown parameters are refused (`additionalProperties: false`).

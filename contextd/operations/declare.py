@@ -1,0 +1,168 @@
+"""How an operation of the engine is declared, and the methods every caller gets from it.
+
+An operation is one handler function, ``handler(engine, **request) -> result``, decorated with
+:func:`operation`. From that one declaration come:
+
+* its **request record**: a dataclass of the handler's parameters (their names, types and
+  defaults), which the owner socket decodes a call's parameters by;
+* its **result record**: the handler's return annotation, which a client rebuilds the
+  owner's answer with;
+* a **method** of that name on the Engine (run here) and on the SharedEngine (run here when
+  this process owns the index, else on the owner), installed by :func:`expose`;
+* the names it has on each **surface** (MCP tools, HTTP routes, CLI commands, and methods of
+  the Python API's classes, ``Memory.merge``), which ``tests/test_operations.py`` checks
+  against the tools, routes, commands and methods that exist.
+
+A handler's ``progress`` parameter is not part of the request: it is the
+:class:`contextd.indexer.progress.Progress` sink of the caller, relayed over the socket.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import typing
+from typing import Any, Callable
+
+from contextd.records import to_dict
+
+# The handler parameter that is the caller's progress sink rather than a request field.
+PROGRESS = "progress"
+
+
+@dataclasses.dataclass(frozen=True)
+class Operation:
+    """One operation of the engine: its handler, request and result records, and where it is
+    exposed. ``prepare`` rewrites a call's parameters where a call may leave this process
+    (:meth:`contextd.runtime.owner.SharedEngine.call`): paths made absolute, since the owner
+    runs in another working directory."""
+
+    name: str
+    handler: Callable[..., Any]
+    request: type
+    takes_progress: bool
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    mcp: tuple[str, ...] = ()
+    http: tuple[str, ...] = ()
+    cli: tuple[str, ...] = ()
+    api: tuple[str, ...] = ()
+
+    @functools.cached_property
+    def signature(self) -> inspect.Signature:
+        """The parameters a caller passes: the handler's, without the engine and progress."""
+        params = list(inspect.signature(self.handler).parameters.values())[1:]
+        return inspect.Signature([p for p in params if p.name != PROGRESS])
+
+    @functools.cached_property
+    def field_types(self) -> dict[str, Any]:
+        """Each request field's type, resolved in the handler's module."""
+        return typing.get_type_hints(self.request)
+
+    @functools.cached_property
+    def result(self) -> Any:
+        """The result record's type (``Any`` for a plain JSON value)."""
+        return typing.get_type_hints(self.handler).get("return", Any)
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """A call's arguments as the request's fields, defaults filled in (TypeError for an
+        argument the operation does not take)."""
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def prepared(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The parameters as they leave this process (see ``prepare``)."""
+        return self.prepare(params) if self.prepare is not None else params
+
+    def run(self, engine: Any, params: dict[str, Any], progress: Any = None) -> Any:
+        """Run the handler on this process's Engine."""
+        if self.takes_progress:
+            return self.handler(engine, **params, progress=progress)
+        return self.handler(engine, **params)
+
+    def encode(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The request as JSON for the owner socket."""
+        return {name: to_dict(value) for name, value in params.items()}
+
+    def decode(self, wire: dict[str, Any]) -> dict[str, Any]:
+        """A request read from the socket, records rebuilt (TypeError for an unknown or
+        missing field)."""
+        from contextd.runtime.rpc import from_dict
+
+        self.signature.bind(**wire)
+        types = self.field_types
+        return {name: from_dict(types.get(name, Any), value) for name, value in wire.items()}
+
+    def decode_result(self, wire: Any) -> Any:
+        """The owner's answer rebuilt as the result record."""
+        from contextd.runtime.rpc import from_dict
+
+        return from_dict(self.result, wire)
+
+    def method(self, name: str, via: str | None) -> Callable[..., Any]:
+        """The method callers use: binds its arguments to the request and hands them to
+        ``call(name, params, progress)`` of the instance (or of its attribute ``via``)."""
+        def method(instance: Any, *args: Any, progress: Any = None, **kwargs: Any) -> Any:
+            runner = getattr(instance, via) if via else instance
+            return runner.call(self.name, self.bind(args, kwargs), progress)
+
+        method.__name__ = method.__qualname__ = name
+        method.__doc__ = self.handler.__doc__
+        first = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        extra = ([inspect.Parameter(PROGRESS, inspect.Parameter.KEYWORD_ONLY, default=None)]
+                 if self.takes_progress else [])
+        method.__signature__ = self.signature.replace(  # type: ignore[attr-defined]
+            parameters=[first, *self.signature.parameters.values(), *extra])
+        return method
+
+
+# Every declared operation by name, filled by the @operation decorators of this package.
+OPERATIONS: dict[str, Operation] = {}
+
+
+def operation(*, mcp: tuple[str, ...] = (), http: tuple[str, ...] = (),
+              cli: tuple[str, ...] = (), api: tuple[str, ...] = (),
+              prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare the decorated handler as an operation of the engine (see the module's
+    docstring); ``mcp``, ``http`` and ``cli`` name the tools, routes and commands that
+    expose it, ``api`` the ``Class.method`` names it has in the Python API."""
+    def declare(handler: Callable[..., Any]) -> Callable[..., Any]:
+        name = handler.__name__
+        if name in OPERATIONS:
+            raise ValueError(f"operation {name!r} is declared twice")
+        params = list(inspect.signature(handler).parameters.values())[1:]
+        fields = [(p.name, p.annotation if p.annotation is not p.empty else Any,
+                   dataclasses.field(default=p.default) if p.default is not p.empty
+                   else dataclasses.field())
+                  for p in params if p.name != PROGRESS]
+        request = dataclasses.make_dataclass(
+            "".join(part.title() for part in name.split("_")) + "Request", fields,
+            frozen=True)
+        request.__module__ = handler.__module__  # where its field types resolve
+        OPERATIONS[name] = Operation(name, handler, request,
+                                     any(p.name == PROGRESS for p in params), prepare,
+                                     mcp, http, cli, api)
+        return handler
+
+    return declare
+
+
+def expose(cls: type, via: str | None = None) -> type:
+    """Give ``cls`` its methods of the declared operations; each runs ``call(name, params,
+    progress)``, the one place that decides where an operation runs.
+
+    Without ``via`` (the Engine, the SharedEngine): a method per operation, under the
+    operation's name, unless the class defines one itself. With ``via`` (a class of the
+    Python API): the methods the operations' ``api`` names give this class, each calling
+    ``call`` on the instance's attribute ``via``."""
+    for op in OPERATIONS.values():
+        if via is None:
+            names = () if op.name in cls.__dict__ else (op.name,)
+        else:
+            names = tuple(qualified.partition(".")[2] for qualified in op.api
+                          if qualified.partition(".")[0] == cls.__name__)
+        for name in names:
+            setattr(cls, name, op.method(name, via))
+    return cls
