@@ -1,7 +1,7 @@
 """Lexical and symbol indexing, stage by stage, on real projects (issue 37): files/s and
 lines/s of each stage of the index path, and of the whole bootstrap without vectors.
 
-Each project is copied with ``git clone`` to a scratch folder (the corpus itself is never
+Each project's tracked files are copied to a scratch folder (the corpus itself is never
 written to), then:
 
 - every stage runs alone, serially in this process, over every file the boundary accepts, in
@@ -69,10 +69,16 @@ def _children_cpu() -> float:
 
 
 def copy_project(source: Path, scratch: Path) -> Path:
-    """A clone of ``source`` (a git checkout) under ``scratch``, without its index."""
+    """A copy of the files git tracks in ``source`` (a checkout) under ``scratch``: copied
+    from its working tree, not cloned, since a corpus checkout may lack a blob or two."""
     target = scratch / source.name
-    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(source), str(target)],
-                   check=True)
+    listed = subprocess.run(["git", "-C", str(source), "ls-files", "-z"], check=True,
+                            capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        origin = source / name
+        if origin.is_file() and not origin.is_symlink():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(origin, target / name)
     return target
 
 
