@@ -5,7 +5,8 @@ counted, not timed: every Python line executed and every call into C (a regex ma
 ``str`` method) is one step, counted by the interpreter's own trace and profile hooks. The
 count is deterministic, so the test cannot flake on a loaded machine, and it sees a quadratic
 loop whatever the loop's body is. A file 4 times as long must cost at most ~4 times the
-steps; the quadratic YAML key path this guards against cost ~14 times.
+steps; the quadratic YAML key path this guards against cost ~15 times, the trimming of a
+long module summary word by word for every chunk's prefix ~9 times.
 """
 
 from __future__ import annotations
@@ -84,8 +85,24 @@ def typescript_text(lines: int) -> str:
     return "\n".join(out[:lines]) + "\n"
 
 
+def commented_go_text(lines: int) -> str:
+    """A Go file opening with one long comment sentence (its module summary, trimmed to fit
+    every chunk's prefix), then many small functions."""
+    out = [f"// Package ledger keeps the accounts of shop number {n} of the chain and"
+           for n in range(lines // 3)] + ["package ledger", ""]
+    n = 0
+    while len(out) < lines:
+        n += 1
+        out += [f"// Balance{n} returns the balance of account {n}.",
+                f"func Balance{n}(entries []int) int {{", "\ttotal := 0",
+                "\tfor _, e := range entries {", "\t\ttotal += e", "\t}",
+                f"\treturn total + {n}", "}", ""]
+    return "\n".join(out[:lines]) + "\n"
+
+
 KINDS = {"deploy.yaml": yaml_text, "settings.json": json_text, "ledger.py": python_text,
-         "handbook.md": markdown_text, "shapes.ts": typescript_text}
+         "handbook.md": markdown_text, "shapes.ts": typescript_text,
+         "ledger.go": commented_go_text}
 
 
 def count_steps(work) -> int:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from contextd.records import Chunk
-from contextd.text.tokens import estimate_tokens
+from contextd.text.tokens import WORD_CHAR_WEIGHT, WORD_WEIGHT, estimate_tokens
 
 # Tokens the embedding model adds around every input ([CLS], [SEP]).
 MODEL_SPECIAL_TOKENS = 2
@@ -404,13 +404,30 @@ def fit_lines(lines: list[str], budget: int, line_cost: Callable[[str], int] = l
             spent += cost
             continue
         words = line.split()
-        while len(words) > MIN_TRIMMED_WORDS and spent + estimate_tokens(
-                " ".join(words) + " ...\n") > budget:
-            words.pop()
-        if len(words) > MIN_TRIMMED_WORDS:
-            kept.append(" ".join(words) + " ...")
+        keep = _words_that_fit(words, budget - spent)
+        if keep > MIN_TRIMMED_WORDS:
+            kept.append(" ".join(words[:keep]) + " ...")
         break
     return "\n".join(kept)
+
+
+def _words_that_fit(words: list[str], budget: int) -> int:
+    """The most leading ``words`` that, joined and marked cut (" ..."), fit ``budget``
+    estimated tokens; MIN_TRIMMED_WORDS when no more do. Bisected: the estimate only grows
+    with each word added (its counts add up over space-separated words), and dropping one
+    word at a time re-estimated the whole line each time, quadratic in a long module
+    summary's words (most of the contextualizer's time on prometheus, issue 37)."""
+    # Every word costs at least a word and a word character in the estimate, so no more than
+    # this many can fit: the work stays within the budget however long the line is.
+    most = int(budget / (WORD_WEIGHT + WORD_CHAR_WEIGHT)) + 1
+    low, high = MIN_TRIMMED_WORDS, min(len(words), most)  # low: kept, or too few to keep
+    while low < high:
+        middle = (low + high + 1) // 2
+        if estimate_tokens(" ".join(words[:middle]) + " ...\n") <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 class StructuralContextualizer:
