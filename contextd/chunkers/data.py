@@ -9,6 +9,7 @@ survives files a strict parser would reject (templated YAML); JSON goes through 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -59,10 +60,11 @@ class _KeyedChunker:
 
     def keyed_units(self, src: Source, lines: list[str], keys: list[KeyLine], first: int,
                     last: int, depth: int, parent: str, cap: int) -> list[Unit]:
-        """Units for the keys of ``depth`` within lines ``first..last``; a unit over the cap
-        is replaced by the units of its child keys (what precedes them keeps the key's label).
-        """
-        own = [k for k in keys if k.depth == depth and first <= k.line <= last]
+        """Units for the keys of ``depth`` within lines ``first..last`` (``keys``: the key lines
+        of that range, in order); a unit over the cap is replaced by the units of its child
+        keys (what precedes them keeps the key's label)."""
+        lines_of = [k.line for k in keys]
+        own = [k for k in keys if k.depth == depth]
         units: list[Unit] = []
         start_line = _attach_comments(lines, own[0].line, first - 1) if own else first
         for i, key in enumerate(own):
@@ -73,11 +75,13 @@ class _KeyedChunker:
             start_line = next_start
             if end <= start:
                 continue
-            has_children = any(k.depth == depth + 1 and key.line < k.line <= end_line
-                               for k in keys)
+            # The keys inside this one's block only (bisected): scanning every key of the
+            # file for each key was quadratic in a long file's keys (issue 37).
+            block = keys[bisect_right(lines_of, key.line):bisect_right(lines_of, end_line)]
+            has_children = any(k.depth == depth + 1 for k in block)
             if (has_children and depth + 1 < MAX_KEY_DEPTH
                     and src.tokens(start, end) > cap):
-                inner = self.keyed_units(src, lines, keys, key.line + 1, end_line, depth + 1,
+                inner = self.keyed_units(src, lines, block, key.line + 1, end_line, depth + 1,
                                          key.key, cap)
                 units.extend(fill_gaps(src, inner, start, end, lambda s, e, k=key.key: Unit(
                     s, e, self.kind, k, parent=parent)))

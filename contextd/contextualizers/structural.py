@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from contextd.records import Chunk
-from contextd.text.tokens import estimate_tokens
+from contextd.text.tokens import WORD_CHAR_WEIGHT, WORD_WEIGHT, estimate_tokens
 
 # Tokens the embedding model adds around every input ([CLS], [SEP]).
 MODEL_SPECIAL_TOKENS = 2
@@ -128,47 +128,114 @@ class ClassInfo:
 
 @dataclass
 class DocumentOutline:
-    """What the structural prefix needs to know about one document, computed once."""
+    """What the structural prefix needs to know about one document, computed once.
+
+    Every lookup is a bisection or a short walk up a chain of enclosing classes, so the
+    prefixes of a file cost time linear in its length: a lookup that rescanned the file (or
+    every class) per chunk was quadratic and took most of a YAML-heavy project's indexing."""
 
     summary: str = ""
     classes: list[ClassInfo] = field(default_factory=list)
     headings: list[tuple[int, int, str]] = field(default_factory=list)  # (line, level, title)
     lines: list[str] = field(default_factory=list)
+    # YAML: per key line, in order, (line, the (indent, key) pairs in force just after it).
+    key_paths: list[tuple[int, tuple[tuple[int, str], ...]]] = field(default_factory=list)
+    _class_starts: list[int] = field(init=False, repr=False)
+    _class_parents: list[int] = field(init=False, repr=False)
+    _heading_lines: list[int] = field(init=False, repr=False)
+    _heading_paths: list[str] = field(init=False, repr=False)
+    _key_lines: list[int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.classes.sort(key=lambda c: c.start_line)
+        self._class_starts = [c.start_line for c in self.classes]
+        self._class_parents = _enclosing_indexes(self.classes)
+        self._heading_lines = [h[0] for h in self.headings]
+        self._heading_paths = _heading_paths(self.headings)
+        self._key_lines = [line for line, _ in self.key_paths]
 
     def enclosing_class(self, chunk: Chunk) -> ClassInfo | None:
-        """The innermost class containing the chunk that is not the chunk itself."""
-        inside = [c for c in self.classes
-                  if c.start_line < chunk.start_line <= c.end_line
-                  or (c.start_line == chunk.start_line and chunk.end_line < c.end_line
-                      and chunk.parent == c.name)]
-        return max(inside, key=lambda c: c.start_line, default=None)
+        """The innermost class containing the chunk that is not the chunk itself: a class
+        opening on the chunk's own first line that spans past it and carries its name as the
+        chunk's parent, else the innermost class opened before the chunk and still open at its
+        first line (classes nest, so it is on the chain of enclosing classes of the last class
+        opened before the chunk)."""
+        at = bisect.bisect_right(self._class_starts, chunk.start_line) - 1
+        if at >= 0 and self._class_starts[at] == chunk.start_line:
+            same = self.classes[at]
+            if chunk.end_line < same.end_line and chunk.parent == same.name:
+                return same
+            at -= 1
+        while at >= 0:
+            candidate = self.classes[at]
+            if candidate.end_line >= chunk.start_line:
+                return candidate
+            at = self._class_parents[at]
+        return None
 
     def heading_path(self, line: int) -> str:
         """The Markdown headings in force at ``line`` ("Install > From source")."""
-        stack: list[tuple[int, str]] = []
-        cut = bisect.bisect_right([h[0] for h in self.headings], line)
-        for _, level, title in self.headings[:cut]:
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, title))
-        return " > ".join(title for _, title in stack)
+        at = bisect.bisect_right(self._heading_lines, line) - 1
+        return self._heading_paths[at] if at >= 0 else ""
 
     def key_path(self, line: int) -> str:
-        """The YAML keys enclosing ``line`` by indentation ("services > web")."""
-        path: list[str] = []
+        """The YAML keys enclosing ``line`` by indentation ("services > web"): the path in
+        force after the last key line above it, less its keys not indented less than the
+        line itself (a blank line keeps them all)."""
+        at = bisect.bisect_left(self._key_lines, line) - 1
+        if at < 0:
+            return ""
+        path = self.key_paths[at][1]
         own = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        indent_limit = len(own) - len(own.lstrip()) if own.strip() else None
-        for text in reversed(self.lines[:line - 1]):
-            match = _YAML_KEY_RE.match(text)
-            if not match or not text.strip() or text.lstrip().startswith("#"):
-                continue
-            indent = len(match.group(1))
-            if indent_limit is None or indent < indent_limit:
-                path.append(match.group(3).strip())
-                indent_limit = indent
-            if indent_limit == 0:
-                break
-        return " > ".join(reversed(path))
+        if not own.strip():
+            return " > ".join(key for _, key in path)
+        indent = len(own) - len(own.lstrip())
+        return " > ".join(key for depth, key in path if depth < indent)
+
+
+def _enclosing_indexes(classes: list[ClassInfo]) -> list[int]:
+    """For each class (sorted by first line), the index of the innermost earlier class that
+    is still open at its first line, or -1: one pass with a stack of open classes."""
+    parents: list[int] = []
+    open_: list[int] = []
+    for info in classes:
+        while open_ and classes[open_[-1]].end_line < info.start_line:
+            open_.pop()
+        parents.append(open_[-1] if open_ else -1)
+        open_.append(len(parents) - 1)
+    return parents
+
+
+def _heading_paths(headings: list[tuple[int, int, str]]) -> list[str]:
+    """The heading path in force at each heading ("Install > From source"), in one pass."""
+    stack: list[tuple[int, str]] = []
+    paths = []
+    for _, level, title in headings:
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+        paths.append(" > ".join(t for _, t in stack))
+    return paths
+
+
+def yaml_key_paths(lines: list[str]) -> list[tuple[int, tuple[tuple[int, str], ...]]]:
+    """Per YAML key line (1-based, in order), the keys in force just after it as
+    ``(indent, key)`` pairs, outermost first: a key pops every key indented as deep or
+    deeper. One pass over the file, where searching backwards from each chunk was quadratic
+    in the file's length (66 s of a 91 s index of a YAML-heavy project, issue 37)."""
+    out = []
+    stack: tuple[tuple[int, str], ...] = ()
+    for n, text in enumerate(lines, start=1):
+        match = _YAML_KEY_RE.match(text)
+        if not match or not text.strip() or text.lstrip().startswith("#"):
+            continue
+        indent = len(match.group(1))
+        kept = len(stack)
+        while kept and stack[kept - 1][0] >= indent:
+            kept -= 1
+        stack = stack[:kept] + ((indent, match.group(3).strip()),)
+        out.append((n, stack))
+    return out
 
 
 def outline_python(document: str) -> DocumentOutline:
@@ -254,12 +321,14 @@ def outline_generic(document: str) -> DocumentOutline:
     for match in _CLASS_RE.finditer(document):
         index = bisect.bisect_right(line_starts, match.start()) - 1
         found.append((index, match.group(1), len(match.group(0)) - len(match.group(0).lstrip())))
-    classes = []
-    for n, (index, name, indent) in enumerate(found):
-        later = [i for i, _, other in found[n + 1:] if other <= indent]
-        end = later[0] if later else len(lines)
-        classes.append(ClassInfo(name, index + 1, end, first_sentence(_comment_before(lines,
-                                                                                      index))))
+    ends = [len(lines)] * len(found)
+    open_: list[int] = []  # classes whose end is not known yet, indentation increasing
+    for n, (index, _, indent) in enumerate(found):
+        while open_ and found[open_[-1]][2] >= indent:
+            ends[open_.pop()] = index
+        open_.append(n)
+    classes = [ClassInfo(name, index + 1, end, first_sentence(_comment_before(lines, index)))
+               for (index, name, _), end in zip(found, ends)]
     return DocumentOutline(first_sentence(_leading_comment(lines, 0)), classes)
 
 
@@ -289,7 +358,8 @@ def outline(document: str, language: str) -> DocumentOutline:
     if language in MARKDOWN_LANGUAGES:
         return outline_markdown(document)
     if language in YAML_LANGUAGES:
-        return DocumentOutline(lines=document.splitlines())
+        lines = document.splitlines()
+        return DocumentOutline(lines=lines, key_paths=yaml_key_paths(lines))
     return outline_generic(document)
 
 
@@ -334,13 +404,30 @@ def fit_lines(lines: list[str], budget: int, line_cost: Callable[[str], int] = l
             spent += cost
             continue
         words = line.split()
-        while len(words) > MIN_TRIMMED_WORDS and spent + estimate_tokens(
-                " ".join(words) + " ...\n") > budget:
-            words.pop()
-        if len(words) > MIN_TRIMMED_WORDS:
-            kept.append(" ".join(words) + " ...")
+        keep = _words_that_fit(words, budget - spent)
+        if keep > MIN_TRIMMED_WORDS:
+            kept.append(" ".join(words[:keep]) + " ...")
         break
     return "\n".join(kept)
+
+
+def _words_that_fit(words: list[str], budget: int) -> int:
+    """The most leading ``words`` that, joined and marked cut (" ..."), fit ``budget``
+    estimated tokens; MIN_TRIMMED_WORDS when no more do. Bisected: the estimate only grows
+    with each word added (its counts add up over space-separated words), and dropping one
+    word at a time re-estimated the whole line each time, quadratic in a long module
+    summary's words (most of the contextualizer's time on prometheus, issue 37)."""
+    # Every word costs at least a word and a word character in the estimate, so no more than
+    # this many can fit: the work stays within the budget however long the line is.
+    most = int(budget / (WORD_WEIGHT + WORD_CHAR_WEIGHT)) + 1
+    low, high = MIN_TRIMMED_WORDS, min(len(words), most)  # low: kept, or too few to keep
+    while low < high:
+        middle = (low + high + 1) // 2
+        if estimate_tokens(" ".join(words[:middle]) + " ...\n") <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 class StructuralContextualizer:

@@ -1,0 +1,214 @@
+"""Lexical and symbol indexing, stage by stage, on real projects (issue 37): files/s and
+lines/s of each stage of the index path, and of the whole bootstrap without vectors.
+
+Each project's tracked files are copied to a scratch folder (the corpus itself is never
+written to), then:
+
+- every stage runs alone, serially in this process, over every file the boundary accepts, in
+  the indexer's order: walk (the boundary's scan), read + BLAKE3, decode + scrub, chunk
+  (tree-sitter parse, the chunkers' definition walk and the symbols they find), of which the
+  tree-sitter parse alone, contextualize (the index texts), store write (DuckDB, in the
+  writer's batches, one transaction each), BM25 build (the full-text index over the index
+  texts). A stage's figure is files/s and lines/s of its own time, wall and CPU: on a shared
+  machine the CPU time (``time.process_time``) is the steadier one;
+- then the real bootstrap (``Indexer.ensure_indexed`` without embeddings, its worker pool
+  included) into a fresh index, timed end to end, with its CPU time (this process and its
+  children).
+
+The machine is shared: print ``uptime`` beside the figures and read wall times with it.
+
+    .venv/bin/python benchmarks/bench_index_stages.py /path/to/ansible /path/to/prometheus \\
+        /path/to/typeorm [--runs 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+import blake3
+
+from contextd.boundary.walk import Boundary
+from contextd.chunkers.chunking import chunk_file, language_for
+from contextd.chunkers.grammars import get_parser
+from contextd.config.project import Project
+from contextd.contextualizers.stage import index_texts
+from contextd.indexer import Indexer
+from contextd.indexer.pipeline import WRITE_BATCH_FILES
+from contextd.indexer.worker import count_lines, scrubber_for
+from contextd.providers.fulltext import BM25Index, code_tokens
+from contextd.store.base import FileRecord, IndexedChunk
+from contextd.store.duckdb import DuckDBStore
+
+
+class Stages:
+    """Wall and CPU seconds per stage, in the order first timed."""
+
+    def __init__(self) -> None:
+        self.wall: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+
+    def timed(self, name: str, work: Callable[[], object]) -> object:
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = work()
+        self.wall[name] = self.wall.get(name, 0.0) + time.perf_counter() - wall
+        self.cpu[name] = self.cpu.get(name, 0.0) + time.process_time() - cpu
+        return result
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def copy_project(source: Path, scratch: Path) -> Path:
+    """A copy of the files git tracks in ``source`` (a checkout) under ``scratch``: copied
+    from its working tree, not cloned, since a corpus checkout may lack a blob or two."""
+    target = scratch / source.name
+    listed = subprocess.run(["git", "-C", str(source), "ls-files", "-z"], check=True,
+                            capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        origin = source / name
+        if origin.is_file() and not origin.is_symlink():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(origin, target / name)
+    return target
+
+
+def stage_by_stage(root: Path) -> tuple[Stages, int, int]:
+    """Every stage alone over every accepted file (see the module docstring); returns the
+    stages, the files and the lines."""
+    project = Project.open(root)
+    config = project.config
+    stages = Stages()
+    entries = stages.timed("walk", lambda: Boundary(project).scan().accepted)
+
+    def read_all() -> list[tuple[object, bytes, str]]:
+        out = []
+        for entry in entries:
+            with open(entry.abs_path, "rb") as fh:
+                data = fh.read()
+            out.append((entry, data, blake3.blake3(data).hexdigest()))
+        return out
+
+    files = stages.timed("read + hash", read_all)
+    scrubber = scrubber_for(config)
+
+    def decode_scrub() -> list[tuple[object, str, str]]:
+        out = []
+        for entry, data, digest in files:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            out.append((entry, scrubber.scrub(text, entry.path).text, digest))
+        return out
+
+    texts = stages.timed("decode + scrub", decode_scrub)
+    lines = sum(count_lines(data) for _, data, _ in files)
+
+    def parse_only() -> None:
+        for entry, text, _ in texts:
+            language = language_for(entry.path)
+            try:
+                parser = get_parser(language) if language else None
+            except Exception:  # no grammar: a line-based chunker, nothing to parse
+                parser = None
+            if parser is not None:
+                parser.parse(text.encode("utf-8"))
+
+    stages.timed("  of which tree-sitter parse", parse_only)
+    chunked = stages.timed("chunk + symbols", lambda: [
+        (entry, text, digest, chunk_file(entry.path, text.encode("utf-8"), config))
+        for entry, text, digest in texts])
+    records = stages.timed("contextualize", lambda: [
+        FileRecord(path=entry.path, size_bytes=entry.size, mtime_ns=entry.mtime_ns,
+                   content_hash=digest, language=result.language,
+                   chunks=[IndexedChunk(c, t.text, t.contextualized, t.prefix_quality,
+                                        t.prefix_tokens)
+                           for c, t in zip(result.chunks, index_texts(
+                               text, entry.path, result.chunks, config))])
+        for entry, text, digest, result in chunked])
+    db = Path(tempfile.mkdtemp(prefix="stages-")) / "index.duckdb"
+    store = DuckDBStore(db)
+
+    def write_all() -> None:
+        for at in range(0, len(records), WRITE_BATCH_FILES):
+            with store.batch():
+                store.write_files(records[at:at + WRITE_BATCH_FILES])
+
+    try:
+        stages.timed("store write", write_all)
+    finally:
+        store.close()
+        shutil.rmtree(db.parent, ignore_errors=True)
+    stages.timed("BM25 build", lambda: BM25Index.build(
+        (f"{r.path}#{n}", code_tokens(c.index_text))
+        for r in records for n, c in enumerate(r.chunks)))
+    return stages, len(entries), lines
+
+
+def bootstrap(root: Path) -> tuple[float, float, int, int, int]:
+    """The real bootstrap without vectors into a fresh index: (wall s, CPU s of this process
+    and its pool, files, lines, chunks)."""
+    project = Project.open(root)
+    shutil.rmtree(project.db_path.parent, ignore_errors=True)
+    store = DuckDBStore(project.db_path)
+    indexer = Indexer(project, store, embed=False)
+    wall, cpu, children = time.perf_counter(), time.process_time(), _children_cpu()
+    report = indexer.ensure_indexed()
+    wall = time.perf_counter() - wall
+    cpu = time.process_time() - cpu + _children_cpu() - children
+    store.close()
+    return wall, cpu, report.files_indexed, report.lines_indexed, report.chunks_written
+
+
+def rate(count: int, seconds: float) -> str:
+    return f"{count / seconds:>10,.0f}" if seconds > 0 else f"{'-':>10}"
+
+
+def print_table(name: str, stages: Stages, files: int, lines: int) -> None:
+    print(f"\n{name}: {files:,} files, {lines:,} lines (stages alone, serial, one process)")
+    print(f"{'stage':<30}{'wall s':>8}{'CPU s':>8}{'files/s':>10}{'lines/s':>10}"
+          f"{'files/CPU-s':>12}{'lines/CPU-s':>12}")
+    for stage, wall in stages.wall.items():
+        cpu = stages.cpu[stage]
+        print(f"{stage:<30}{wall:>8.2f}{cpu:>8.2f}{rate(files, wall)}{rate(lines, wall)}"
+              f"{rate(files, cpu):>12}{rate(lines, cpu):>12}")
+    total_wall = sum(w for s, w in stages.wall.items() if not s.startswith(" "))
+    total_cpu = sum(c for s, c in stages.cpu.items() if not s.startswith(" "))
+    print(f"{'all stages':<30}{total_wall:>8.2f}{total_cpu:>8.2f}{rate(files, total_wall)}"
+          f"{rate(lines, total_wall)}{rate(files, total_cpu):>12}{rate(lines, total_cpu):>12}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("projects", nargs="+", type=Path, help="git checkouts to index")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="bootstraps per project (the fastest is printed)")
+    args = parser.parse_args()
+    print(f"cores: {os.cpu_count()}; load: {os.getloadavg()[0]:.1f} "
+          "(a shared machine: read wall times with the load)")
+    with tempfile.TemporaryDirectory(prefix="bench-stages-") as scratch:
+        for source in args.projects:
+            root = copy_project(source.resolve(), Path(scratch))
+            stages, files, lines = stage_by_stage(root)
+            print_table(source.name, stages, files, lines)
+            runs = [bootstrap(root) for _ in range(args.runs)]
+            wall, cpu, indexed, indexed_lines, chunks = min(runs)
+            print(f"{'bootstrap (pool, no vectors)':<30}{wall:>8.2f}{cpu:>8.2f}"
+                  f"{rate(indexed, wall)}{rate(indexed_lines, wall)}{rate(indexed, cpu):>12}"
+                  f"{rate(indexed_lines, cpu):>12}   {chunks:,} chunks; load "
+                  f"{os.getloadavg()[0]:.1f}")
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
