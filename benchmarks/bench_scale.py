@@ -576,6 +576,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--semble", type=Path, default=SEMBLE_PYTHON,
                         help="the Python of a virtualenv holding semble 0.7.0, for its "
                              "BM25-only peer row of the change requests")
+    parser.add_argument("--no-semble", action="store_true",
+                        help="without the semble row (its figures do not change with "
+                             "contextd's ranking: rerun contextd alone after a change)")
     parser.add_argument("--vectors", action="store_true",
                         help="also wait until every vector is computed, then measure the owner")
     parser.add_argument("--vector-limit", type=float, default=3600)
@@ -604,13 +607,15 @@ def main(argv: list[str] | None = None) -> int:
             ask_questions(root, ask)
             ask.close()
             if args.commits:
-                change_requests(root, args.commits, args.commits_skip, args.semble)
+                change_requests(root, args.commits, args.commits_skip,
+                                None if args.no_semble else args.semble)
             continue
         started = time.monotonic()
         first_answer(root, args.keep_index)
         ask_questions(root, ask_cli(root))
         if args.commits:
-            change_requests(root, args.commits, args.commits_skip, args.semble)
+            change_requests(root, args.commits, args.commits_skip,
+                            None if args.no_semble else args.semble)
         if args.vectors:
             wait_for_vectors(root, started, args.vector_limit)
             owner_figures(root, args.idle)
