@@ -388,11 +388,15 @@ class RankingConfig:
                                             "add to its best chunk, as a share of the best "
                                             "candidate's score (the file with the most such "
                                             "chunks gets all of it, the others in proportion).")
+    chunks_kept_per_file: int = _opt(3, min=1, max=100,
+                                     help="Snippets: a file's best chunks that keep their "
+                                          "place in the answer's order; the ones after them "
+                                          "step back (further_chunk_factor).")
     further_chunk_factor: float = _opt(0.5, min=0.0, max=1.0,
-                                       help="Snippets: a file's chunks after its best one "
-                                            "step back by this factor per chunk of the file "
-                                            "already taken, so the answer covers several "
-                                            "files (1: no step back).")
+                                       help="Snippets: a file's chunks after its best "
+                                            "chunks_kept_per_file step back by this factor per "
+                                            "chunk of the file already taken, so the answer "
+                                            "covers several files (1: no step back).")
     max_symbol_candidates: int = _opt(12, min=0, max=200,
                                       help="Symbol names taken from one task description.")
     test_path_patterns: list[str] = _opt(["tests/*", "test/*", "*/tests/*", "*/test/*",

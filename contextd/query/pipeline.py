@@ -249,7 +249,9 @@ class QueryPipeline:
             unique = [s for s in unique if s.score >= min_score]
         vectors = self._vectors([s.chunk_id for s in unique], generation)
         # One chunk per file first (the order only; the scores stay the chunks' own).
-        spread = spread_over_files(unique, self.config.ranking.further_chunk_factor)
+        ranking = self.config.ranking
+        spread = spread_over_files(unique, ranking.chunks_kept_per_file,
+                                   ranking.further_chunk_factor)
         selection = mmr_select(spread, vectors,
                                self.config.query.mmr_lambda if mmr_lambda is None else mmr_lambda,
                                self.budgets.available(budget), k,

@@ -3,12 +3,13 @@
 A ranking of chunks often holds five chunks of one file at its head (8 of 32 written
 questions did): each is relevant, yet the agent gets no second file to look at, and the
 second file is where a change request's other half or a question's caller lives. A file's
-chunks after its best :data:`KEPT_PER_FILE` step back by a factor per chunk already taken
-(``[ranking] further_chunk_factor``): another file's best chunk then comes before them unless
-they are much stronger, and they still follow when nothing else matches. The best two keep
-their place: a question's answer is often a file's second chunk, close behind its first
-(the golden repository's ``calculate_total`` behind the ``Order`` class it belongs to), and
-stepping it back behind a weak match of another file lost it. Only the order of an answer
+chunks after its best ``[ranking] chunks_kept_per_file`` (3) step back by a factor per chunk
+already taken (``further_chunk_factor``): another file's best chunk then comes before them
+unless they are much stronger, and they still follow when nothing else matches. The best
+three keep their place: a question's answer is often a file's second or third chunk, close
+behind its first (the golden repository's ``calculate_total`` behind the ``Order`` class it
+belongs to, ``connect_with_retry`` behind ``ConnectionPool``), and stepping it back behind a
+weak match of another file lost it. Only the order of an answer
 changes: the scores shown are the chunks' own.
 """
 
@@ -19,15 +20,12 @@ from typing import Sequence
 
 from contextd.records import ContextSnippet
 
-# A file's best chunks that keep their score; the ones after them step back.
-KEPT_PER_FILE = 3
 
-
-def spread_over_files(snippets: Sequence[ContextSnippet], factor: float
+def spread_over_files(snippets: Sequence[ContextSnippet], kept: int, factor: float
                       ) -> list[ContextSnippet]:
     """The snippets, best first, each file's n-th one (n from 0) scored
-    ``factor ** (n + 1 - KEPT_PER_FILE)`` times its own score once n reaches KEPT_PER_FILE,
-    re-sorted; ``factor`` 1 leaves the order as it is."""
+    ``factor ** (n + 1 - kept)`` times its own score once n reaches ``kept``, re-sorted;
+    ``factor`` 1 leaves the order as it is."""
     if factor >= 1.0:
         return list(snippets)
     taken: dict[str, int] = {}
@@ -35,7 +33,7 @@ def spread_over_files(snippets: Sequence[ContextSnippet], factor: float
     for snippet in sorted(snippets, key=lambda s: -s.score):
         n = taken.get(snippet.file_path, 0)
         taken[snippet.file_path] = n + 1
-        steps = max(0, n + 1 - KEPT_PER_FILE)
+        steps = max(0, n + 1 - kept)
         spread.append(dataclasses.replace(snippet, score=snippet.score * factor ** steps))
     return sorted(spread, key=lambda s: -s.score)
 
