@@ -538,7 +538,12 @@ def change_requests(root: Path, count: int, skip: int = 0, semble: Path | None =
     from contextd.providers.fulltext import code_tokens
 
     snapshot, tasks = sample_commits(root, count, skip)
-    tree = checkout_tree(root, snapshot)
+    try:
+        tree = checkout_tree(root, snapshot)
+    except subprocess.CalledProcessError as exc:  # a partial clone lacking some blobs
+        print(f"change requests: no checkout of {snapshot[:10]} ({exc.stderr.strip()[:200]}); "
+              "try another --commits-skip")
+        return
     system = ContextdSystem(tree)
     try:
         indexed = system.indexed()
