@@ -23,12 +23,18 @@ Per repository it prints:
   and the wall ms of each: p50 / p95 / max once warm (target: every answer <= 3 s, >= 80%
   right);
 * **change-request localization**: the latest ``--commits`` commits that changed 1-4 existing
-  ``.py`` files outside tests (after the ``--commits-skip`` latest such commits: an older
-  window, held out from any tuning), message as the query, the changed files as the answer,
-  asked of an index of the tree at the parent of the oldest of them (no answer leaks into
-  it): R@1 / R@5 / MRR of contextd's ``--files`` ranking on a checkout of that commit (its
-  history up to there, as a user has it), of contextd on an archive of the same tree (no
-  history for the git-history provider), and of BM25 over the archive's whole files;
+  source files (``.py``, ``.go``, ``.ts``/``.js``; tests, docs, examples and vendored code
+  left out by each language's path conventions: :func:`_is_source`), after the
+  ``--commits-skip`` latest such commits (an older window, held out from any tuning),
+  message as the query, the changed files as the answer, asked of an index of a checkout of
+  the parent of the oldest of them (its history up to there, as a user has it; no answer
+  leaks into it). Three systems on that tree: contextd's ``--files`` ranking and its hits
+  (lexical and symbol providers), semble 0.7.0 BM25-only as a peer (``alpha=0``, in its own
+  virtualenv, ``--semble``: benchmarks/scale/semble_peer.py) and BM25 over whole files. Per
+  system: R@1, R@5, MRR@10 of the files, the median tokens read before the first hit in a
+  changed file and the share of cases where one is reached within the first 10 hits; then
+  the same figures for exact symbol lookups (60 names each defined in one source file of
+  the tree, the name alone as the query);
 * with ``--vectors``: seconds until ``contextd stats`` reports no chunk waiting for its vector
   (about 10 minutes for fastapi on a quiet 2-core machine), then the background owner's peak
   RSS (VmHWM) and its CPU over ``--idle`` seconds, read from ``/proc/<pid>``, the questions
@@ -43,21 +49,22 @@ for over 12 minutes: ``--no-venv`` measures the answers apart from that. Figures
 one run on whatever else the machine is doing: say so when quoting them.
 
     .venv/bin/python benchmarks/bench_scale.py /work/corpora/r/fastapi /work/corpora/r/wagtail
-        [--commits 40] [--commits-skip 0] [--vectors] [--idle 60] [--keep-index] [--in-process]
-        [--no-venv] [--questions 8]
+        [--commits 40] [--commits-skip 0] [--semble /work/venvs/semble/bin/python] [--vectors]
+        [--idle 60] [--keep-index] [--in-process] [--no-venv] [--questions 8]
 """
 
 from __future__ import annotations
 
 import argparse
-import io
+import dataclasses
+import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 
@@ -69,6 +76,7 @@ HISTORY_SCAN = 3000
 MAX_GOLD_FILES = 4
 MAX_QUERY_CHARS = 600
 CONTEXTD = [sys.executable, "-m", "contextd"]
+SEMBLE_PYTHON = Path("/work/venvs/semble/bin/python")
 
 
 # ----- preparation -------------------------------------------------------------------------
@@ -311,11 +319,39 @@ def _git(root: Path, *args: str) -> str:
                           text=True).stdout
 
 
+# What a change request's answer is, per language: source files by extension, with tests,
+# docs, examples and generated or vendored code left out by each language's path conventions
+# (tests/ and test_*.py; *_test.go and testdata/; test/, *.spec.ts and *.test.ts).
+SOURCE_EXTENSIONS = (".py", ".go", ".ts", ".tsx", ".js", ".jsx")
+NON_SOURCE_FOLDERS = frozenset({"tests", "test", "testing", "testdata", "__tests__", "docs",
+                                "docs_src", "doc", "examples", "example", "sample", "samples",
+                                "migrations", "vendor", "node_modules", "fixtures"})
+TEST_NAME_MARKS = ("_test.go", ".spec.ts", ".test.ts", ".spec.js", ".test.js", ".spec.tsx",
+                   ".test.tsx", ".d.ts")
+
+
 def _is_source(path: str) -> bool:
     parts = path.split("/")
-    return (path.endswith(".py") and not any(p in ("tests", "test", "docs", "docs_src")
-                                             for p in parts)
-            and "migrations" not in parts and not parts[-1].startswith("test"))
+    name = parts[-1]
+    return (name.endswith(SOURCE_EXTENSIONS) and not name.startswith(("test_", "conftest"))
+            and not name.endswith(TEST_NAME_MARKS)
+            and not any(p in NON_SOURCE_FOLDERS for p in parts[:-1]))
+
+
+# Lines of a commit message that are not its words: trailers (Signed-off-by:, Co-authored-by:,
+# Change-Id:) and separators such as the DCO's row of dashes.
+_TRAILER_RE = re.compile(r"^\s*(?:[A-Za-z][\w-]*-by|Change-Id|Link|Cc|Bug|Refs?)\s*:\s", re.I)
+_NO_WORD_RE = re.compile(r"^\W*$")
+
+
+def query_text(message: str) -> str:
+    """A commit message as the query of its change request: its lines, trailers and
+    separators left out; empty for a merge ("Merge commit from fork" names no change)."""
+    lines = [line.strip() for line in message.split("\n")
+             if not _TRAILER_RE.match(line) and not _NO_WORD_RE.match(line)]
+    if not lines or lines[0].lower().startswith("merge "):
+        return ""
+    return " ".join(lines)[:MAX_QUERY_CHARS]
 
 
 def sample_commits(root: Path, count: int, skip: int = 0
@@ -331,8 +367,7 @@ def sample_commits(root: Path, count: int, skip: int = 0
     for record in log.split("\x1e")[1:]:
         sha, parents, message, names = record.split("\x1f", 3)
         gold = tuple(f for f in names.split("\n") if f.strip() and _is_source(f.strip()))
-        text = " ".join(line for line in message.split("\n")
-                        if line.strip() and ": " not in line[:30])[:MAX_QUERY_CHARS]
+        text = query_text(message)
         if gold and len(gold) <= MAX_GOLD_FILES and len(parents.split()) == 1 and text:
             picked.append((sha, parents.strip(), text, gold))
         if len(picked) >= skip + count:
@@ -345,31 +380,21 @@ def sample_commits(root: Path, count: int, skip: int = 0
     return snapshot, [t for t in tasks if t[2]]
 
 
-def snapshot_tree(root: Path, commit: str) -> Path:
-    target = root.parent / ".history" / f"{root.name}-{commit[:12]}"
-    if not target.exists():
-        archive = subprocess.run(["git", "-C", str(root), "archive", commit], check=True,
-                                 capture_output=True).stdout
-        scratch = target.with_name(target.name + ".part")
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(scratch, filter="data")
-        subprocess.run(["git", "init", "-q", str(scratch)], check=True)
-        scratch.rename(target)
-    return target
-
-
 def file_bm25(tree: Path, paths: list[str]):
-    """A BM25 index with one document per whole file (the baseline)."""
+    """A BM25 index with one document per whole file (the baseline), and each file's tokens
+    (what reading it whole costs)."""
     from contextd.providers.fulltext import BM25Index, code_tokens
+    from contextd.text.tokens import estimate_tokens
 
-    index = BM25Index()
+    index, tokens = BM25Index(), {}
     for path in paths:
         try:
             text = (tree / path).read_text("utf-8")
         except (OSError, UnicodeDecodeError):
             continue
         index.add(path, code_tokens(f"{path}\n{text}"))
-    return index
+        tokens[path] = estimate_tokens(text)
+    return index, tokens
 
 
 def reciprocal(rank: int | None) -> float:
@@ -386,52 +411,164 @@ def checkout_tree(root: Path, commit: str) -> Path:
     return target
 
 
-def contextd_files(tree: Path, tasks: list[tuple[str, str, tuple]]
-                   ) -> tuple[list[list[str]], list[str]]:
-    """contextd's ``--files`` ranking (top 10) for each task, from a lexical and symbol index
-    of ``tree`` (no vectors), and the files that index holds."""
-    from contextd import ContextModule
-    from contextd.config.project import Project
-    from contextd.indexer import Indexer
-    from contextd.query.records import QueryRequest
-    from contextd.store import open_store
+@dataclasses.dataclass
+class Answer:
+    """One system's answer to one query: files ranked (best first) and the hits an agent
+    reads in order, each as (file path, tokens)."""
 
-    project = Project.open(tree)
-    store = open_store(project)
-    Indexer(project, store, embed=False).ensure_indexed()
-    module = ContextModule(project, store)
-    module.warm_up(wait=True)
-    try:
-        return ([[f.file_path for f in module.query(QueryRequest(text, k=10, by_file=True)).files]
-                 for _sha, text, _gold in tasks], list(store.file_states()))
-    finally:
-        module.shutdown()
-        store.close()
+    files: list[str]
+    hits: list[tuple[str, int]]
 
 
-def change_requests(root: Path, count: int, skip: int = 0) -> None:
-    """R@1 / R@5 / MRR of contextd on a checkout (history up to the snapshot), of contextd on
-    an archive of the same tree (no history: the git-history provider has nothing to read),
-    and of BM25 over the archive's whole files."""
+# Hits an agent reads at most (the depth of "reached within the first 10 hits").
+READ_DEPTH = 10
+# The contextd answer's token budget: room for READ_DEPTH hits, so the depth is not cut by
+# the default budget of a prompt.
+READ_BUDGET = 8000
+# Definitions asked by name per repository (exact symbol lookups), and their shortest name.
+SYMBOL_LOOKUPS = 60
+MIN_SYMBOL_LENGTH = 6
+_DEFINITION_RES = {
+    ".py": re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.M),
+    ".go": re.compile(r"^(?:func(?:\s*\([^)]*\))?|type)\s+([A-Za-z_]\w*)", re.M),
+    ".ts": re.compile(r"^export\s+(?:default\s+)?(?:abstract\s+)?(?:class|function|interface"
+                      r"|enum)\s+([A-Za-z_$][\w$]*)", re.M),
+}
+
+
+class ContextdSystem:
+    """contextd's ``--files`` ranking and its hits, from a lexical and symbol index of
+    ``tree`` (no vectors), opened once for every query."""
+
+    def __init__(self, tree: Path):
+        from contextd import ContextModule
+        from contextd.config.project import Project
+        from contextd.indexer import Indexer
+        from contextd.store import open_store
+
+        project = Project.open(tree)
+        self.store = open_store(project)
+        Indexer(project, self.store, embed=False).ensure_indexed()
+        self.module = ContextModule(project, self.store)
+        self.module.warm_up(wait=True)
+
+    def indexed(self) -> list[str]:
+        return list(self.store.file_states())
+
+    def ask(self, texts: list[str]) -> list[Answer]:
+        from contextd.query.records import QueryRequest
+
+        answers = []
+        for text in texts:
+            response = self.module.query(QueryRequest(text, k=READ_DEPTH, by_file=True,
+                                                      max_tokens=READ_BUDGET))
+            answers.append(Answer([f.file_path for f in response.files],
+                                  [(h.file_path, h.tokens) for h in response.hits]))
+        return answers
+
+    def close(self) -> None:
+        self.module.shutdown()
+        self.store.close()
+
+
+def semble_answers(tree: Path, texts: list[str], python: Path) -> list[Answer] | None:
+    """semble BM25-only (:mod:`benchmarks.scale.semble_peer`, in its own virtualenv), or
+    None when that virtualenv is missing."""
+    from contextd.text.tokens import estimate_tokens
+
+    if not python.exists():
+        print(f"  (no semble row: {python} is missing; see benchmarks/scale/semble_peer.py)")
+        return None
+    done = subprocess.run([str(python), str(QUESTIONS / "semble_peer.py")], check=True,
+                          input=json.dumps({"tree": str(tree), "queries": texts,
+                                            "top_k": 3 * READ_DEPTH}),
+                          capture_output=True, text=True)
+    answers = []
+    for results in json.loads(done.stdout):
+        hits = [(r["file_path"], estimate_tokens(r["text"])) for r in results]
+        answers.append(Answer(list(dict.fromkeys(path for path, _t in hits)), hits))
+    return answers
+
+
+def symbol_lookups(tree: Path, indexed: list[str], count: int) -> list[tuple[str, tuple]]:
+    """(name, (defining file,)) for up to ``count`` definitions of source files, each name
+    defined in one file only and at least MIN_SYMBOL_LENGTH long, picked by a hash of the
+    name (the same sample on every run)."""
+    defined: dict[str, set[str]] = {}
+    for path in indexed:
+        pattern = _DEFINITION_RES.get(Path(path).suffix.replace(".tsx", ".ts"))
+        if pattern is None or not _is_source(path):
+            continue
+        try:
+            text = (tree / path).read_text("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for name in pattern.findall(text):
+            defined.setdefault(name, set()).add(path)
+    unique = [(name, tuple(paths)) for name, paths in defined.items()
+              if len(paths) == 1 and len(name) >= MIN_SYMBOL_LENGTH]
+    unique.sort(key=lambda item: hashlib.blake2b(item[0].encode(), digest_size=8).digest())
+    return unique[:count]
+
+
+def figures(answers: list[Answer], golds: list[tuple]) -> str:
+    """R@1, R@5 and MRR@10 of the files; the median tokens read before the first hit in a
+    gold file (over the cases where one is reached) and the share reached within the first
+    READ_DEPTH hits."""
+    ranks = [next((i for i, f in enumerate(a.files[:READ_DEPTH], 1) if f in gold), None)
+             for a, gold in zip(answers, golds)]
+    before = []
+    for answer, gold in zip(answers, golds):
+        read = 0
+        for path, tokens in answer.hits[:READ_DEPTH]:
+            if path in gold:
+                before.append(read)
+                break
+            read += tokens
+    n = len(ranks)
+    reached = f"{statistics.median(before):5,.0f}" if before else "    -"
+    return (f"R@1 {100 * sum(r == 1 for r in ranks) / n:5.1f}  "
+            f"R@5 {100 * sum(r is not None and r <= 5 for r in ranks) / n:5.1f}  "
+            f"MRR@10 {100 * sum(reciprocal(r) for r in ranks) / n:5.1f}  "
+            f"tokens before {reached}  reached@10 {100 * len(before) / n:5.1f}%")
+
+
+def change_requests(root: Path, count: int, skip: int = 0, semble: Path | None = None) -> None:
+    """Change requests and exact symbol lookups asked of contextd (a checkout: history up to
+    the snapshot), semble BM25-only and BM25 over whole files, on the same tree."""
     from contextd.providers.fulltext import code_tokens
 
     snapshot, tasks = sample_commits(root, count, skip)
-    archive = snapshot_tree(root, snapshot)
-    without_history, indexed = contextd_files(archive, tasks)
-    baseline = file_bm25(archive, indexed)  # the files contextd indexed, each whole
-    rankings = {"contextd": contextd_files(checkout_tree(root, snapshot), tasks)[0],
-                "no history": without_history,
-                "bm25-files": [[p for p, _s in baseline.top(code_tokens(text), 10)]
-                               for _sha, text, _gold in tasks]}
+    try:
+        tree = checkout_tree(root, snapshot)
+    except subprocess.CalledProcessError as exc:  # a partial clone lacking some blobs
+        print(f"change requests: no checkout of {snapshot[:10]} ({exc.stderr.strip()[:200]}); "
+              "try another --commits-skip")
+        return
+    system = ContextdSystem(tree)
+    try:
+        indexed = system.indexed()
+        lookups = symbol_lookups(tree, indexed, SYMBOL_LOOKUPS)
+        texts = [text for _sha, text, _gold in tasks] + [name for name, _f in lookups]
+        answers = {"contextd": system.ask(texts)}
+    finally:
+        system.close()
+    if semble is not None:
+        peer = semble_answers(tree, texts, semble)
+        if peer is not None:
+            answers["semble-bm25"] = peer
+    baseline, file_tokens = file_bm25(tree, indexed)  # the files contextd indexed, each whole
+    answers["bm25-files"] = [Answer(files, [(f, file_tokens[f]) for f in files])
+                             for files in ([p for p, _s in baseline.top(code_tokens(t), 10)]
+                                           for t in texts)]
+    golds = [gold for _sha, _text, gold in tasks] + [files for _n, files in lookups]
     print(f"change requests: {len(tasks)} commits after the {skip} latest, index of "
-          f"{snapshot[:10]} (lexical and symbol providers; no vectors)")
-    for system, ranked in rankings.items():
-        found = [next((i for i, f in enumerate(files, 1) if f in gold), None)
-                 for files, (_sha, _text, gold) in zip(ranked, tasks)]
-        r1 = sum(r == 1 for r in found) / len(found)
-        r5 = sum(r is not None and r <= 5 for r in found) / len(found)
-        mrr = sum(reciprocal(r) for r in found) / len(found)
-        print(f"  {system:<11} R@1 {100 * r1:5.1f}%  R@5 {100 * r5:5.1f}%  MRR {100 * mrr:5.1f}%")
+          f"{snapshot[:10]} (lexical and symbol providers; no vectors); "
+          f"{len(lookups)} symbol lookups")
+    for name, ranked in answers.items():
+        print(f"  {name:<12} {figures(ranked[:len(tasks)], golds[:len(tasks)])}")
+    for name, ranked in answers.items():
+        print(f"  lookups {name:<12} {figures(ranked[len(tasks):], golds[len(tasks):])}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -442,6 +579,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commits-skip", type=int, default=0,
                         help="sample older commits, after this many of the latest (a held-out "
                              "window to check a ranking change on)")
+    parser.add_argument("--semble", type=Path, default=SEMBLE_PYTHON,
+                        help="the Python of a virtualenv holding semble 0.7.0, for its "
+                             "BM25-only peer row of the change requests")
+    parser.add_argument("--no-semble", action="store_true",
+                        help="without the semble row (its figures do not change with "
+                             "contextd's ranking: rerun contextd alone after a change)")
     parser.add_argument("--vectors", action="store_true",
                         help="also wait until every vector is computed, then measure the owner")
     parser.add_argument("--vector-limit", type=float, default=3600)
@@ -473,13 +616,15 @@ def main(argv: list[str] | None = None) -> int:
             ask_questions(root, ask, args.questions)
             ask.close()
             if args.commits:
-                change_requests(root, args.commits, args.commits_skip)
+                change_requests(root, args.commits, args.commits_skip,
+                                None if args.no_semble else args.semble)
             continue
         started = time.monotonic()
         first_answer(root, args.keep_index)
         ask_questions(root, ask_cli(root), args.questions)
         if args.commits:
-            change_requests(root, args.commits, args.commits_skip)
+            change_requests(root, args.commits, args.commits_skip,
+                            None if args.no_semble else args.semble)
         if args.vectors:
             wait_for_vectors(root, started, args.vector_limit)
             owner_figures(root, args.idle)

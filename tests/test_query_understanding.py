@@ -81,7 +81,7 @@ def test_boosts_prefer_definitions_and_source_over_tests_and_vendored():
     definition = snippet("src/requests/cookies.py", "merge_cookies", 0.5)
     reference = snippet("src/requests/sessions.py", "Session.prepare_request", 0.5)
     in_tests = snippet("tests/test_requests.py", "test_merge", 0.5)
-    vendored = snippet("src/_vendor/cookies.py", "helper", 0.5)
+    vendored = snippet("src/_vendor/cookies.py", "helper", 0.3)
     assert boost_factor(definition, q, SETTINGS) == SETTINGS.definition_over_reference
     # "crashes" makes it a change request: tests lose both factors.
     assert boost_factor(in_tests, q, SETTINGS) == pytest.approx(
@@ -98,10 +98,9 @@ def test_file_aggregation_rewards_several_relevant_chunks():
     hits = aggregate_files([snippet("a.py", "x", 0.9), snippet("b.py", "y", 0.8),
                             snippet("b.py", "z", 0.7), snippet("b.py", "w", 0.1)], SETTINGS)
     assert [h.file_path for h in hits] == ["b.py", "a.py"]
-    decay = SETTINGS.file_aggregation_decay
-    # each further chunk weighs by its relevance: its score over the best candidate's (0.9)
-    expected = 0.8 + 0.7 * (0.7 / 0.9) * decay + 0.1 * (0.1 / 0.9) * decay ** 2
-    assert abs(hits[0].score - expected) < 1e-9
+    # b.py holds the largest mass of further chunks (each weighed by its relevance, its score
+    # over the best candidate's 0.9): it steps forward by the whole coherence share.
+    assert hits[0].score == pytest.approx(0.8 + SETTINGS.file_coherence_share * 0.9)
     assert [s.label for s in hits[0].snippets] == ["y", "z", "w"]
 
 
@@ -118,6 +117,17 @@ def test_weak_chunks_from_the_tail_do_not_outweigh_strong_ones():
             snippet("router.py", "detail_urlpath", 0.42)]
     hits = aggregate_files(pool, SETTINGS)
     assert [h.file_path for h in hits][1:] == ["api.py", "router.py"]
+
+
+def test_references_in_many_chunks_do_not_outrank_the_definition():
+    """File coherence is bounded: a caller's file whose many chunks mention a name steps
+    forward, but not past the chunk that defines it when that chunk is clearly stronger
+    (fastapi: dependencies/utils.py over _compat/v2.py for is_scalar_field)."""
+    pool = [snippet("compat/v2.py", "is_scalar_field", 1.0),
+            *(snippet("dependencies/utils.py", f"caller_{i}", 0.65 - 0.02 * i)
+              for i in range(6))]
+    assert [h.file_path for h in aggregate_files(pool, SETTINGS)] == [
+        "compat/v2.py", "dependencies/utils.py"]
 
 
 def test_a_link_in_the_task_is_not_read_as_words_or_names():

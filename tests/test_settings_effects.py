@@ -151,6 +151,11 @@ EFFECTS: dict[str, Effect] = {
     "ranking.docs_penalty": Effect(0.1, query_probe("RetryPolicy retry_backoff"),
                                    base=LEXICAL),
     "ranking.file_aggregation_decay": Effect(1.0, files_probe("retry backoff"), base=LEXICAL),
+    "ranking.file_coherence_share": Effect(0.0, files_probe("retry backoff"), base=LEXICAL),
+    # src/retry.py has three chunks among the hits: the first keeps its place alone
+    "ranking.chunks_kept_per_file": Effect(1, query_probe("retry backoff"), base=LEXICAL),
+    "ranking.further_chunk_factor": Effect(1.0, query_probe("retry backoff"), base={
+        **LEXICAL, "ranking": {"chunks_kept_per_file": 1}}),
     "ranking.max_symbol_candidates": Effect(0, query_probe("RetryPolicy should_retry"),
                                             base=LEXICAL),
     "ranking.test_path_patterns": Effect([], query_probe("retry backoff"), base=LEXICAL),

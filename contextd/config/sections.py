@@ -379,10 +379,24 @@ class RankingConfig:
                                help="Score factor for documentation files when the task "
                                     "names code symbols.")
     file_aggregation_decay: float = _opt(0.5, min=0.0, max=1.0,
-                                         help="Files: best chunk score plus this factor "
-                                              "times each further chunk (geometric), each "
-                                              "weighed by its score over the best "
-                                              "candidate's.")
+                                         help="Files: each further chunk of a file counts "
+                                              "this factor times the one before it "
+                                              "(geometric), weighed by its score over the "
+                                              "best candidate's (see file_coherence_share).")
+    file_coherence_share: float = _opt(0.2, min=0.0, max=10.0,
+                                       help="Files: the most a file's further matching chunks "
+                                            "add to its best chunk, as a share of the best "
+                                            "candidate's score (the file with the most such "
+                                            "chunks gets all of it, the others in proportion).")
+    chunks_kept_per_file: int = _opt(3, min=1, max=100,
+                                     help="Snippets: a file's best chunks that keep their "
+                                          "place in the answer's order; the ones after them "
+                                          "step back (further_chunk_factor).")
+    further_chunk_factor: float = _opt(0.5, min=0.0, max=1.0,
+                                       help="Snippets: a file's chunks after its best "
+                                            "chunks_kept_per_file step back by this factor per "
+                                            "chunk of the file already taken, so the answer "
+                                            "covers several files (1: no step back).")
     max_symbol_candidates: int = _opt(12, min=0, max=200,
                                       help="Symbol names taken from one task description.")
     test_path_patterns: list[str] = _opt(["tests/*", "test/*", "*/tests/*", "*/test/*",
@@ -400,7 +414,7 @@ class RankingConfig:
     implementation_doc_factor: float = _opt(0.6, min=0.0, max=10.0,
                                             help="Score factor for documentation when the query "
                                                  "asks for an implementation or a change.")
-    implementation_test_factor: float = _opt(0.8, min=0.0, max=10.0,
+    implementation_test_factor: float = _opt(0.5, min=0.0, max=10.0,
                                              help="Further score factor for tests when the "
                                                   "query asks for an implementation or a change.")
     implementation_config_factor: float = _opt(0.7, min=0.0, max=10.0,

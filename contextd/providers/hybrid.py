@@ -1,7 +1,9 @@
 """Hybrid provider: the providers of ``combines`` queried in parallel and fused.
 
 Fusion is reciprocal rank fusion by default (``rrf_k`` = 60, each provider's ``weight``), or a
-weighted average of scores, or a cascade (``fusion_strategy``). A sub-provider that fails,
+weighted average of scores, or a cascade (``fusion_strategy``). With RRF the semantic
+provider's hits add evidence and push out no chunk the others agree on
+(:mod:`contextd.query.semantic_adds`). A sub-provider that fails,
 hangs past its ``timeout_ms`` or is not ready (the embedding model still loading) is left out
 and named in the result's notes; the others still answer.
 """
@@ -14,6 +16,7 @@ from typing import Any, Mapping
 from contextd.providers.base import ContextProvider, ProviderQuery
 from contextd.providers.runner import ProviderRun, left_out_notes, run_providers
 from contextd.query.fusion import FusionStrategy, fuse
+from contextd.query.semantic_adds import keep_lexical_floor
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 
 
@@ -85,8 +88,11 @@ class HybridProvider(ContextProvider):
         ranked = {pid: run.snippets for pid, run in runs.items() if not run.error}
         weights = fusion_weights({p.id: p for p in providers if p.id in ranked}, config,
                                  query)
-        fused = fuse(ranked, weights, FusionStrategy(self.settings.fusion_strategy),
-                     self.settings.rrf_k, order=self.settings.combines, limit=query.limit)
+        strategy = FusionStrategy(self.settings.fusion_strategy)
+        fused = fuse(ranked, weights, strategy, self.settings.rrf_k,
+                     order=self.settings.combines, limit=query.limit)
+        if strategy is FusionStrategy.RRF:
+            fused = keep_lexical_floor(fused, ranked, weights, self.settings.rrf_k)
         fused = [s for s in fused if s.score >= query.min_score]
         return HybridResult(fused, runs, notes)
 

@@ -8,7 +8,7 @@
             → chunks holding the query's rare literals (an id, a quoted string) first
             → translations the query did not ask for step back → de-duplicate (overlaps in
               a file, near-copies across files) → calibrate (absolute scores, "no strong match", ``min_score``)
-            → MMR on embeddings within the token budget
+            → one chunk per file first → MMR on embeddings within the token budget
             → each snippet checked against its file on disk now (no stale line shown)
             → mark the lines that matched → record usage
             → TaskContext (snippets, tokens, attribution, timings), or a QueryResponse with
@@ -56,9 +56,11 @@ from contextd.query.records import (LOAD_TIMING, FileResult, Hit, QueryRequest,
                                     QueryResponse)
 from contextd.boundary.roles import checked_roles
 from contextd.query.scope_check import check_scope
+from contextd.query.semantic_adds import keep_lexical_floor
+from contextd.query.spread import own_scores, spread_over_files
 from contextd.query.unread_scan import Scan, fuse_scanned, scan_unread
 from contextd.query.understanding import (
-    UnderstoodQuery, aggregate_files, apply_boosts, understand,
+    UnderstoodQuery, aggregate_files, apply_boosts, is_symbol_lookup, understand,
 )
 from contextd.query.usage import UsageRecorder
 from contextd.records import ContextScope, ContextSnippet, TaskContext, TokenBudget
@@ -187,7 +189,7 @@ class QueryPipeline:
                                  projects=request.projects)
         hits = self.knowledge_scope.annotate([Hit.from_snippet(s) for s in context.snippets],
                                              self.store.generation())
-        files = self._files(pool, k) if request.by_file else ()
+        files = self._files(pool, k, is_symbol_lookup(request.query)) if request.by_file else ()
         # total: what was found (the de-duplicated candidates passing min_score), not what k
         # and the budget let through.
         return QueryResponse(query=request.query, total=max(len(pool), len(hits)), hits=hits,
@@ -261,7 +263,11 @@ class QueryPipeline:
         if min_score:
             unique = [s for s in unique if s.score >= min_score]
         vectors = self._vectors([s.chunk_id for s in unique], generation)
-        selection = mmr_select(unique, vectors,
+        # One chunk per file first (the order only; the scores stay the chunks' own).
+        ranking = self.config.ranking
+        spread = spread_over_files(unique, ranking.chunks_kept_per_file,
+                                   ranking.further_chunk_factor)
+        selection = mmr_select(spread, vectors,
                                self.config.query.mmr_lambda if mmr_lambda is None else mmr_lambda,
                                self.budgets.available(budget), k,
                                rerank=self.config.query.rerank_enabled)
@@ -275,7 +281,8 @@ class QueryPipeline:
         self.budgets.log_usage(budget, selection.total_tokens)
         # MMR decides which snippets make the cut; they are shown most relevant first, each
         # as its file is on disk now (the index may lag a checkout).
-        checked = self._as_on_disk(sorted(selection.snippets, key=lambda s: -s.score))
+        checked = self._as_on_disk(
+            own_scores(sorted(selection.snippets, key=lambda s: -s.score), unique))
         notes += checked.notes
         chosen = self.projects.annotate(self._mark_matches(checked.snippets, query, understood))
         attribution = collections.Counter(p for s in chosen for p in s.providers)
@@ -346,8 +353,10 @@ class QueryPipeline:
         hybrid = self.config.provider(HYBRID_ID)
         weights = fusion_weights({p.id: p for p in ready if p.id in ranked}, self.config,
                                  query)
-        fused = fuse(ranked, weights, FusionStrategy(hybrid.fusion_strategy), hybrid.rrf_k,
-                     order=list(ranked))
+        strategy = FusionStrategy(hybrid.fusion_strategy)
+        fused = fuse(ranked, weights, strategy, hybrid.rrf_k, order=list(ranked))
+        if strategy is FusionStrategy.RRF:
+            fused = keep_lexical_floor(fused, ranked, weights, hybrid.rrf_k)
         return runs, fused, notes
 
     def _gather_projects(self, selected: list[Any], query: ProviderQuery, scope: ContextScope,
@@ -445,12 +454,13 @@ class QueryPipeline:
                 sorted({s.file_path for s in snippets}),
                 {p: round(sum(v) / len(v), 4) for p, v in by_provider.items()})
 
-    def _files(self, pool: list[ContextSnippet], k: int) -> tuple[FileResult, ...]:
+    def _files(self, pool: list[ContextSnippet], k: int, lookup: bool
+               ) -> tuple[FileResult, ...]:
         """The best ``k`` files of the whole candidate pool. Not of the snippets MMR chose:
         those are cut to the token budget, which bounds what an agent reads, not how many
         files it is told about."""
         return tuple(FileResult.from_file_hit(hit)
-                     for hit in aggregate_files(pool, self.config.ranking)[:k])
+                     for hit in aggregate_files(pool, self.config.ranking, lookup)[:k])
 
     # ----- figures and lifecycle ----------------------------------------------------------------
     def flush_usage(self) -> None:

@@ -292,25 +292,41 @@ class FileHit:
     snippets: tuple[ContextSnippet, ...]
 
 
-def aggregate_files(snippets: Sequence[ContextSnippet], settings: RankingConfig
-                    ) -> list[FileHit]:
-    """Files ranked by their best chunk plus a geometrically decaying share of the others
-    (``file_aggregation_decay``): a file with several relevant chunks beats one lucky hit.
+def is_symbol_lookup(query: str) -> bool:
+    """A query that is one name and nothing else (``is_scalar_field``, ``Session.send``,
+    ``Response``): it asks where that name is defined, not which files talk about it."""
+    return bool(_TOKEN_RE.fullmatch(query.strip()))
 
-    Each further chunk counts in proportion to its own relevance (its score over the best
-    of the candidates): fused scores are rank-based and flat (with RRF's k = 60 the 50th
-    candidate keeps over half the score of the first), so four chunks from the tail of the
-    candidates, each a weak match, outweighed the file holding the two best ones. On
-    wagtail's change requests the file ``api/v2/router.py`` came first that way for three
-    commits about other endpoints."""
+
+def aggregate_files(snippets: Sequence[ContextSnippet], settings: RankingConfig,
+                    lookup: bool = False) -> list[FileHit]:
+    """Files ranked by their best chunk plus a bounded step forward for a file whose further
+    chunks match too (file coherence): a file with several relevant chunks beats one lucky
+    hit of equal strength, never a clearly stronger one.
+
+    A file's further chunks make up its *mass*: each counts in proportion to its own
+    relevance (its score over the best candidate's) and decays geometrically
+    (``file_aggregation_decay``): fused scores are rank-based and flat (with RRF's k = 60 the
+    50th candidate keeps over half the score of the first), so four chunks from the tail,
+    each a weak match, outweighed the file holding the two best ones (wagtail's
+    ``api/v2/router.py`` came first that way for three commits about other endpoints). The
+    step forward is ``file_coherence_share`` of the best candidate's score times the file's
+    mass over the largest mass: the many references to a name in a caller's file once
+    summed past the one chunk that defines it (fastapi: ``dependencies/utils.py`` over
+    ``_compat/v2.py`` for the lookup ``is_scalar_field``). For a ``lookup``
+    (:func:`is_symbol_lookup`) a file counts its best chunk alone: the file that defines the
+    name is the answer, however often the others use it."""
     by_file: dict[str, list[ContextSnippet]] = {}
     for snippet in snippets:
         by_file.setdefault(snippet.file_path, []).append(snippet)
     top = max((s.score for s in snippets), default=0.0) or 1.0
-    hits = []
+    masses = {}
     for path, items in by_file.items():
         items.sort(key=lambda s: -s.score)
-        score = items[0].score + sum(s.score * (s.score / top) * settings.file_aggregation_decay
-                                     ** i for i, s in enumerate(items[1:], start=1))
-        hits.append(FileHit(path, score, tuple(items)))
+        masses[path] = sum(s.score * (s.score / top) * settings.file_aggregation_decay ** i
+                           for i, s in enumerate(items[1:], start=1))
+    largest = max(masses.values(), default=0.0) or 1.0
+    step = 0.0 if lookup else settings.file_coherence_share * top / largest
+    hits = [FileHit(path, items[0].score + step * masses[path], tuple(items))
+            for path, items in by_file.items()]
     return sorted(hits, key=lambda h: (-h.score, h.file_path))

@@ -1,0 +1,232 @@
+"""Ranking that knows a change request (issue 36), on a small real project: its source
+before its test and its docs page, a definition named by the query before a file that only
+mentions it, exact lookups still first, several files in the default top 5, and semantic
+hits that add evidence without pushing out the lexical answer."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from contextd import ContextModule
+from contextd.query.fusion import FusionStrategy, fuse
+from contextd.query.records import QueryRequest
+from contextd.query.semantic_adds import keep_lexical_floor
+from contextd.records import ContextSnippet
+
+pytest_plugins = ["conftest_providers"]
+
+FILES = {
+    "shop/retry.py": '''
+        """Retrying failed HTTP calls."""
+        import email.utils
+        import time
+
+
+        def retry_after_delay(headers, now=None):
+            """Seconds to wait from the Retry-After header: a number of seconds or an
+            HTTP date."""
+            value = headers.get("Retry-After")
+            if value is None:
+                return None
+            if value.isdigit():
+                return float(value)
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - (now or time.time()))
+
+
+        class RetryPolicy:
+            """How often and how long to retry a failed call."""
+
+            def __init__(self, attempts=3, backoff=0.5):
+                self.attempts = attempts
+                self.backoff = backoff
+
+            def next_delay(self, attempt, headers):
+                """The wait before the next attempt: the server's Retry-After when it
+                sends one, else exponential backoff."""
+                delay = retry_after_delay(headers)
+                return delay if delay is not None else self.backoff * 2 ** attempt
+
+            def should_retry(self, attempt, status):
+                """Retry on 429 and 503 until the attempts are spent."""
+                return attempt < self.attempts and status in (429, 503)
+    ''',
+    "shop/client.py": '''
+        """The shop's HTTP client."""
+        from shop.retry import RetryPolicy, retry_after_delay
+
+
+        class ShopClient:
+            def __init__(self, session, policy=None):
+                self.session = session
+                self.policy = policy or RetryPolicy()
+
+            def get(self, url):
+                attempt = 0
+                while True:
+                    response = self.session.get(url)
+                    if not self.policy.should_retry(attempt, response.status):
+                        return response
+                    self.session.sleep(self.policy.next_delay(attempt, response.headers))
+                    attempt += 1
+
+            def log_wait(self, response):
+                """Logs how long retry_after_delay says to wait."""
+                print("waiting", retry_after_delay(response.headers))
+    ''',
+    "shop/orders.py": '''
+        """Orders of the shop."""
+
+
+        class Order:
+            def __init__(self, items):
+                self.items = items
+
+            def total(self):
+                return sum(item.price * item.quantity for item in self.items)
+
+            def cancel(self):
+                self.cancelled = True
+    ''',
+    "shop/invoices.py": '''
+        """Invoices: the total of an order with its taxes."""
+
+
+        def invoice_total(order, tax_rate):
+            """The order's total with the tax added."""
+            return order.total() * (1 + tax_rate)
+    ''',
+    "tests/test_retry.py": '''
+        from shop.retry import RetryPolicy, retry_after_delay
+
+
+        def test_retry_after_header_in_seconds():
+            assert retry_after_delay({"Retry-After": "3"}) == 3.0
+
+
+        def test_retry_after_header_as_a_date_is_not_ignored():
+            headers = {"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}
+            assert retry_after_delay(headers, now=0) > 0
+
+
+        def test_retries_use_retry_after_before_backoff():
+            policy = RetryPolicy(backoff=1.0)
+            assert policy.next_delay(0, {"Retry-After": "7"}) == 7.0
+            assert policy.next_delay(2, {}) == 4.0
+    ''',
+    "docs/retries.md": '''
+        # Retries
+
+        Failed calls are retried: the client retries on 429 and 503. When the server sends
+        a Retry-After header the retries wait that long, else they back off exponentially.
+        A Retry-After header may hold seconds or a date.
+    ''',
+}
+
+
+def write_project(root: Path) -> Path:
+    for rel, text in FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return root
+
+
+@pytest.fixture(scope="module")
+def lexical(tmp_path_factory):
+    """A ContextModule over the project's lexical and symbol index (no vectors)."""
+    from conftest_providers import open_indexed
+
+    project, store = open_indexed(write_project(tmp_path_factory.mktemp("shop")))
+    module = ContextModule(project, store)
+    module.warm_up(wait=True)
+    yield module
+    module.shutdown()
+    store.close()
+
+
+def files_of(module, text: str, k: int = 5) -> list[str]:
+    return [f.file_path for f in module.query(QueryRequest(text, k=k, by_file=True)).files]
+
+
+def test_a_change_requests_source_outranks_its_test_and_its_docs_page(lexical):
+    files = files_of(lexical, "Fix: retries ignore the Retry-After header when it holds a date")
+    assert files[0] == "shop/retry.py"
+    assert files.index("shop/retry.py") < files.index("tests/test_retry.py")
+    assert files.index("shop/retry.py") < files.index("docs/retries.md")
+
+
+def test_a_definition_named_by_the_query_outranks_a_file_that_only_mentions_it(lexical):
+    """client.py calls retry_after_delay in two places and names it in a docstring; retry.py
+    defines it."""
+    hits = lexical.query(QueryRequest("retry_after_delay returns None for a date", k=5)).hits
+    assert (hits[0].file_path, hits[0].label) == ("shop/retry.py", "retry_after_delay")
+    assert files_of(lexical, "retry_after_delay returns None for a date")[0] == "shop/retry.py"
+
+
+def test_an_exact_symbol_lookup_ranks_its_definition_first(lexical):
+    for name, defined_in in (("retry_after_delay", "shop/retry.py"),
+                             ("RetryPolicy", "shop/retry.py"), ("invoice_total",
+                                                                "shop/invoices.py")):
+        hits = lexical.query(QueryRequest(name, k=5)).hits
+        assert hits[0].file_path == defined_in and hits[0].label.endswith(name)
+        assert files_of(lexical, name)[0] == defined_in
+
+
+def test_the_default_top_5_holds_two_files_when_two_match(lexical):
+    """retry.py has four chunks about retries and delays, client.py one that uses them: the
+    first five snippets name both files, not five chunks of one."""
+    hits = lexical.query(QueryRequest("retry delay policy attempts", k=5)).hits
+    assert len({h.file_path for h in hits}) >= 2
+    assert hits[0].file_path == "shop/retry.py"
+
+
+def snip(cid: str, path: str) -> ContextSnippet:
+    return ContextSnippet(chunk_id=cid, score=1.0, file_path=path, label=cid, kind="CODE",
+                          text=cid, language="python", start_line=1, end_line=2, tokens=5)
+
+
+def test_semantic_hits_never_push_out_what_the_other_providers_agree_on():
+    """BM25 and the symbol provider both rank head.py first; three remote-write chunks come
+    second to fourth in both and first in the semantic ranking, which misses head.py.
+    Fused plainly, all three pass head.py (it drops to two thirds of the best score); with
+    the floor head.py keeps its place (the Prometheus question of issue 36)."""
+    head = snip("head", "tsdb/head.py")
+    others = [snip(f"remote{i}", f"storage/remote/w{i}.py") for i in range(3)]
+    ranked = {"full_text": [head, *others, *[snip(f"f{i}", f"x{i}.py") for i in range(6)]],
+              "symbol": [head, *others],
+              "semantic": [*others, *[snip(f"s{i}", f"y{i}.py") for i in range(20)]]}
+    weights = {"full_text": 1.0, "symbol": 1.0, "semantic": 1.0}
+    fused = fuse(ranked, weights, FusionStrategy.RRF, 60)
+    assert [s.chunk_id for s in fused].index("head") == 3  # what happened before
+    kept = keep_lexical_floor(fused, ranked, weights, 60)
+    assert kept[0].chunk_id == "head"
+    # semantic hits still add: the chunks all three found come next
+    assert [s.chunk_id for s in kept][1:4] == ["remote0", "remote1", "remote2"]
+    # without a semantic answer nothing changes
+    lexical_only = {p: items for p, items in ranked.items() if p != "semantic"}
+    plain = fuse(lexical_only, weights, FusionStrategy.RRF, 60)
+    assert keep_lexical_floor(plain, lexical_only, weights, 60) == plain
+
+
+def test_the_lexical_answer_stays_in_the_top_5_once_vectors_exist(tmp_path):
+    """The same change request before and after every chunk has its vector: the file the
+    lexical and symbol providers find first stays among the first five files."""
+    root = write_project(tmp_path / "shop")
+    text = "Fix: retries ignore the Retry-After header when it holds a date"
+    module = ContextModule.open(str(root))
+    try:
+        module.embedder.wait(120)
+        semantic = module.pipeline.provider("semantic")
+        assert semantic.share_indexed() == 1.0
+        response = module.query(QueryRequest(text, k=5, by_file=True))
+        assert "semantic" in response.providers or any(
+            "semantic" in h.providers for h in response.hits)
+        assert "shop/retry.py" in [f.file_path for f in response.files][:5]
+        assert "shop/retry.py" in [h.file_path for h in response.hits]
+    finally:
+        module.shutdown()
+
