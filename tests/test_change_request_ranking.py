@@ -15,8 +15,7 @@ from contextd.query.fusion import FusionStrategy, fuse
 from contextd.query.records import QueryRequest
 from contextd.query.semantic_adds import keep_lexical_floor
 from contextd.records import ContextSnippet
-
-pytest_plugins = ["conftest_providers"]
+from golden import open_indexed
 
 FILES = {
     "shop/retry.py": '''
@@ -138,8 +137,6 @@ def write_project(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def lexical(tmp_path_factory):
     """A ContextModule over the project's lexical and symbol index (no vectors)."""
-    from conftest_providers import open_indexed
-
     project, store = open_indexed(write_project(tmp_path_factory.mktemp("shop")))
     module = ContextModule(project, store)
     module.warm_up(wait=True)
