@@ -51,6 +51,8 @@ COMMANDS = {
     "keys": "contextd.cli.service_cmds:keys_group",
     "backup": "contextd.cli.backup_cmds:backup_cmd",
     "restore": "contextd.cli.backup_cmds:restore_cmd",
+    "install": "contextd.cli.install_cmd:install_cmd",
+    "uninstall": "contextd.cli.install_cmd:uninstall_cmd",
 }
 
 
