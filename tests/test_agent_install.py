@@ -120,9 +120,10 @@ def test_user_scope_codex_keeps_the_users_config(places):
     (home / ".codex" / "config.toml").write_text(original)
     run_json(home, root, "install", "--agent", "codex", "--scope", "user", "--yes")
     data = tomli.loads((home / ".codex" / "config.toml").read_text())
-    assert data["mcp_servers"]["contextd"]["args"] == ["serve"] or \
-        data["mcp_servers"]["contextd"]["args"][-1] == "serve"
-    assert "--root" not in data["mcp_servers"]["contextd"]["args"]  # found from the agent's folder
+    args = data["mcp_servers"]["contextd"]["args"]
+    assert args[-1] == "serve" and "--root" not in args  # found from the agent's folder
+    assert data["model"] == "o4" and data["mcp_servers"]["other"] == {"command": "npx",
+                                                                       "args": ["x"]}
     assert "<!-- contextd:begin" in (home / ".codex" / "AGENTS.md").read_text()
     run_json(home, root, "uninstall", "--agent", "codex", "--scope", "user", "--yes")
     assert (home / ".codex" / "config.toml").read_text() == original
