@@ -221,3 +221,25 @@ def test_each_agent_writes_its_file_in_its_format(tmp_path, agent_scope):
     planning.apply(planning.plan([AGENTS[name]], scope, root, home, command, install=False),
                    (root, home))
     assert not list(home.iterdir()) and not list(root.iterdir())  # its folders too
+
+
+def test_without_agent_it_asks_which_and_confirms(places):
+    """Interactive: a terminal on stdin, agents chosen by number and by name, one confirm."""
+    import pty
+
+    home, root = places
+    controller, terminal = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONTEXTD_")}
+    env["HOME"] = str(home)
+    proc = subprocess.Popen([sys.executable, "-m", "contextd", "--root", str(root), "install"],
+                            stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, text=True)
+    os.close(terminal)
+    os.write(controller, b"1,codex\ny\n")
+    out, err = proc.communicate(timeout=60)
+    os.close(controller)
+    assert proc.returncode == 0, err
+    assert "1. claude-code" in err and "Write these changes?" in err
+    assert {line.split()[1] for line in out.splitlines() if line.startswith("created")} == {
+        str(root / name) for name in (".mcp.json", "CLAUDE.md", ".codex/config.toml",
+                                      "AGENTS.md")}
