@@ -68,3 +68,26 @@ def test_a_file_named_with_a_newline_prints_as_one_escaped_line(tmp_path):
                            capture_output=True, text=True, timeout=120)
     names = {entry["path"] for entry in json.loads(exact.stdout)["files"]}
     assert names == {"plain.py", "two\nlines\x1b[31m.py"}  # JSON keeps the name exact
+
+
+def test_kb_search_escapes_names_and_ends_quietly_on_a_closed_pipe(tmp_path):
+    (tmp_path / ".git").mkdir()
+    odd = tmp_path / "odd\nname.md"
+    odd.write_text("# Retries\n\nThe client retries with exponential backoff.\n")
+    contextd = [sys.executable, "-m", "contextd"]
+    added = subprocess.run([*contextd, "kb", "add", str(odd)], cwd=tmp_path, env=env(),
+                           capture_output=True, text=True, timeout=300)
+    assert added.returncode == 0, added.stderr
+    assert "odd\\nname.md" in added.stdout.splitlines()[0]
+    found = subprocess.run([*contextd, "kb", "search", "retry backoff"], cwd=tmp_path,
+                           env=env(), capture_output=True, text=True, timeout=300)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.splitlines()[0].startswith(" 1. ")
+    assert "odd\\nname.md  lines 1-3" in found.stdout.splitlines()[0]
+
+    proc = subprocess.Popen([*contextd, "kb", "search", "retry backoff"], cwd=tmp_path,
+                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    errors = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0 and "Traceback" not in errors, errors
