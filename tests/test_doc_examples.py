@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from doc_examples import (
-    REPO, RUNNABLE, Environment, Example, Run, collect, free_port, interrupt, wait_http,
+    REPO, RUNNABLE, TRACE, Environment, Example, Run, collect, free_port, interrupt, wait_http,
 )
 
 EXAMPLES = collect()
@@ -157,12 +157,25 @@ def check_config_cli(run: Run) -> None:
     assert any(plugin["builtin"] and plugin["hooks"] for plugin in plugins)
 
 
+def check_agent_install(run: Run) -> None:
+    first, second, third = (part.split("\n", 1)[1] for part in run.stdout.split(TRACE)[1:])
+    written = {line.split()[0]: line for line in first.splitlines()}
+    assert set(written) == {"created"} or "updated" in written, first
+    for name in (".mcp.json", "CLAUDE.md", ".codex/config.toml", "AGENTS.md"):
+        assert f"{run.project}/{name}" in first
+    assert {line.split()[0] for line in second.splitlines()[:-1]} == {"unchanged"}, second
+    assert "nothing to do" in second
+    assert {line.split()[0] for line in third.splitlines()} <= {"removed", "restored"}, third
+    assert not (run.project / ".mcp.json").exists() and not (run.project / ".codex").exists()
+
+
 def check_quickstart(run: Run) -> None:
     assert re.search(r"^ 1\. [\d.]+  contextd/", run.stdout, re.M)
 
 
 CHECKS = {
     "quickstart": check_quickstart,
+    "agent-install": check_agent_install,
     "query-cli": check_query_cli,
     "index-cli": check_index_cli,
     "python-module": check_python_module,

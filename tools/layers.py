@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("index", ("contextd.indexer", "contextd.chunkers", "contextd.embedders",
                "contextd.contextualizers", "contextd.boundary", "contextd.scrub")),
     ("foundation", ("contextd.store", "contextd.crypto", "contextd.config", "contextd.plugins",
-                    "contextd.text", "contextd.vectors")),
+                    "contextd.text", "contextd.vectors", "contextd.agents")),
     ("base", ("contextd.records", "contextd.errors", "contextd.hookspecs")),
 )
 # What the package root may hold besides sub-packages: the public entry points.

@@ -51,6 +51,8 @@ COMMANDS = {
     "keys": "contextd.cli.service_cmds:keys_group",
     "backup": "contextd.cli.backup_cmds:backup_cmd",
     "restore": "contextd.cli.backup_cmds:restore_cmd",
+    "install": "contextd.cli.install_cmd:install_cmd",
+    "uninstall": "contextd.cli.install_cmd:uninstall_cmd",
 }
 
 
@@ -103,7 +105,14 @@ def main() -> None:
     from contextd.indexer import interrupts
     interrupts.install()
     try:
-        _main()
+        try:
+            _main()
+        finally:
+            # Output still buffered for a pipe whose reader is gone fails here, inside this
+            # boundary, instead of at interpreter exit ("Exception ignored", exit 120).
+            sys.stdout.flush()
+    except BrokenPipeError:
+        reader_gone()
     except BaseException as exc:
         if interrupts.is_interrupt(exc):
             interrupted()
@@ -132,6 +141,20 @@ def _main() -> None:
             raise
         click.echo(f"contextd: error: {exc.for_cli()}", err=True)
         sys.exit(exc.exit_code)
+
+
+def reader_gone() -> None:
+    """The reader of stdout closed the pipe (``contextd stats | head -1``): it has what it
+    wanted, so the command ends quietly with exit 0, whichever command it was. stdout is
+    pointed at /dev/null first, so no later flush fails again ("Exception ignored ...
+    BrokenPipeError"), and the process ends as :func:`interrupted` does, without
+    finalisation, for the same reason (native libraries' threads)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.stderr.flush()
+    finally:
+        os._exit(0)
 
 
 def interrupted() -> None:

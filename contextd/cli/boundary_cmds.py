@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from contextd.boundary.walk import Boundary, Decision, FileEntry, RejectReason, Rejection
-from contextd.cli.common import CliState, emit, pass_state, user_path
+from contextd.cli.common import CliState, emit, pass_state, shown, user_path
 from contextd.config.loading import CONFIG_FILENAME, InvalidConfig, iter_documented_fields
 from contextd.config.sections import PROVIDER_ONLY_KEYS, SECTIONS, ContextConfig
 from contextd.config.checks import WARNING, check_project, config_file_name
@@ -264,7 +264,7 @@ def list_indexable_cmd(state: CliState, limit: int | None) -> None:
 
     def human(_: Any) -> None:
         for entry in entries:
-            click.echo(entry.path)
+            click.echo(shown(entry.path))
         if truncated:
             click.echo(f"(first {limit} files shown)", err=True)
 
@@ -273,9 +273,9 @@ def list_indexable_cmd(state: CliState, limit: int | None) -> None:
 
 def _print_decision(decision: Decision) -> None:
     if decision.indexable:
-        click.echo(f"{decision.path}: indexable")
+        click.echo(f"{shown(decision.path)}: indexable")
     else:
-        click.echo(f"{decision.path}: not indexable: {decision.reason.value} ({decision.detail})")
+        click.echo(f"{shown(decision.path)}: not indexable: {decision.reason.value} ({decision.detail})")
 
 
 @click.command("check-file")
@@ -392,7 +392,7 @@ def _print_stats(stats: ProjectStats) -> None:
     if stats.large_files:
         click.echo(f"\nAbove warn_file_size_mb ({len(stats.large_files)}):")
         for path in stats.large_files:
-            click.echo(f"  {path}")
+            click.echo(f"  {shown(path)}")
 
 
 @click.command("project-stats")

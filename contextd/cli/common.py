@@ -75,6 +75,21 @@ def user_path(path: str, root: Path | str) -> str:
     return os.path.normpath(os.path.join(base, path))
 
 
+def _escaped(char: str) -> str:
+    return char.encode("unicode_escape").decode("ascii")
+
+
+def shown(name: object) -> str:
+    """A file name as one line of human output: control characters (a newline in a name
+    would split a listing into two lines, an escape sequence would recolour the terminal) are
+    written as Python escapes (``\\n``, ``\\x1b``). JSON output keeps names exact."""
+    text = str(name)
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else _escaped(char)
+                   for char in text)
+
+
 def emit(state: CliState, result: Any, human: Callable[[Any], None]) -> None:
     """Print a result: JSON when ``--json`` was given, else through ``human``."""
     if state.as_json:

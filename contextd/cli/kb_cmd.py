@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import click
 
-from contextd.cli.common import CliState, emit, open_engine, pass_state
+from contextd.cli.common import CliState, emit, open_engine, pass_state, shown
 
 # Lines of each hit's snippet shown in the readable search listing.
 PREVIEW_LINES = 3
@@ -88,7 +88,7 @@ def show_cmd(state: CliState, name: str) -> None:
             pages = f", {doc.pages} pages" if doc.pages else ""
             others = [c for c in doc.contexts if c != detail.context.name.lower()]
             also = f"  (also in {', '.join(others)})" if others else ""
-            click.echo(f"  {doc.document}  [{doc.format}{pages}, {doc.chunks} chunks]{also}")
+            click.echo(f"  {shown(doc.document)}  [{doc.format}{pages}, {doc.chunks} chunks]{also}")
     _run(state, lambda e: e.knowledge_show_context(name), human)
 
 
@@ -131,14 +131,14 @@ def add_cmd(state: CliState, paths: tuple[str, ...], contexts: tuple[str, ...],
     def human(report: Any) -> None:
         for doc in report.documents:
             if doc.status == "failed":
-                click.echo(f"contextd: {doc.document}: {doc.reason}", err=True)
+                click.echo(f"contextd: {shown(doc.document)}: {doc.reason}", err=True)
             elif doc.status == "skipped":
                 if state.verbose:
-                    click.echo(f"contextd: skipped {doc.document}: {doc.reason}", err=True)
+                    click.echo(f"contextd: skipped {shown(doc.document)}: {doc.reason}", err=True)
             else:
                 pages = f", {doc.pages} pages" if doc.pages else ""
                 held = ", already indexed" if doc.status == "unchanged" else ""
-                click.echo(f"{doc.status:<9} {doc.document}  [{doc.format}{pages}, "
+                click.echo(f"{doc.status:<9} {shown(doc.document)}  [{doc.format}{pages}, "
                            f"{doc.chunks} chunks{held}]")
         names = " (-v names them)" if report.skipped and not state.verbose else ""
         click.echo(f"{report.added} added, {report.updated} updated, {report.unchanged} "
@@ -203,7 +203,7 @@ def search_cmd(state: CliState, query: str, contexts: tuple[str, ...], k: int | 
         for number, hit in enumerate(result.hits, start=1):
             page = f" p.{hit.page}" if hit.page else ""
             where = f"[{', '.join(hit.contexts)}]" if hit.contexts else "[project]"
-            click.echo(f"{number:>2}. {hit.score:.3f}  {hit.document}{page}  lines "
+            click.echo(f"{number:>2}. {hit.score:.3f}  {shown(hit.document)}{page}  lines "
                        f"{hit.start_line}-{hit.end_line}  {where}  {hit.label}")
             for line in preview(hit.snippet, hit.start_line, hit.metadata, PREVIEW_LINES,
                                 query):
@@ -227,7 +227,7 @@ def docs_cmd(state: CliState, context: str | None, limit: int) -> None:
         for doc in result.documents:
             pages = f", {doc.pages} pages" if doc.pages else ""
             meta = f"  {doc.metadata}" if doc.metadata else ""
-            click.echo(f"{doc.document}  [{doc.format}{pages}, {doc.chunks} chunks]  "
+            click.echo(f"{shown(doc.document)}  [{doc.format}{pages}, {doc.chunks} chunks]  "
                        f"contexts: {', '.join(doc.contexts)}{meta}")
         click.echo(f"{len(result.documents)} of {result.total} document(s)", err=True)
     _run(state, lambda e: e.knowledge_list_documents(context, limit), human)

@@ -16,7 +16,8 @@ from typing import Any
 import click
 
 from contextd.cli.common import (
-    COMMAND_TIMING, CliState, command_ms, emit, open_engine, pass_state, user_path,
+    COMMAND_TIMING, CliState, command_ms, emit, open_engine, pass_state, shown,
+    user_path,
 )
 from contextd.errors import UsageError
 from contextd.query.records import QueryRequest, QueryResponse
@@ -71,7 +72,7 @@ def _print_hits(response: QueryResponse) -> None:
             role += f"  project {', '.join(hit.metadata['projects'])}"
         if hit.metadata.get("stale"):
             role += "  stale: lines as on disk now, the file changed since it was indexed"
-        click.echo(f"{number:>2}. {hit.score:.3f}  {hit.file_path}:{hit.start_line}-"
+        click.echo(f"{number:>2}. {hit.score:.3f}  {shown(hit.file_path)}:{hit.start_line}-"
                    f"{hit.end_line}  {hit.label}  [{', '.join(hit.providers)}]{role}")
         for line_number, line in preview(hit):
             click.echo(f"  {line_number:>5} {line}")
@@ -82,7 +83,7 @@ def _print_hits(response: QueryResponse) -> None:
 def _print_files(response: QueryResponse) -> None:
     for number, found in enumerate(response.files, start=1):
         lines = ", ".join(f"{start}-{end}" for start, end in found.ranges)
-        click.echo(f"{number:>2}. {found.score:.3f}  {found.file_path}  (lines {lines})")
+        click.echo(f"{number:>2}. {found.score:.3f}  {shown(found.file_path)}  (lines {lines})")
     click.echo(f"{len(response.files)} files, {_waited(response)}")
 
 
@@ -295,7 +296,7 @@ def _print_stats(data: Any) -> None:
 
         click.echo(skipped_text(storage["skipped"]))
         for skip in storage.get("skipped_examples", [])[:5]:
-            click.echo(f"  {skip['path']}: {skip['reason']} ({skip['detail']})")
+            click.echo(f"  {shown(skip['path'])}: {skip['reason']} ({skip['detail']})")
     indexing = data.indexing
     click.echo(f"indexing: {indexing.get('state')} ({indexing.get('text', '')})")
     owner = data.owner
@@ -307,7 +308,7 @@ def _print_stats(data: Any) -> None:
                 else " (stop it with 'contextd stop')")
         click.echo(f"owner: pid {owner['pid']}{role}{memory}")
     for problem in indexing.get("problem_files") or []:
-        click.echo(f"  not indexed as written: {problem['path']}: {problem['reason']}")
+        click.echo(f"  not indexed as written: {shown(problem['path'])}: {problem['reason']}")
 
 
 def _print_embedding(embedding: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from contextd.cli.common import CliState, open_engine, pass_state
+from contextd.cli.common import CliState, open_engine, pass_state, shown
 from contextd.records import to_dict
 from contextd.sessions.records import SearchRequest
 
@@ -82,7 +82,7 @@ def _print_session(answer) -> None:
     for note in answer.notes:
         click.echo(f"contextd: {note}", err=True)
     for hit in answer.preview:
-        click.echo(f"{hit.rank:>2}. {hit.score:.3f}  {hit.location()}  {hit.label}")
+        click.echo(f"{hit.rank:>2}. {hit.score:.3f}  {shown(hit.location())}  {hit.label}")
         for line in hit.text.splitlines()[:PREVIEW_LINES]:
             click.echo(f"      {line}")
     click.echo(f"session {info.session_id}: {info.result_count} results "
