@@ -498,9 +498,9 @@ class StashConfig:
     age_decay_days: float = _opt(30.0, min=0.001, help="Decay constant of the segment's age.")
     recency_decay_days: float = _opt(7.0, min=0.001,
                                      help="Decay constant of the time since it was stashed.")
-    # Calibrated on all-MiniLM-L6-v2 (benchmarks/bench_memory_thresholds.py): 0.25 keeps 96%
-    # of paraphrased questions and lets 0.3% of unrelated text through; 0.7 kept 21%.
-    min_similarity: float = _opt(0.25, min=0.0, max=1.0,
+    # Calibrated on all-MiniLM-L6-v2's int8 graph (benchmarks/bench_memory_thresholds.py): 0.20
+    # keeps 96% of paraphrased questions and lets 0.9% of unrelated text through; 0.7 keeps 17%.
+    min_similarity: float = _opt(0.2, min=0.0, max=1.0,
                                  help="Default cut-off on cosine similarity for retrieval "
                                       "(calibrated for all-MiniLM-L6-v2).")
     default_top_k: int = _opt(5, min=1, max=100, help="Segments retrieved by default.")
