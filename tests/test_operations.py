@@ -132,10 +132,12 @@ def test_query_refuses_more_results_than_max_k(tmp_path: Path) -> None:
         engine.close()
 
 
-def test_default_k_and_max_k_hold_on_the_cli_mcp_and_http(tmp_path: Path) -> None:
-    """One project with ``default_k = 1`` and ``max_k = 2``: a query without k gets one hit
-    on each surface, and k = 3 is refused on each, naming the setting."""
+def test_default_k_max_k_and_max_budget_hold_on_the_cli_mcp_and_http(tmp_path: Path) -> None:
+    """One project with ``default_k = 1``, ``max_k = 2`` and ``max_budget_tokens = 500``: a
+    query without k gets one hit on each surface; k = 3 and a budget of 501 tokens are
+    refused on each, naming the setting."""
     root = make_project(tmp_path / "p", "[query]\ndefault_k = 1\nmax_k = 2\n"
+                        "max_budget_tokens = 500\n"
                         "[providers.semantic]\nenabled = false\n")
     env = env_for(tmp_path / "run")
     server = Server(root, env).start()
@@ -146,19 +148,33 @@ def test_default_k_and_max_k_hold_on_the_cli_mcp_and_http(tmp_path: Path) -> Non
         answer = cli(root, env, "query", text, "--json")
         assert answer.returncode == 0, answer.stderr
         assert len(json.loads(answer.stdout)["hits"]) == 1
+        searched_by = json.loads(answer.stdout)["searched_by"]
+        assert searched_by and "semantic" not in searched_by  # disabled: never searched
         refused = cli(root, env, "query", text, "--k", "3", "--json")
         assert refused.returncode != 0 and "max_k" in refused.stderr + refused.stdout
+        refused = cli(root, env, "query", text, "--budget", "501", "--json")
+        assert refused.returncode != 0 and "max_budget_tokens" in refused.stderr + refused.stdout
+        assert cli(root, env, "query", text, "--budget", "500", "--json").returncode == 0
 
         reply = httpx2.post(f"{server.url}/query_context", json={"q": text}, timeout=120)
         assert reply.status_code == 200, reply.text
         assert len(reply.json()["hits"]) == 1
+        assert reply.json()["q_embed_model"] is None  # no query was embedded
         reply = httpx2.post(f"{server.url}/query_context", json={"q": text, "k": 3},
                             timeout=120)
         assert reply.status_code == 400 and "max_k" in reply.text
+        reply = httpx2.post(f"{server.url}/query_context", json={"q": text, "budget": 501},
+                            timeout=120)
+        assert reply.status_code == 400 and "max_budget_tokens" in reply.text
 
         with mcp_session(root, env, tmp_path / "mcp.log") as session:
             assert len(structured(session.call("query_context", {"query": text}))["hits"]) == 1
             result = session.call("query_context", {"query": text, "k": 3})
             assert result.is_error and "max_k" in result.content[0].text
+            result = session.call("query_context", {"query": text,
+                                                    "filters": {"maxTokens": 501}})
+            assert result.is_error and "max_budget_tokens" in result.content[0].text
+            answer = session.call("query_context", {"query": text, "filters": {"maxTokens": 500}})
+            assert not answer.is_error
     finally:
         server.stop()
