@@ -1,4 +1,5 @@
-"""Deployment modes of :meth:`contextd.api.module.ContextModule.open` (spec 004 §8.3).
+"""Deployment modes of :meth:`contextd.api.module.ContextModule.open` (docs/SERVICE.md,
+"Deployment modes").
 
 * ``embedded`` — the ContextModule itself, in the caller's process (unchanged).
 * ``standalone`` — :class:`ServiceModule` over :class:`ServiceEngine`: every call goes to the
