@@ -17,11 +17,14 @@ from contextd.cli import COMMANDS
 from contextd.config.project import Project
 from contextd.errors import UsageError
 from contextd.operations import OPERATIONS
+from contextd.operations.records import UsageSavings
 from contextd.query.records import QueryRequest
+from contextd.records import to_dict
 from contextd.runtime import rpc
 from contextd.runtime.election import socket_path
 from contextd.runtime.engine import Engine
 from contextd.runtime.owner import SharedEngine, connect
+from contextd.store.base import Job
 from contextd.mcp.app import registered_tools
 from contextd.mcp.engine_handle import EngineHandle
 from contextd.http.api import ENDPOINTS
@@ -117,6 +120,32 @@ def test_the_owner_socket_answers_declared_operations_only(tmp_path: Path, monke
             client.call("job_history", {"limt": 3})
         assert "job_history" in str(bad.value) and "limt" in str(bad.value)
         assert client.call("job_history", {"limit": 3}) == []
+        client.close()
+    finally:
+        owner.close()
+
+
+def test_jobs_and_savings_are_records_here_and_the_same_json_over_the_socket(
+        tmp_path: Path, monkeypatch) -> None:
+    """job_history and savings answer typed records (read by attribute) in the owner, and
+    the owner socket carries exactly their fields."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    (tmp_path / "run").mkdir()
+    root = make_project(tmp_path / "p", "[providers.semantic]\nenabled = false\n")
+    project = Project.open(str(root))
+    owner = connect(project)
+    try:
+        owner.rebuild()
+        owner.query(QueryRequest("refresh an expired token", k=3))
+        jobs = owner.job_history(limit=5)
+        assert jobs and isinstance(jobs[0], Job) and jobs[0].status == "completed"
+        saved = owner.savings(days=1)
+        assert isinstance(saved, UsageSavings) and saved.queries >= 1
+        assert saved.tokens_served > 0 and set(saved.embedding_cache) == {
+            "reused", "embedded", "hit_rate"}
+        client = _hello(project)
+        assert client.call("job_history", {"limit": 5}) == [to_dict(job) for job in jobs]
+        assert set(client.call("savings", {"days": 1})) == set(to_dict(saved))
         client.close()
     finally:
         owner.close()
