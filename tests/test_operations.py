@@ -105,12 +105,16 @@ def _hello(project: Project) -> rpc.Client:
                               str(Path(project.db_path).resolve()))
 
 
-def test_the_owner_socket_answers_declared_operations_only(tmp_path: Path, monkeypatch) -> None:
+def _owned_project(tmp_path: Path, monkeypatch, toml: str) -> tuple[Project, SharedEngine]:
+    """A project on disk and this process as its owner, with its socket in ``tmp_path``."""
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
     (tmp_path / "run").mkdir()
-    root = make_project(tmp_path / "p", "")
-    project = Project.open(str(root))
-    owner = connect(project)
+    project = Project.open(str(make_project(tmp_path / "p", toml)))
+    return project, connect(project)
+
+
+def test_the_owner_socket_answers_declared_operations_only(tmp_path: Path, monkeypatch) -> None:
+    project, owner = _owned_project(tmp_path, monkeypatch, "")
     try:
         client = _hello(project)
         with pytest.raises(rpc.RemoteError) as unknown:
@@ -129,11 +133,8 @@ def test_jobs_and_savings_are_records_here_and_the_same_json_over_the_socket(
         tmp_path: Path, monkeypatch) -> None:
     """job_history and savings answer typed records (read by attribute) in the owner, and
     the owner socket carries exactly their fields."""
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
-    (tmp_path / "run").mkdir()
-    root = make_project(tmp_path / "p", "[providers.semantic]\nenabled = false\n")
-    project = Project.open(str(root))
-    owner = connect(project)
+    project, owner = _owned_project(tmp_path, monkeypatch,
+                                    "[providers.semantic]\nenabled = false\n")
     try:
         owner.rebuild()
         owner.query(QueryRequest("refresh an expired token", k=3))
