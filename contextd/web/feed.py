@@ -21,7 +21,7 @@ from contextd.records import to_dict
 
 log = logging.getLogger("contextd.web")
 
-# Browsers get an update at most this often (seed 002: throttled to 500 ms).
+# Browsers get an update at most this often: twice a second reads as live progress.
 POLL_S = 0.5
 # The pending-embedding count costs a join over the chunks: read it less often.
 PENDING_EVERY_S = 5.0
