@@ -195,7 +195,9 @@ def main() -> None:
         cases = build_corpus(root, args.per_library)
         kind, quantize = BACKENDS[backend]
         (root / "context.toml").write_text(
-            f'[embedding]\nbackend = "{kind}"\nquantize = "{quantize}"\n', encoding="utf-8")
+            f'[embedding]\nbackend = "{kind}"\nquantize = "{quantize}"\n'
+            f"[query]\nmax_budget_tokens = {NO_BUDGET}\n",  # ranking is scored, not the cut
+            encoding="utf-8")
         score_table(root, cases, PROVIDERS if number == 0 else VECTOR_PROVIDERS,
                     f"{', '.join(LIBRARIES)} without docstrings, embedder {backend}")
     rates = golden_pass_rates()

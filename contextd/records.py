@@ -13,7 +13,7 @@ from typing import Any
 
 
 class ChunkKind(str, enum.Enum):
-    """What a chunk holds (spec 004 §3.1 ChunkKind, plus CONFIG_BLOCK for TOML/JSON keys)."""
+    """What a chunk holds (CONFIG_BLOCK: the keys of a TOML/JSON file)."""
 
     PARAGRAPH = "PARAGRAPH"
     CODE_FUNCTION = "CODE_FUNCTION"
@@ -28,7 +28,8 @@ class ChunkKind(str, enum.Enum):
 
 
 class ProviderType(str, enum.Enum):
-    """Provider categories of spec 004 §3.1."""
+    """What kind of evidence a provider searches (vectors, symbols, text, history, imports, or
+    several fused)."""
 
     SEMANTIC = "SEMANTIC"
     SYMBOL = "SYMBOL"
@@ -89,7 +90,7 @@ class Chunk:
 
 @dataclass(frozen=True)
 class ContextScope:
-    """Where to search (spec 004 §3.1): path globs relative to the root, languages, chunk kinds,
+    """Where to search: path globs relative to the root, languages, chunk kinds,
     exclusion globs, and file roles (source, test, doc, config: :mod:`contextd.boundary.roles`).
     Empty means no restriction.
 
@@ -99,7 +100,7 @@ class ContextScope:
     for that memory (lower it to cast wider, e.g. for a terse question about a raw log).
 
     ``files``: exact paths (root-relative; a knowledge document also by its absolute path).
-    ``folders`` (seed 002): a bare name (``hooks``) is any folder of that name, a leading
+    ``folders``: a bare name (``hooks``) is any folder of that name, a leading
     slash (``/src/hooks``) is relative to the project root, a pattern with glob characters
     (``src/*/hooks``) is used as it is; several folders are OR-ed, files and folders AND-ed.
 
@@ -123,7 +124,7 @@ class ContextScope:
 
 @dataclass(frozen=True)
 class TokenBudget:
-    """How many tokens the rendered context may take (spec 004 §3.1, §5.3)."""
+    """How many tokens the rendered context may take."""
 
     max_tokens: int = 1500
     reserve_for_prompt: int = 500
@@ -155,7 +156,7 @@ class ContextSnippet:
 
 @dataclass(frozen=True)
 class TaskContext:
-    """The result of ContextModule.get_task_context (spec 004 §5.1)."""
+    """The result of ContextModule.get_task_context."""
 
     task_id: str
     query: str
@@ -164,6 +165,9 @@ class TaskContext:
     providers: dict[str, int] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    # The providers whose search ran and answered (``providers`` counts only those whose
+    # hits made the cut), so a reader need not guess it from the timing keys.
+    searched_by: tuple[str, ...] = ()
 
     @classmethod
     def empty(cls, task_id: str = "", query: str = "", note: str = "") -> "TaskContext":

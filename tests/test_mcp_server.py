@@ -210,7 +210,7 @@ def test_query_before_the_model_is_ready_answers_lexically_with_a_note(tmp_path)
     ({}, "query"),
     ({"query": "x", "k": 0}, "k"),
     ({"query": "x", "k": 500}, "k"),
-    ({"query": "x", "filters": {"maxTokens": 10**6}}, "maxTokens"),
+    ({"query": "x", "filters": {"maxTokens": 10**6}}, "max_budget_tokens"),  # the shared limit
     ({"query": "x", "scope": {"dirs": ["src"]}}, "dirs"),
     ({"query": "x", "maxTokens": 400}, "maxTokens"),  # belongs in filters: not dropped silently
 ])

@@ -17,11 +17,14 @@ from contextd.cli import COMMANDS
 from contextd.config.project import Project
 from contextd.errors import UsageError
 from contextd.operations import OPERATIONS
+from contextd.operations.records import UsageSavings
 from contextd.query.records import QueryRequest
+from contextd.records import to_dict
 from contextd.runtime import rpc
 from contextd.runtime.election import socket_path
 from contextd.runtime.engine import Engine
 from contextd.runtime.owner import SharedEngine, connect
+from contextd.store.base import Job
 from contextd.mcp.app import registered_tools
 from contextd.mcp.engine_handle import EngineHandle
 from contextd.http.api import ENDPOINTS
@@ -102,12 +105,16 @@ def _hello(project: Project) -> rpc.Client:
                               str(Path(project.db_path).resolve()))
 
 
-def test_the_owner_socket_answers_declared_operations_only(tmp_path: Path, monkeypatch) -> None:
+def _owned_project(tmp_path: Path, monkeypatch, toml: str) -> tuple[Project, SharedEngine]:
+    """A project on disk and this process as its owner, with its socket in ``tmp_path``."""
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
     (tmp_path / "run").mkdir()
-    root = make_project(tmp_path / "p", "")
-    project = Project.open(str(root))
-    owner = connect(project)
+    project = Project.open(str(make_project(tmp_path / "p", toml)))
+    return project, connect(project)
+
+
+def test_the_owner_socket_answers_declared_operations_only(tmp_path: Path, monkeypatch) -> None:
+    project, owner = _owned_project(tmp_path, monkeypatch, "")
     try:
         client = _hello(project)
         with pytest.raises(rpc.RemoteError) as unknown:
@@ -117,6 +124,29 @@ def test_the_owner_socket_answers_declared_operations_only(tmp_path: Path, monke
             client.call("job_history", {"limt": 3})
         assert "job_history" in str(bad.value) and "limt" in str(bad.value)
         assert client.call("job_history", {"limit": 3}) == []
+        client.close()
+    finally:
+        owner.close()
+
+
+def test_jobs_and_savings_are_records_here_and_the_same_json_over_the_socket(
+        tmp_path: Path, monkeypatch) -> None:
+    """job_history and savings answer typed records (read by attribute) in the owner, and
+    the owner socket carries exactly their fields."""
+    project, owner = _owned_project(tmp_path, monkeypatch,
+                                    "[providers.semantic]\nenabled = false\n")
+    try:
+        owner.rebuild()
+        owner.query(QueryRequest("refresh an expired token", k=3))
+        jobs = owner.job_history(limit=5)
+        assert jobs and isinstance(jobs[0], Job) and jobs[0].status == "completed"
+        saved = owner.savings(days=1)
+        assert isinstance(saved, UsageSavings) and saved.queries >= 1
+        assert saved.tokens_served > 0 and set(saved.embedding_cache) == {
+            "reused", "embedded", "hit_rate"}
+        client = _hello(project)
+        assert client.call("job_history", {"limit": 5}) == [to_dict(job) for job in jobs]
+        assert set(client.call("savings", {"days": 1})) == set(to_dict(saved))
         client.close()
     finally:
         owner.close()
@@ -132,10 +162,12 @@ def test_query_refuses_more_results_than_max_k(tmp_path: Path) -> None:
         engine.close()
 
 
-def test_default_k_and_max_k_hold_on_the_cli_mcp_and_http(tmp_path: Path) -> None:
-    """One project with ``default_k = 1`` and ``max_k = 2``: a query without k gets one hit
-    on each surface, and k = 3 is refused on each, naming the setting."""
+def test_default_k_max_k_and_max_budget_hold_on_the_cli_mcp_and_http(tmp_path: Path) -> None:
+    """One project with ``default_k = 1``, ``max_k = 2`` and ``max_budget_tokens = 500``: a
+    query without k gets one hit on each surface; k = 3 and a budget of 501 tokens are
+    refused on each, naming the setting."""
     root = make_project(tmp_path / "p", "[query]\ndefault_k = 1\nmax_k = 2\n"
+                        "max_budget_tokens = 500\n"
                         "[providers.semantic]\nenabled = false\n")
     env = env_for(tmp_path / "run")
     server = Server(root, env).start()
@@ -146,19 +178,33 @@ def test_default_k_and_max_k_hold_on_the_cli_mcp_and_http(tmp_path: Path) -> Non
         answer = cli(root, env, "query", text, "--json")
         assert answer.returncode == 0, answer.stderr
         assert len(json.loads(answer.stdout)["hits"]) == 1
+        searched_by = json.loads(answer.stdout)["searched_by"]
+        assert searched_by and "semantic" not in searched_by  # disabled: never searched
         refused = cli(root, env, "query", text, "--k", "3", "--json")
         assert refused.returncode != 0 and "max_k" in refused.stderr + refused.stdout
+        refused = cli(root, env, "query", text, "--budget", "501", "--json")
+        assert refused.returncode != 0 and "max_budget_tokens" in refused.stderr + refused.stdout
+        assert cli(root, env, "query", text, "--budget", "500", "--json").returncode == 0
 
         reply = httpx2.post(f"{server.url}/query_context", json={"q": text}, timeout=120)
         assert reply.status_code == 200, reply.text
         assert len(reply.json()["hits"]) == 1
+        assert reply.json()["q_embed_model"] is None  # no query was embedded
         reply = httpx2.post(f"{server.url}/query_context", json={"q": text, "k": 3},
                             timeout=120)
         assert reply.status_code == 400 and "max_k" in reply.text
+        reply = httpx2.post(f"{server.url}/query_context", json={"q": text, "budget": 501},
+                            timeout=120)
+        assert reply.status_code == 400 and "max_budget_tokens" in reply.text
 
         with mcp_session(root, env, tmp_path / "mcp.log") as session:
             assert len(structured(session.call("query_context", {"query": text}))["hits"]) == 1
             result = session.call("query_context", {"query": text, "k": 3})
             assert result.is_error and "max_k" in result.content[0].text
+            result = session.call("query_context", {"query": text,
+                                                    "filters": {"maxTokens": 501}})
+            assert result.is_error and "max_budget_tokens" in result.content[0].text
+            answer = session.call("query_context", {"query": text, "filters": {"maxTokens": 500}})
+            assert not answer.is_error
     finally:
         server.stop()

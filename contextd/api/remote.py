@@ -1,4 +1,5 @@
-"""Deployment modes of :meth:`contextd.api.module.ContextModule.open` (spec 004 §8.3).
+"""Deployment modes of :meth:`contextd.api.module.ContextModule.open` (docs/SERVICE.md,
+"Deployment modes").
 
 * ``embedded`` — the ContextModule itself, in the caller's process (unchanged).
 * ``standalone`` — :class:`ServiceModule` over :class:`ServiceEngine`: every call goes to the
@@ -162,7 +163,10 @@ class ServiceModule:
                     languages=tuple(task_field(task, "languages", ())),
                     kinds=tuple(task_field(task, "kinds", ())),
                     exclude_patterns=tuple(task_field(task, "exclude_patterns", ()))),
-                max_tokens=max(1, self.budgets.available(budget)), task_id=task_id)
+                # A task's budget (complexity and type scale it) stays within the limit the
+                # service refuses above, as the embedded module's never meets that limit.
+                max_tokens=min(max(1, self.budgets.available(budget)),
+                               self.config.query.max_budget_tokens), task_id=task_id)
             response = self.query(request)
         except Exception as exc:
             if not self.config.core.fallback_enabled:

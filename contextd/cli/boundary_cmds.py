@@ -1,4 +1,4 @@
-"""Configuration and project-boundary commands (spec 004 §8.0.14): init, validate-config,
+"""Configuration and project-boundary commands: init, validate-config,
 list-indexable, check-file, project-stats.
 
 Each command builds a typed record, printed as JSON with ``--json`` or as a short report for
@@ -43,7 +43,7 @@ HEADER = """\
 
 # [projects.NAME] has no default: init shows the shape, commented out.
 PROJECTS_EXAMPLE = [
-    "", "# Several projects in one index (spec 004 §8.0.12): name a part of the tree, then",
+    "", "# Several projects in one index: name a part of the tree, then",
     "# query it alone or with others (`contextd query --project backend --project frontend`).",
     "# [projects.backend]", '# watch_paths = ["backend/src/", "backend/docs/"]',
     '# ignore_patterns = ["backend/node_modules"]',
@@ -400,5 +400,5 @@ def _print_stats(stats: ProjectStats) -> None:
               help="Excluded directories listed.")
 @pass_state
 def project_stats_cmd(state: CliState, top: int) -> None:
-    """Files per watch path and per exclusion reason (spec 004 §8.0.14)."""
+    """Files per watch path and per exclusion reason."""
     emit(state, _stats(state, top), _print_stats)

@@ -133,14 +133,14 @@ def _waited(response: QueryResponse) -> str:
               help="Cut-off of the --memory segments (default [stash] min_similarity).")
 @click.option("--files", "by_file", is_flag=True, help="List the files to look at, ranked by "
               "the chunks found in them, instead of the chunks.")
-@click.option("--prompt", "as_prompt", is_flag=True, help="Print the task prompt of spec 004 "
-              "§7.2 (TEXT as the task's title, its <project_context> block, the Guidelines).")
+@click.option("--prompt", "as_prompt", is_flag=True, help="Print the task prompt an agent starts "
+              "from (TEXT as the task's title, its <project_context> block, the Guidelines).")
 @click.option("--task-id", default="", help="With --prompt: the task's id.")
 @click.option("--task-type", help="With --prompt: the task's type, e.g. IMPLEMENTATION.")
 @click.option("--complexity", type=click.IntRange(1, 10), help="With --prompt: 1-10.")
 @click.option("--description", help="With --prompt: the task's description (searched too).")
 @click.option("--ab", "ab", is_flag=True, help="Rank with and without the contextual prefixes "
-              "side by side (seed 003 A/B): what contextual retrieval changes here.")
+              "side by side: what contextual retrieval changes here.")
 @click.option("--expect", "expect", multiple=True, help="With --ab: a file that answers "
               "TEXT; its rank with and without prefixes is shown (repeatable).")
 @pass_state

@@ -1,4 +1,4 @@
-"""``contextd report``: a cited Markdown report from a template (seed 002), like the MCP tool
+"""``contextd report``: a cited Markdown report from a template, like the MCP tool
 create_rag_report; or a template's schema, or the list of templates."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``contextd search``: search sessions from the command line (seed 002).
+"""``contextd search``: search sessions from the command line.
 
 The same sessions as the MCP tools search_knowledge / get_search_results /
 list_search_results: they live in the index, so a session made by an agent's MCP server can be

@@ -1,4 +1,4 @@
-"""``contextd tokens``: task token usage (spec 004 §7.3/§15) and the token-reduction report.
+"""``contextd tokens``: task token usage and the token-reduction report.
 
 An orchestrator records each task run's tokens, once without contextd
 (``before_integration``) and once with it (``after_integration``); ``contextd tokens
@@ -25,7 +25,7 @@ def _run(state: CliState, call) -> Any:
 
 @click.group("tokens")
 def tokens_group() -> None:
-    """Task token usage and the token-reduction report (spec 004 §7.3).
+    """Task token usage and the token-reduction report.
 
     \b
     Examples:

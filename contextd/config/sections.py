@@ -219,6 +219,10 @@ class QueryConfig:
     default_k: int = _opt(12, min=1, max=200, help="Results returned by default.")
     max_k: int = _opt(50, min=1, max=1000, help="Most results one query may ask for (the "
                       "CLI, the MCP tools and the HTTP service alike).")
+    # 6000: one MCP tool answer must stay well under what clients accept (Claude Code warns
+    # at 10k tokens and stops at 25k), and the text and the structured copy both count.
+    max_budget_tokens: int = _opt(6000, min=50, help="Largest token budget one query may ask "
+                                  "for (the CLI, the MCP tools and the HTTP service alike).")
     # 0.7, not the spec's 0.5: on the public evaluation (benchmarks/eval, bench_retrieval)
     # 0.7 ranks better and the budgeted context holds the answer more often (docstring
     # queries: Recall@10 74.2% -> 76.8%, gold in context 74.8% -> 78.8%), task queries equal.

@@ -25,7 +25,7 @@ from contextd.query.pipeline import MODEL_WAIT_S, QueryPipeline
 from contextd.query.records import QueryRequest, QueryResponse
 from contextd.query.render import render_context
 from contextd.query.task import build_query, task_field, task_scope
-from contextd.records import ContextScope, TaskContext, TokenBudget
+from contextd.records import TaskContext
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class ProjectContext:
                                             task_field(task, "task_type"))
             k = int(task_field(task, "k", self.config.query.default_k))
             projects = tuple(task_field(task, "projects", ())) or None
-            return self.retrieve(query, scope=scope, budget=budget, k=k, task_id=task_id,
+            return self.pipeline.retrieve(query, scope=scope, budget=budget, k=k, task_id=task_id,
                                  projects=projects)
         except Exception as exc:
             if not self.config.core.fallback_enabled:
@@ -108,14 +108,6 @@ class ProjectContext:
     def query(self, request: QueryRequest) -> QueryResponse:
         """Answer a QueryRequest (CLI, MCP tool, socket)."""
         return self.pipeline.query(request)
-
-    def retrieve(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
-                 providers: Iterable[str] | None = None, min_score: float | None = None,
-                 task_id: str = "", projects: Sequence[str] | None = None) -> TaskContext:
-        """The whole pipeline for one query text (:meth:`QueryPipeline.retrieve`)."""
-        return self.pipeline.retrieve(query, scope=scope, budget=budget, k=k,
-                                      providers=providers, min_score=min_score,
-                                      task_id=task_id, projects=projects)
 
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
         """The ``<project_context>`` block of a TaskContext."""

@@ -1,4 +1,4 @@
-"""Contextual retrieval over one index (seed 003): search with the prefixes, the same search
+"""Contextual retrieval over one index: search with the prefixes, the same search
 without them side by side (A/B), and what the prefixes are worth.
 
 The A/B comparison is a dense ranking of every indexed chunk twice: once by the vectors of

@@ -1,4 +1,4 @@
-"""The standalone context service (spec 004 §8.2, §8.3): ``contextd server``.
+"""The standalone context service (docs/SERVICE.md): ``contextd server``.
 
 * :mod:`contextd.http.api` — request models of the JSON API and its OpenAPI document;
 * :mod:`contextd.http.app` — the endpoints, on one Starlette app with the MCP endpoint;

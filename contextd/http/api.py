@@ -1,5 +1,5 @@
-"""The JSON API of the standalone service (spec 004 §8.2): request models and the OpenAPI
-schema built from them.
+"""The JSON API of the standalone service (its endpoints: docs/SERVICE.md): request models
+and the OpenAPI schema built from them.
 
 Requests are pydantic models with ``extra="forbid"`` and ``strict``: a misspelt field is
 refused with its name, never silently ignored, and a value of the wrong JSON type is refused
@@ -16,7 +16,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 MAX_QUERY_CHARS = 2000
-MAX_BUDGET_TOKENS = 20000
 
 
 class _Strict(BaseModel):
@@ -65,8 +64,8 @@ class QueryContextRequest(_Strict):
     filters: QueryFilters | None = None
     mmr_lambda: float | None = Field(None, ge=0.0, le=1.0, description="MMR: 1 relevance only, "
                                      "0 diversity only (default query.mmr_lambda).")
-    budget: int | None = Field(None, ge=1, le=MAX_BUDGET_TOKENS, description="Token budget of "
-                               "the hits (default budget.default_max_tokens).")
+    budget: int | None = Field(None, ge=1, description="Token budget of the hits (default "
+                               "budget.default_max_tokens, at most query.max_budget_tokens).")
     model: str | None = Field(None, description="Embedding model expected; refused when the "
                               "service embeds with another.")
 
@@ -128,7 +127,7 @@ def openapi_document() -> dict[str, Any]:
         paths[path] = {method.lower(): operation}
     return {"openapi": "3.1.0",
             "info": {"title": "contextd service", "version": importlib.metadata.version("contextd"),
-                     "description": "Spec 004 §8.2 JSON API; MCP streamable HTTP at /mcp."},
+                     "description": "The contextd JSON API; MCP streamable HTTP at /mcp."},
             "paths": paths,
             "components": {"schemas": schemas, "securitySchemes": {"apiKey": {
                 "type": "http", "scheme": "bearer",

@@ -1,4 +1,4 @@
-"""The standalone service's ASGI application: the JSON API of spec 004 §8.2, health and
+"""The standalone service's ASGI application: the JSON API of docs/SERVICE.md, health and
 readiness, the OpenAPI document, and the MCP streamable-HTTP endpoint at ``/mcp``, on one
 Starlette app behind :class:`contextd.http.guard.Guard`.
 
@@ -105,9 +105,9 @@ class ServiceRoutes:
                              mmr_lambda=body.mmr_lambda)
         response = await anyio.to_thread.run_sync(lambda: engine.query(query),
                                                   limiter=self._query_slots)
-        semantic = any(p.startswith("semantic") for p in response.timings_ms)
         return JSONResponse({
-            "q_embed_model": config.embedding.model if semantic else None,
+            "q_embed_model": (config.embedding.model if "semantic" in response.searched_by
+                              else None),
             "total": response.total, "hits": [to_dict(h) for h in response.hits],
             "total_tokens": response.total_tokens, "providers": response.providers,
             "timings_ms": response.timings_ms, "notes": list(response.notes)})

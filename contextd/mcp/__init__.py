@@ -1,4 +1,4 @@
-"""The MCP server of contextd (``contextd serve``): the context tools of spec 004 §6 over
+"""The MCP server of contextd (``contextd serve``): the context tools of docs/MCP_TOOLS.md over
 stdio, or streamable HTTP on 127.0.0.1.
 
 * :mod:`contextd.mcp.app` — the tools and their descriptions;

@@ -32,7 +32,7 @@ from contextd.mcp.admin_tools import AdminTools
 from contextd.mcp.engine_handle import EngineHandle, start_after_handshake
 from contextd.mcp.manager_tools import ManagerTools
 from contextd.mcp.schemas import (
-    HARD_MAX_TOKENS, Filters, JobStatusResult, QueryResult, RebuildOptions,
+    Filters, JobStatusResult, QueryResult, RebuildOptions,
     RebuildResult, RefreshResult, Scope, StatsResult,
 )
 from contextd.mcp.stash_tools import StashTools
@@ -208,14 +208,13 @@ class ContextTools:
         Use it before opening files to find where something is implemented, defined, called
         or documented. Returns ranked snippets (file path, line range, symbol label, chunk
         kind, language, score 0-1, the snippet text) that fit together in a token budget
-        (filters.maxTokens; default from the project configuration, hard cap 6000), so the
+        (filters.maxTokens; default from the project configuration, at most 6000), so the
         answer never floods your context. Lexical and symbol matches are available at once;
         semantic matches join when the embedding model has loaded (a note says so).
         """
         engine = self.handle.get()
         filters = filters or Filters()
-        budget = min(filters.max_tokens or engine.project.config.budget.default_max_tokens,
-                     HARD_MAX_TOKENS)
+        budget = filters.max_tokens or render.default_budget(engine.project.config)
         response = engine.query(render.query_request(query, k, scope or Scope(), budget,
                                                      filters.min_score, contexts, projects))
         result = render.query_result(query, response, budget, filters.min_score)

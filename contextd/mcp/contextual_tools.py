@@ -1,5 +1,5 @@
-"""MCP tools of contextual retrieval (seed 003) and of the token usage agents report
-(spec 004 §7.3/§15).
+"""MCP tools of contextual retrieval and of the token usage agents report (the reduction
+is computed by :mod:`contextd.query.token_reduction`).
 
 Seed 003's five tools keep the seed's names and parameters: generate_context_for_chunk,
 reindex_with_context, get_reindexing_progress, search_with_contextual_retrieval (with ``ab``:
@@ -164,7 +164,7 @@ class ContextualTools:
         notes: Annotated[str | None, Field(max_length=2000, description="Free text.")]
         = None,
     ) -> CallToolResult:
-        """Report the tokens one task run used (spec 004 §7.3/§15), so the token reduction
+        """Report the tokens one task run used, so the token reduction
         contextd brings can be measured as the spec defines it: report a run without
         contextd (before_integration) and one with it (after_integration) for the same
         task_id. Returns the token-reduction report including this run.
@@ -175,7 +175,7 @@ class ContextualTools:
 
     @tool(READ)
     def get_token_reduction_report(self) -> CallToolResult:
-        """The token-reduction report of spec 004 §7.3/§15 over the reported task runs:
+        """The token-reduction report over the reported task runs:
         average input, output and total tokens before and after context integration, the
         reduction ((before - after) / before, goal 80%) and the top tasks by savings."""
         data = self.handle.get().token_reduction()

@@ -20,7 +20,7 @@ from contextd.knowledge.records import (
 )
 from contextd.records import ContextScope, to_dict
 from contextd.mcp.render import listing
-from contextd.mcp.schemas import HARD_MAX_TOKENS
+from contextd.mcp.render import default_budget
 from contextd.mcp.tool_kinds import DELETE, READ, WRITE, tool
 
 # The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
@@ -171,8 +171,9 @@ class KnowledgeTools:
         folders: Annotated[list[str] | None, Field(description=(
             "Only under these folders: 'hooks' = any folder of that name, '/src/hooks' = "
             "from the project root, 'src/*/hooks' = a glob."))] = None,
-        max_tokens: Annotated[int | None, Field(ge=50, le=HARD_MAX_TOKENS, description=(
-            "Token budget of all snippets together."))] = None,
+        max_tokens: Annotated[int | None, Field(ge=50, description=(
+            "Token budget of all snippets together (at most [query] max_budget_tokens, "
+            "usually 6000)."))] = None,
         min_relevance: Annotated[float | None, Field(ge=0.0, le=1.0, description=(
             "Drop hits scoring below this (0-1; scores mean the same across queries)."))]
         = None,
@@ -183,8 +184,7 @@ class KnowledgeTools:
         from contextd.knowledge.scope import knowledge_request, search_result
 
         engine = self.handle.get()
-        budget = min(max_tokens or engine.project.config.budget.default_max_tokens,
-                     HARD_MAX_TOKENS)
+        budget = max_tokens or default_budget(engine.project.config)
         request = knowledge_request(query, contexts or [], k, include_project, budget,
                                     ContextScope(files=tuple(files or ()),
                                                  folders=tuple(folders or ())), task_id="mcp",

@@ -1,4 +1,4 @@
-"""The MCP tools of the web Index Manager (seed 002): open it, list the running ones across
+"""The MCP tools of the web Index Manager: open it, list the running ones across
 projects, stop one. The manager runs as its own process (it outlives this server); these
 tools only start, find and stop it."""
 

@@ -1,6 +1,6 @@
 """Engine records → the MCP tools' structured answers and readable texts.
 
-The structured answer follows spec 004 §6 (camelCase fields); the text is what most agents
+The structured answer has camelCase fields, as docs/MCP_TOOLS.md lists them; the text is what most agents
 read, so it leads with the answer and keeps each snippet with its location.
 """
 
@@ -21,6 +21,12 @@ from contextd.mcp.schemas import (
 
 # Most files counted for refresh_context's estimate before it stops walking.
 COUNT_LIMIT = 100_000
+
+
+def default_budget(config: Any) -> int:
+    """The token budget of a call that names none: ``[budget] default_max_tokens``, within
+    ``[query] max_budget_tokens`` (the query handler refuses only what a caller asked for)."""
+    return min(config.budget.default_max_tokens, config.query.max_budget_tokens)
 
 
 def query_request(query: str, k: int, scope: Scope, max_tokens: int, min_score: float,

@@ -1,4 +1,5 @@
-"""Typed inputs and outputs of the MCP tools (spec 004 §6).
+"""Typed inputs and outputs of the MCP tools (the reference generated from them:
+docs/MCP_TOOLS.md).
 
 The tools' JSON Schemas are generated from these models and the tool signatures, so the
 schema a client sees, the validation the server applies and the documentation cannot drift
@@ -11,10 +12,6 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
-# Tool output must stay well under what MCP clients accept from one tool call (Claude Code
-# warns at 10k tokens and stops at 25k). The text and the structured copy both count.
-HARD_MAX_TOKENS = 6000
 
 JobState = Literal["queued", "in_progress", "completed", "failed", "cancelled", "interrupted"]
 
@@ -57,10 +54,9 @@ class Filters(_Input):
 
     min_score: float = Field(0.0, alias="minScore", ge=0.0, le=1.0, description=(
         "Drop hits scoring below this (0-1)."))
-    max_tokens: int | None = Field(None, alias="maxTokens", ge=50, le=HARD_MAX_TOKENS,
-                                   description=(
+    max_tokens: int | None = Field(None, alias="maxTokens", ge=50, description=(
         "Token budget of all snippets together; default from the project's configuration "
-        f"(budget.default_max_tokens), at most {HARD_MAX_TOKENS}."))
+        "(budget.default_max_tokens), at most [query] max_budget_tokens (usually 6000)."))
 
 
 class RebuildOptions(_Input):

@@ -1,4 +1,4 @@
-"""The MCP tools and resources of search sessions and reports (seed 002).
+"""The MCP tools and resources of search sessions and reports (docs/MCP.md).
 
 Tools: search_knowledge, get_search_results, list_search_results (through the Engine, so
 every process of the project sees the same sessions), get_template_schema and

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from contextd.operations.declare import operation
-from contextd.operations.records import EngineStats, IndexActivity
+from contextd.operations.records import EngineStats, IndexActivity, UsageSavings
 from contextd.records import to_dict
+from contextd.store.base import Job
 
 SKIPPED_EXAMPLES = 20  # skipped files named by stats (the counts cover them all)
 # Files with an indexing problem listed by stats (the store keeps them all).
@@ -67,9 +68,9 @@ def progress(engine, with_pending: bool = False) -> IndexActivity:
 
 
 @operation()
-def job_history(engine, limit: int = 50) -> list[dict[str, Any]]:
+def job_history(engine, limit: int = 50) -> list[Job]:
     """The job history, newest first, each with its final report (``metrics``)."""
-    return [to_dict(job) for job in engine.store.list_jobs(limit=limit)]
+    return engine.store.list_jobs(limit=limit)
 
 
 @operation()
@@ -79,7 +80,7 @@ def errors(engine, limit: int = 500) -> list[dict[str, Any]]:
 
 
 @operation()
-def savings(engine, days: int = 30) -> dict[str, Any]:
+def savings(engine, days: int = 30) -> UsageSavings:
     """What answers of the last ``days`` days saved, per day, task and provider, with
     latency percentiles and the embedding cache's hit rate over recent indexing runs."""
     engine.module.pipeline.flush_usage()
@@ -88,7 +89,11 @@ def savings(engine, days: int = 30) -> dict[str, Any]:
     for job in engine.store.list_jobs(limit=200):
         reused += int(job.metrics.get("embeddings_reused") or 0)
         embedded += int(job.metrics.get("chunks_embedded") or 0)
-    data["embedding_cache"] = {
-        "reused": reused, "embedded": embedded,
-        "hit_rate": reused / (reused + embedded) if reused + embedded else None}
-    return data
+    return UsageSavings(
+        days=data["days"], queries=data["queries"], tokens_served=data["tokens_served"],
+        source_tokens=data["source_tokens"], latency_ms=data["latency_ms"],
+        per_day=tuple(data["per_day"]), per_task=tuple(data["per_task"]),
+        providers=tuple(data["providers"]),
+        embedding_cache={"reused": reused, "embedded": embedded,
+                         "hit_rate": reused / (reused + embedded) if reused + embedded
+                         else None})

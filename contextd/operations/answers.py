@@ -17,13 +17,23 @@ def query(engine, request: QueryRequest) -> QueryResponse:
     """Answer a request, saying what the answer cannot include yet: while files are still
     being indexed an empty answer waits briefly for them, then says how far indexing is
     (never a bare "nothing matched"); while vectors are still being computed, how far that
-    is. ``k`` is limited by ``[query] max_k`` here, so every surface has the same limit."""
+    is. ``k`` and the token budget are limited by ``[query] max_k`` and
+    ``max_budget_tokens`` here, so every surface refuses the same requests the same way."""
+    limits = engine.project.config.query
+    if request.k is not None and request.k > limits.max_k:
+        raise UsageError(f"k: at most {limits.max_k} results per query ([query] max_k in "
+                         f"context.toml), got {request.k}")
+    if request.max_tokens is not None and request.max_tokens > limits.max_budget_tokens:
+        raise UsageError(f"budget: at most {limits.max_budget_tokens} tokens per query "
+                         f"([query] max_budget_tokens in context.toml), got {request.max_tokens}")
+    return answer_within_engine(engine, request)
+
+
+def answer_within_engine(engine, request: QueryRequest) -> QueryResponse:
+    """A query asked by the engine itself (a search session keeps every result it asks for,
+    so its budget is not a caller's and not held to ``max_budget_tokens``)."""
     from contextd.runtime.indexing_notes import answer_while_indexing
 
-    limit = engine.project.config.query.max_k
-    if request.k is not None and request.k > limit:
-        raise UsageError(f"k: at most {limit} results per query ([query] max_k in "
-                         f"context.toml), got {request.k}")
     return answer_while_indexing(engine.indexer, lambda: engine.module.query(request))
 
 

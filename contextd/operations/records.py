@@ -1,6 +1,6 @@
 """The result records of the reporting operations (:mod:`contextd.operations.activity`), read
 by attribute on every surface: the CLI's ``stats``, get_context_stats, ``GET /stats`` and the
-Index Manager's pages. Their inner figures come from the store, the indexer and the embedder
+Index Manager's pages (its Savings page reads :class:`UsageSavings`). Their inner figures come from the store, the indexer and the embedder
 as those report them."""
 
 from __future__ import annotations
@@ -41,3 +41,23 @@ class IndexActivity:
     jobs: tuple[dict[str, Any], ...] = ()
     embedding: dict[str, Any] | None = None
     embeddings_pending: int | None = None
+
+
+@dataclass(frozen=True)
+class UsageSavings:
+    """The ``savings`` operation over the last ``days`` days: answers given, the tokens they
+    served against the tokens of the whole files those came from (overall, ``per_day`` and
+    ``per_task``: day or task_id, queries, tokens_served, source_tokens), latency
+    percentiles (p50, p95, p99 in ms), how often each provider's hits were chosen
+    (``providers``: provider, selected, selection_rate, avg_score) and the embedding cache
+    over recent indexing runs (reused, embedded, hit_rate)."""
+
+    days: int
+    queries: int
+    tokens_served: int
+    source_tokens: int
+    latency_ms: dict[str, float | None] = field(default_factory=dict)
+    per_day: tuple[dict[str, Any], ...] = ()
+    per_task: tuple[dict[str, Any], ...] = ()
+    providers: tuple[dict[str, Any], ...] = ()
+    embedding_cache: dict[str, Any] = field(default_factory=dict)

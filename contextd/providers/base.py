@@ -16,7 +16,7 @@ import fnmatch
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 from contextd.config.sections import ContextConfig, ProviderConfig
 from contextd.providers.catalog import ChunkCatalog, ChunkEntry
@@ -156,18 +156,10 @@ class ProviderContext:
     extras: dict[str, Any] = field(default_factory=dict)
     catalog: ChunkCatalog | None = None
 
-    def settings(self, provider_id: str) -> ProviderConfig:
-        """The [providers.<id>] section (defaults for an unconfigured third-party provider)."""
-        return self.config.provider(provider_id)
-
     def __post_init__(self) -> None:
         if self.catalog is None:
             self.catalog = ChunkCatalog(self.store, spool_folder(self.project))
 
-    def rows(self, chunk_ids: Sequence[str], generation: int | None = None
-             ) -> dict[str, ChunkRow]:
-        """Stored chunks by id, from memory (caught up with the store first)."""
-        return self.catalog.rows_by_id(chunk_ids, generation)
 
 
 class ContextProvider:
@@ -192,7 +184,7 @@ class ContextProvider:
     def settings(self) -> ProviderConfig:
         """This provider's configuration section."""
         assert self.context is not None, "initialize() was not called"
-        return self.context.settings(self.id)
+        return self.context.config.provider(self.id)
 
     def is_available(self) -> bool:
         """Whether the provider can answer now."""

@@ -147,7 +147,7 @@ class DependencyProvider(ContextProvider):
                      for cid, meta in self._declarations(declared, query.generation)]
         else:
             return []
-        rows = self.context.rows([cid for cid, _, _ in found], query.generation)
+        rows = self.context.catalog.rows_by_id([cid for cid, _, _ in found], query.generation)
         out: dict[str, ContextSnippet] = {}
         for cid, score, meta in found:
             row = rows.get(cid)

@@ -631,7 +631,7 @@ class FullTextProvider(ContextProvider):
         if not hits:
             return []
         best = hits[0][1]
-        rows = self.context.rows([cid for cid, _ in hits], query.generation)
+        rows = self.context.catalog.rows_by_id([cid for cid, _ in hits], query.generation)
         results = [snippet_from_row(rows[cid], score / best, self.id,
                                     {"bm25": round(score, 4), "bm25_coverage": round(cov, 4)})
                    for (cid, score), cov in zip(hits, coverage) if cid in rows]

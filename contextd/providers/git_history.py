@@ -198,7 +198,7 @@ class GitHistoryProvider(ContextProvider):
         strong = [c.lower for c in candidates if c.weight >= 1.0]
         if strong:
             ids = [row[0] for row in catalog.find_symbols(strong, (), generation)]
-            paths |= {r.file_path for r in self.context.rows(ids, generation).values()}
+            paths |= {r.file_path for r in self.context.catalog.rows_by_id(ids, generation).values()}
         return paths
 
     def _co_changes(self, commits: list[Commit], seeds: set[str],

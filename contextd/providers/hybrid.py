@@ -57,7 +57,7 @@ class HybridProvider(ContextProvider):
         ``enabled`` is false is not combined: disabled means never queried."""
         ready, notes = [], []
         for provider_id in self.settings.combines:
-            if not self.context.settings(provider_id).enabled:
+            if not self.context.config.provider(provider_id).enabled:
                 continue
             provider = self.context.provider(provider_id) if provider_id != self.id else None
             if provider is None:

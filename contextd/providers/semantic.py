@@ -487,7 +487,7 @@ class SemanticProvider(ContextProvider):
         hits = own_language_first(
             hits, lambda hit: (row := catalog.rows.get(hit[0])) and row.file_path, groups,
             query.text, query.limit)
-        rows = self.context.rows([cid for cid, _ in hits], query.generation)
+        rows = self.context.catalog.rows_by_id([cid for cid, _ in hits], query.generation)
         return [snippet_from_row(rows[cid], score, self.id, {"cosine": round(score, 4)})
                 for cid, score in hits if cid in rows]
 

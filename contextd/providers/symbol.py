@@ -14,7 +14,7 @@ Both tables are read from the module's in-memory catalog, not from the database.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from contextd.providers.base import (
@@ -57,10 +57,11 @@ class Candidate:
     text: str
     weight: float
     prefix: bool = False
+    lower: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def lower(self) -> str:
-        return self.text.lower()
+    def __post_init__(self) -> None:
+        # Lowered once: every stored name of a query's catalog scan is compared with it.
+        object.__setattr__(self, "lower", self.text.lower())
 
 
 def extract_candidates(query: str, extensions: frozenset[str], limit: int
@@ -150,7 +151,7 @@ class SymbolProvider(ContextProvider):
         self._files(files, scored, query.generation)
         if not scored:
             return []
-        rows = self.context.rows(list(scored), query.generation)
+        rows = self.context.catalog.rows_by_id(list(scored), query.generation)
         scope_filter = ScopeFilter(scope)
         ranked = sorted((cid for cid in scored if cid in rows and scope_filter.accepts_row(rows[cid])),
                         key=lambda cid: (scored[cid][0], -scored[cid][1], cid))

@@ -194,7 +194,8 @@ class QueryPipeline:
         # and the budget let through.
         return QueryResponse(query=request.query, total=max(len(pool), len(hits)), hits=hits,
                              total_tokens=context.total_tokens, providers=context.providers,
-                             timings_ms=context.timings_ms, notes=context.notes, files=files)
+                             timings_ms=context.timings_ms, notes=context.notes, files=files,
+                             searched_by=context.searched_by)
 
     def retrieve(self, query: str, *, scope: ContextScope, budget: TokenBudget, k: int,
                  providers: Iterable[str] | None = None, min_score: float | None = None,
@@ -296,7 +297,9 @@ class QueryPipeline:
                      provider_query.counters)
         return TaskContext(task_id=task_id, query=query, snippets=tuple(chosen),
                            total_tokens=selection.total_tokens, providers=dict(attribution),
-                           timings_ms=timings, notes=tuple(dict.fromkeys(notes))), unique
+                           timings_ms=timings, notes=tuple(dict.fromkeys(notes)),
+                           searched_by=tuple(pid for pid, run in runs.items()
+                                             if not run.error)), unique
 
     # ----- the stages -------------------------------------------------------------------------
     def _select(self, providers: Iterable[str] | None) -> list[Any]:

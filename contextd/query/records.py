@@ -160,7 +160,8 @@ class QueryResponse:
     """Hits best first, their total tokens, hits per provider, timings and notes; ``files``
     ranked best first when the request asked ``by_file``. ``total`` counts the matches found
     (de-duplicated, above min_score) before k and the token budget cut them to ``hits``.
-    ``timings_ms`` holds each provider's query, :data:`LOAD_TIMING` and ``total``."""
+    ``timings_ms`` holds each provider's query, :data:`LOAD_TIMING` and ``total``;
+    ``searched_by`` the providers whose search ran and answered."""
 
     query: str
     total: int
@@ -170,6 +171,7 @@ class QueryResponse:
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     files: tuple[FileResult, ...] = ()
+    searched_by: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return to_dict(self)
@@ -181,4 +183,5 @@ class QueryResponse:
                    total_tokens=data["total_tokens"], providers=dict(data.get("providers", {})),
                    timings_ms=dict(data.get("timings_ms", {})),
                    notes=tuple(data.get("notes", ())),
-                   files=tuple(FileResult.from_dict(f) for f in data.get("files", ())))
+                   files=tuple(FileResult.from_dict(f) for f in data.get("files", ())),
+                   searched_by=tuple(data.get("searched_by", ())))

@@ -1,4 +1,4 @@
-"""Re-indexing with contextual prefixes as a tracked job (seed 003 ``reindex_with_context``
+"""Re-indexing with contextual prefixes as a tracked job (the MCP tool ``reindex_with_context``
 and ``get_reindexing_progress``).
 
 A re-index is a full rebuild run by :class:`contextd.runtime.jobs.JobRunner`: every file is

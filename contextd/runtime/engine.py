@@ -96,9 +96,11 @@ class Engine:
         """The :class:`contextd.sessions.manager.SessionManager` of search sessions."""
         with self._lock:
             if self._sessions is None:
+                from contextd.operations.answers import answer_within_engine
                 from contextd.sessions.manager import SessionManager
 
-                self._sessions = SessionManager(self.project, self.store, self.query)
+                self._sessions = SessionManager(
+                    self.project, self.store, lambda request: answer_within_engine(self, request))
             return self._sessions
 
     # ----- operations --------------------------------------------------------------------

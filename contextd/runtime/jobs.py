@@ -1,4 +1,5 @@
-"""Rebuild jobs (spec 004 §6 rebuild_context / get_rebuild_status), one at a time.
+"""Rebuild jobs (the MCP tools rebuild_context / get_rebuild_status, docs/MCP_TOOLS.md), one
+at a time.
 
 A rebuild is the first-start bootstrap run again on a scope: the scope's files are dropped
 from the index (vectors stay, as the embedding cache, so an unchanged model re-embeds nothing),
@@ -56,7 +57,7 @@ def recover_interrupted_jobs(store: IndexStore) -> int:
 
 @dataclass
 class RebuildResult:
-    """The answer of rebuild_context (spec 004 §6)."""
+    """The answer of rebuild_context."""
 
     status: str
     job_id: str | None

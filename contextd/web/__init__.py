@@ -1,4 +1,4 @@
-"""The web Index Manager (seed 002, spec 004 §15): a small local app that shows a project's
+"""The web Index Manager: a small local app that shows a project's
 index live in a browser: overview, progress, jobs, errors, search and what contextd saves.
 
 * :mod:`contextd.web.server` — ``contextd ui``: binds 127.0.0.1, prints the URL, serves;

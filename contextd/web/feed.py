@@ -17,9 +17,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from contextd.records import to_dict
+
 log = logging.getLogger("contextd.web")
 
-# Browsers get an update at most this often (seed 002: throttled to 500 ms).
+# Browsers get an update at most this often: twice a second reads as live progress.
 POLL_S = 0.5
 # The pending-embedding count costs a join over the chunks: read it less often.
 PENDING_EVERY_S = 5.0
@@ -179,8 +181,8 @@ class ProgressFeed:
                     (job["files_processed"], job["chunks_processed"]):
                 events.append({"event": "progress", **job})
         if generation != self._generation or set(self._running) - set(current):
-            history = [job for job in engine.job_history(limit=20)
-                       if job["job_id"] not in current and job["status"] in ENDED]
+            history = [to_dict(job) for job in engine.job_history(limit=20)
+                       if job.job_id not in current and job.status in ENDED]
             if self._generation is None:  # first look: the past is not news
                 self._ended.update(job["job_id"] for job in history)
             for job in reversed(history):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextd.store.base import Job
 from contextd.web.layout import esc, table
 
 PATH = "/jobs"
@@ -24,15 +25,15 @@ async def body(request, ctx) -> str:
     rows = []
     for job in jobs:
         action = ""
-        if job["status"] in ("queued", "in_progress"):
-            action = (f'<button class="danger cancel" data-job="{esc(job["job_id"])}" '
+        if job.status in ("queued", "in_progress"):
+            action = (f'<button class="danger cancel" data-job="{esc(job.job_id)}" '
                       f'onclick="cancelJob(this.dataset.job)">Cancel</button>')
-        rows.append((esc(job["job_id"]), esc(job["job_type"]),
-                     f'<span class="status">{esc(job["status"])}</span>',
-                     esc(job.get("scope") or ""),
-                     f'{job.get("files_processed") or 0:,} / {job.get("files_total") or 0:,}',
-                     f'{job.get("chunks_processed") or 0:,}', esc(job.get("started_at") or ""),
-                     esc(job.get("completed_at") or ""), _report(job), action))
+        rows.append((esc(job.job_id), esc(job.job_type),
+                     f'<span class="status">{esc(job.status)}</span>',
+                     esc(job.scope or ""),
+                     f'{job.files_processed or 0:,} / {job.files_total or 0:,}',
+                     f'{job.chunks_processed or 0:,}', esc(job.started_at or ""),
+                     esc(job.completed_at or ""), _report(job), action))
     history = table(["job", "type", "status", "scope", "files", "chunks", "started", "ended",
                      "report", ""], rows, raw=True, table_id="jobs")
     return ('<div id="job-controls">'
@@ -47,10 +48,10 @@ async def body(request, ctx) -> str:
             "there); reload for the history.</p>")
 
 
-def _report(job: dict) -> str:
-    metrics = job.get("metrics") or {}
-    if job.get("error_message"):
-        return f'<span class="bad">{esc(job["error_message"])}</span>'
+def _report(job: Job) -> str:
+    metrics = job.metrics or {}
+    if job.error_message:
+        return f'<span class="bad">{esc(job.error_message)}</span>'
     if metrics.get("dry_run"):
         return "dry run"
     if "files_indexed" in metrics:

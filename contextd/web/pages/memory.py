@@ -1,4 +1,4 @@
-"""Memory: what agents stashed (seed 001), newest first, filterable by session."""
+"""Memory: what agents stashed, newest first, filterable by session."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ def _status(health: dict) -> str:
 
 def _configuration(config) -> str:
     """The settings that differ from the defaults, the file they come from, and how to
-    apply a change (seed 002's configuration panel)."""
+    apply a change."""
     from contextd.config.compare import changed_keys
     from contextd.config.sections import ContextConfig
 

@@ -1,4 +1,4 @@
-"""Sessions: the kept results of search_knowledge (seed 002), newest first."""
+"""Sessions: the kept results of search_knowledge, newest first."""
 
 from __future__ import annotations
 
