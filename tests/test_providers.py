@@ -25,7 +25,7 @@ NO_SCOPE = ContextScope()
 
 
 def _query(module, pid, text, scope=NO_SCOPE, limit=20):
-    return module.provider(pid).query(ProviderQuery(text, limit), scope, TokenBudget())
+    return module.pipeline.provider(pid).query(ProviderQuery(text, limit), scope, TokenBudget())
 
 
 @pytest.mark.parametrize("pid", SINGLE + ("hybrid",))
@@ -123,7 +123,7 @@ def test_edit_is_reflected_by_every_provider(tmp_path):
 
 
 def test_git_history_finds_commits_and_co_changes(golden_module):
-    provider = golden_module.provider("git_history")
+    provider = golden_module.pipeline.provider("git_history")
     assert provider.is_available()
     hits = _query(golden_module, "git_history", "refund payments when an order is cancelled")
     paths = {h.file_path for h in hits}
@@ -140,7 +140,7 @@ def test_git_history_unavailable_outside_a_repository(tmp_path):
     (tmp_path / "a.py").write_text("def f():\n    return 1\n")
     module = ContextModule.open(str(tmp_path), wait_for_model=False)
     try:
-        assert not module.provider("git_history").is_available()
+        assert not module.pipeline.provider("git_history").is_available()
         assert _query(module, "git_history", "f") == []
     finally:
         module.shutdown()

@@ -159,7 +159,7 @@ def test_commit_subjects_in_git_history_hits_are_scrubbed(tmp_path):
     try:
         engine.indexer.embed = False
         engine.ensure_indexed()
-        hits = engine.module.provider("git_history").query(ProviderQuery("vat rounding", 10),
+        hits = engine.module.pipeline.provider("git_history").query(ProviderQuery("vat rounding", 10),
                                                            ContextScope(), TokenBudget())
         subjects = [c["subject"] for h in hits for c in h.metadata.get("commits", [])]
         assert any("vat rounding with [REDACTED]" in s for s in subjects), subjects
@@ -195,7 +195,7 @@ def test_git_history_diff_context_lines_are_scrubbed(tmp_path):
     try:
         engine.indexer.embed = False
         engine.ensure_indexed()
-        hits = engine.module.provider("git_history").query(
+        hits = engine.module.pipeline.provider("git_history").query(
             ProviderQuery("settle ledger amount", 10), ContextScope(), TokenBudget())
         diffs = [h.metadata["recent_change"]["diff"] for h in hits
                  if "recent_change" in h.metadata]
