@@ -17,7 +17,9 @@ file as it is now (the few files of one answer, each read once):
 Snippets that are not project files (knowledge documents ``kb://``, agent memory's
 ``stash:<id>``: no file, no indexed file state) are left as they are: they have no file on
 disk to differ from; nor are those just read from disk
-(``metadata["read_from_disk"]``: :mod:`contextd.query.unread_scan`).
+(``metadata["read_from_disk"]``: :mod:`contextd.query.unread_scan`), nor those of content
+pushed through the service (``add_context``, recorded with ``PUSHED_MTIME_NS``): what the
+caller pushed is what it asked to be answered from, until the file changes on disk.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from typing import Callable, Sequence
 
 import blake3
 
+from contextd.indexer.plan import PUSHED_MTIME_NS
 from contextd.records import ContextSnippet
+from contextd.store.base import FileState
 from contextd.text.tokens import estimate_tokens
 
 # Said in the answer when a snippet was re-read from disk.
@@ -47,11 +51,11 @@ class DiskCheck:
 
 
 def as_on_disk(snippets: Sequence[ContextSnippet], root: Path,
-               indexed_hash: Callable[[str], str | None],
+               indexed_state: Callable[[str], FileState | None],
                scrub: Callable[[str, str], str]) -> DiskCheck:
     """Each snippet of a project file checked against the file now (see the module
-    docstring). ``indexed_hash(path)``: the BLAKE3 the file was indexed at (None when it is
-    not indexed); ``scrub(text, path)``: the secret scrubber indexing applies to file text."""
+    docstring). ``indexed_state(path)``: the file's state as indexed (None when it is not
+    indexed); ``scrub(text, path)``: the secret scrubber indexing applies to file text."""
     files: dict[str, str | None] = {}
     kept: list[ContextSnippet] = []
     stale = gone = 0
@@ -60,10 +64,13 @@ def as_on_disk(snippets: Sequence[ContextSnippet], root: Path,
         if "://" in path or snippet.metadata.get("read_from_disk"):
             kept.append(snippet)
             continue
+        state = indexed_state(path)
+        if state is not None and state.mtime_ns == PUSHED_MTIME_NS:
+            kept.append(snippet)
+            continue
         if path not in files:
             files[path] = _read(root / path)
-        text = files[path]
-        checked = _checked(snippet, text, indexed_hash, scrub)
+        checked = _checked(snippet, files[path], state, scrub)
         if checked is None:
             gone += 1
             continue
@@ -85,17 +92,17 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _checked(snippet: ContextSnippet, text: str | None,
-             indexed_hash: Callable[[str], str | None], scrub: Callable[[str, str], str]
-             ) -> ContextSnippet | None:
-    """The snippet as the file ``text`` holds it now; None when it cannot be shown."""
+def _checked(snippet: ContextSnippet, text: str | None, state: FileState | None,
+             scrub: Callable[[str, str], str]) -> ContextSnippet | None:
+    """The snippet as the file ``text`` holds it now (``state``: the file as indexed);
+    None when it cannot be shown."""
     if text is None:  # gone, unless it never was a file (agent memory's ``stash:<id>``)
-        return None if indexed_hash(snippet.file_path) is not None else snippet
+        return None if state is not None else snippet
     lines = text.splitlines()
     start, end = snippet.start_line, snippet.end_line
     if "\n".join(lines[start - 1:end]) == snippet.text:
         return snippet
-    if blake3.blake3(text.encode("utf-8")).hexdigest() == indexed_hash(snippet.file_path):
+    if state is not None and blake3.blake3(text.encode("utf-8")).hexdigest() == state.content_hash:
         return snippet
     moved = _find(snippet.text, text)
     if moved is not None:

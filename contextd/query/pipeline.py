@@ -65,6 +65,7 @@ from contextd.query.understanding import (
 from contextd.query.usage import UsageRecorder
 from contextd.records import ContextScope, ContextSnippet, TaskContext, TokenBudget
 from contextd.scrub.scrubber import scrub_secrets
+from contextd.store.base import FileState
 
 log = logging.getLogger(__name__)
 
@@ -414,12 +415,11 @@ class QueryPipeline:
 
     def _as_on_disk(self, snippets: list[ContextSnippet]) -> DiskCheck:
         """The snippets checked against their files now (:mod:`contextd.query.on_disk`)."""
-        def indexed_hash(path: str) -> str | None:
-            state = self.store.file_states(path).get(path)
-            return state.content_hash if state else None
+        def indexed_state(path: str) -> FileState | None:
+            return self.store.file_states(path).get(path)
 
         security = self.config.security
-        return as_on_disk(snippets, self.project.root, indexed_hash,
+        return as_on_disk(snippets, self.project.root, indexed_state,
                           lambda text, path: scrub_secrets(text, path, security).text)
 
     @staticmethod
