@@ -266,6 +266,39 @@ def test_priority_order_and_max_initial_files(tmp_path):
     assert set(stored(indexer)) == set(order[:3])
 
 
+def test_a_partial_index_the_settings_ask_for_stays_partial(tmp_path):
+    """``max_initial_files`` and ``bootstrap.enabled = false`` hold after the first run too
+    (issue 40: the next command's catch-up indexed the whole project): a later
+    ensure_indexed keeps the indexed files current (an edit, a deletion) and adds no other."""
+    files = {f"m{n:02}.py": FUNC.format(name=f"f{n}", doc=f"Function {n}.", n=n)
+             for n in range(20)}
+    root = make_repo(tmp_path / "repo", files)
+    (root / "context.toml").write_text("[bootstrap]\nmax_initial_files = 5\n")
+    indexer = open_indexer(root)
+    assert indexer.ensure_indexed().files_indexed == 5
+    first = set(stored(indexer))
+    assert len(first) == 5
+    again = indexer.ensure_indexed()
+    assert again.files_indexed == 0 and set(stored(indexer)) == first
+    edited, deleted = sorted(first)[:2]
+    (root / edited).write_text(FUNC.format(name="edited", doc="Edited.", n=99))
+    (root / deleted).unlink()
+    indexer.ensure_indexed()
+    assert set(stored(indexer)) == first - {deleted}
+    assert any("def edited" in t for t in stored(indexer)[edited])
+    indexer.store.close()
+
+    other = make_repo(tmp_path / "off", files)
+    (other / "context.toml").write_text("[bootstrap]\nenabled = false\n")
+    indexer = open_indexer(other)
+    assert indexer.ensure_indexed().files_indexed == 0 and stored(indexer) == {}
+    indexer.refresh(["m03.py"])
+    indexer.ensure_indexed()
+    assert set(stored(indexer)) == {"m03.py"}
+    indexer.refresh()  # a refresh of the whole project, asked for: every file
+    assert len(stored(indexer)) == 21  # and context.toml
+
+
 def test_a_run_given_a_second_reads_source_first_and_the_next_run_resumes_the_rest(tmp_path):
     """ensure_indexed(within_s=...) is how a first CLI answer on a large project comes in
     seconds (issue 26): it stops reading when the time is up, source code read first, and
