@@ -266,6 +266,21 @@ def test_priority_order_and_max_initial_files(tmp_path):
     assert set(stored(indexer)) == set(order[:3])
 
 
+def test_a_resumed_bootstrap_completes_without_its_interrupted_note(tmp_path):
+    """Issue 40: a bootstrap job showed ``completed`` beside the error_message "interrupted"
+    its interruption had left; the run that completes it clears the note."""
+    indexer = open_indexer(small_repo(tmp_path))
+    paths = ["src/app.py", "src/util/helpers.py", "docs/guide.md", "config.yaml"]
+    job_id = indexer.store.create_job("bootstrap", "all", len(paths), "indexer",
+                                      status="in_progress").job_id
+    indexer.store.progress_begin(job_id, paths)
+    indexer.store.update_job(job_id, status="interrupted", completed_at="now",
+                             error_message="interrupted (Ctrl-C); the next run resumes it")
+    assert indexer.ensure_indexed().files_indexed == 4
+    job = indexer.store.get_job(job_id)
+    assert job.status == "completed" and job.error_message is None, job
+
+
 def test_a_partial_index_the_settings_ask_for_stays_partial(tmp_path):
     """``max_initial_files`` and ``bootstrap.enabled = false`` hold after the first run too
     (issue 40: the next command's catch-up indexed the whole project): a later

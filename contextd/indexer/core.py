@@ -468,8 +468,9 @@ class Indexer:
         self.store.progress_clear()
         job = self.store.get_job(job_id)
         if job is not None and job.job_type == "bootstrap":
+            # error_message cleared: a resumed job's "interrupted" note is no longer true.
             self.store.update_job(job_id, status="completed", completed_at="now",
-                                  files_processed=report.files_indexed,
+                                  error_message=None, files_processed=report.files_indexed,
                                   chunks_processed=report.chunks_written,
                                   metrics=dataclasses.asdict(report))
 
