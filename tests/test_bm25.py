@@ -93,3 +93,29 @@ def test_frozen_index_with_changes_saved_and_loaded_matches_a_fresh_reference(tm
     loaded, meta, _arrays = BM25Index.load(tmp_path / "bm25.npz")
     assert meta["generation"] == 7 and len(loaded) == len(kept)
     _assert_same(loaded, kept, docs)
+
+
+def test_term_count_is_safe_while_another_thread_adds_documents():
+    """``stats`` reads the term count without the index lock (it must not wait for a
+    bootstrap's sync), while the indexer adds documents on its thread: counting must not
+    fail with "dictionary changed size during iteration" (issue 40: `contextd --json stats`
+    exited 1 during a bootstrap)."""
+    import threading
+
+    index = BM25Index()
+    for n in range(2000):
+        index.add(f"seed{n}", [f"seed{n}", "common"])
+    added = 20_000
+
+    def writer() -> None:
+        for n in range(added):
+            index.add(f"doc{n}", [f"term{n}_{k}" for k in range(5)])
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    counts = []
+    while thread.is_alive():
+        counts.append(index.term_count())
+    thread.join()
+    assert counts == sorted(counts)
+    assert index.term_count() == 2001 + 5 * added

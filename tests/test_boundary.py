@@ -330,3 +330,26 @@ def test_config_errors_stop_the_boundary(tree: Path) -> None:
     message = str(info.value)
     assert "\n" not in message
     assert message.endswith("(and 1 more); run 'contextd validate-config'")
+
+
+def test_hidden_folders_and_private_or_secret_files_are_left_out_by_default(tmp_path: Path
+                                                                              ) -> None:
+    """The spec's defaults (issue 40): hidden directories are excluded (the default
+    ignore_patterns hold ``.*/``; a project may drop it), and ``*.private`` / ``*.secret``
+    files are never indexed, whatever the settings."""
+    root = tmp_path / "proj"
+    write(root / "src" / "app.py")
+    write(root / ".github" / "workflows" / "ci.py")
+    write(root / "src" / ".cache" / "blob.py")
+    write(root / "src" / ".hidden_file.py")  # a hidden file, not a folder: indexed
+    write(root / "notes.private", "my notes\n")
+    write(root / "src" / "tokens.secret", "tok\n")
+    raw = {"indexing": {"allowed_extensions": [".py", ".private", ".secret"]}}
+    found = verdicts(Boundary(Project(root=root.resolve(), config=config_from_dict(raw))))
+    assert found == {"src/app.py": None, "src/.hidden_file.py": None,
+                     ".github": R.IGNORED_PATTERN, "src/.cache": R.IGNORED_PATTERN,
+                     "notes.private": R.SECRET_FILE, "src/tokens.secret": R.SECRET_FILE}
+    raw["watcher"] = {"ignore_patterns": [".git"]}
+    found = verdicts(Boundary(Project(root=root.resolve(), config=config_from_dict(raw))))
+    assert found[".github/workflows/ci.py"] is None and found["src/.cache/blob.py"] is None
+    assert found["notes.private"] is R.SECRET_FILE

@@ -226,3 +226,26 @@ def test_token_usage_on_the_cli(tmp_path):
         "codex-cli"]
     assert _cli(root, env, "tokens", "add", "T-1", "--op", "during", "--input", "1",
                 "--output", "1").returncode == 2
+
+
+def test_ab_before_any_vector_exists_compares_nothing_and_says_why(tmp_path):
+    """Chunks read but not yet embedded (the bootstrap embeds after it reads; here an
+    indexer run without embedding): the A/B comparison has empty columns and a note, not
+    ``ValueError: need at least one array to stack`` (issue 40)."""
+    from contextd import ContextModule
+    from contextd.config.project import Project
+    from contextd.indexer import Indexer
+
+    root = make_repo(tmp_path / "repo", {p: REPO[p] for p in ("src/auth/session.py",
+                                                            "src/billing/invoice.py")})
+    project = Project.open(root)
+    store = DuckDBStore(project.db_path)
+    assert Indexer(project, store, embed=False).ensure_indexed().files_indexed == 2
+    module = ContextModule(project, store)
+    try:
+        comparison = module.contextual.compare("where are login sessions cached")
+    finally:
+        module.shutdown()
+    assert comparison.chunks_compared == 0
+    assert comparison.with_context == () and comparison.without_context == ()
+    assert any("have no vector yet" in note for note in comparison.notes)

@@ -106,19 +106,22 @@ def test_unchanged_content_is_not_rechunked(tmp_path):
     assert indexer.refresh().files_seen == 4  # the fast path now holds
 
 
-def test_undecodable_file_is_recorded_and_the_rest_indexed(tmp_path):
+def test_latin1_file_is_indexed_with_a_warning_not_dropped(tmp_path):
+    """A file with one Latin-1 letter is indexed whole, read as Windows-1252, the fallback
+    kept among the file's warnings (issue 40: it was dropped with ``decode_error``)."""
     root = small_repo(tmp_path)
     (root / "src/latin1.py").write_bytes(b"# caf\xe9\n" + b"x = 1\n" * 50)
     indexer = open_indexer(root)
     report = indexer.ensure_indexed()
-    assert report.files_failed == 1 and report.files_indexed == 4
-    errors = indexer.store.list_errors()
-    assert [(e["file_path"], e["error_type"]) for e in errors] == [("src/latin1.py",
-                                                                     "decode_error")]
-    (root / "src/latin1.py").write_text("# cafe\n")
-    indexer.refresh(["src/latin1.py"])
+    assert report.files_failed == 0 and report.files_indexed == 5
     assert indexer.store.list_errors() == []
-    assert "src/latin1.py" in stored(indexer)
+    assert "# caf\u00e9" in "".join(stored(indexer)["src/latin1.py"])
+    indexer.store.close()
+    with duckdb.connect(str(indexer.project.db_path), read_only=True) as con:
+        warnings = con.execute("SELECT warnings FROM file_state WHERE path = 'src/latin1.py'"
+                               ).fetchone()[0]
+    assert warnings == ["not valid UTF-8 (invalid continuation byte at byte 5): decoded as "
+                        "Windows-1252"]
 
 
 def test_unparsable_file_is_recorded_and_still_searchable_as_line_windows(tmp_path):
@@ -261,6 +264,54 @@ def test_priority_order_and_max_initial_files(tmp_path):
     report = indexer.ensure_indexed()
     assert report.files_indexed == 3
     assert set(stored(indexer)) == set(order[:3])
+
+
+def test_a_resumed_bootstrap_completes_without_its_interrupted_note(tmp_path):
+    """Issue 40: a bootstrap job showed ``completed`` beside the error_message "interrupted"
+    its interruption had left; the run that completes it clears the note."""
+    indexer = open_indexer(small_repo(tmp_path))
+    paths = ["src/app.py", "src/util/helpers.py", "docs/guide.md", "config.yaml"]
+    job_id = indexer.store.create_job("bootstrap", "all", len(paths), "indexer",
+                                      status="in_progress").job_id
+    indexer.store.progress_begin(job_id, paths)
+    indexer.store.update_job(job_id, status="interrupted", completed_at="now",
+                             error_message="interrupted (Ctrl-C); the next run resumes it")
+    assert indexer.ensure_indexed().files_indexed == 4
+    job = indexer.store.get_job(job_id)
+    assert job.status == "completed" and job.error_message is None, job
+
+
+def test_a_partial_index_the_settings_ask_for_stays_partial(tmp_path):
+    """``max_initial_files`` and ``bootstrap.enabled = false`` hold after the first run too
+    (issue 40: the next command's catch-up indexed the whole project): a later
+    ensure_indexed keeps the indexed files current (an edit, a deletion) and adds no other."""
+    files = {f"m{n:02}.py": FUNC.format(name=f"f{n}", doc=f"Function {n}.", n=n)
+             for n in range(20)}
+    root = make_repo(tmp_path / "repo", files)
+    (root / "context.toml").write_text("[bootstrap]\nmax_initial_files = 5\n")
+    indexer = open_indexer(root)
+    assert indexer.ensure_indexed().files_indexed == 5
+    first = set(stored(indexer))
+    assert len(first) == 5
+    again = indexer.ensure_indexed()
+    assert again.files_indexed == 0 and set(stored(indexer)) == first
+    edited, deleted = sorted(first)[:2]
+    (root / edited).write_text(FUNC.format(name="edited", doc="Edited.", n=99))
+    (root / deleted).unlink()
+    indexer.ensure_indexed()
+    assert set(stored(indexer)) == first - {deleted}
+    assert any("def edited" in t for t in stored(indexer)[edited])
+    indexer.store.close()
+
+    other = make_repo(tmp_path / "off", files)
+    (other / "context.toml").write_text("[bootstrap]\nenabled = false\n")
+    indexer = open_indexer(other)
+    assert indexer.ensure_indexed().files_indexed == 0 and stored(indexer) == {}
+    indexer.refresh(["m03.py"])
+    indexer.ensure_indexed()
+    assert set(stored(indexer)) == {"m03.py"}
+    indexer.refresh()  # a refresh of the whole project, asked for: every file
+    assert len(stored(indexer)) == 21  # and context.toml
 
 
 def test_a_run_given_a_second_reads_source_first_and_the_next_run_resumes_the_rest(tmp_path):

@@ -57,7 +57,14 @@ def test_workspaces_list_copy_there_and_back_and_drop(team_repo, postgres_url, t
     assert back.returncode == 0, back.stderr
     rows = json.loads(back.stdout)["rows"]
     assert rows["chunks"] > 0 and rows["embeddings"] > 0
-    dropped = run(team_repo, postgres_url, "workspaces", "drop", mine[0]["workspace_id"])
+    # No terminal to confirm on and no --yes: refused, nothing dropped (issue 40).
+    refused = run(team_repo, postgres_url, "workspaces", "drop", mine[0]["workspace_id"])
+    assert refused.returncode != 0 and "--yes" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    listed = json.loads(run(team_repo, postgres_url, "--json", "workspaces", "list").stdout)
+    assert [w["files"] for w in listed if w["root"] == str(team_repo)] == [mine[0]["files"]]
+    dropped = run(team_repo, postgres_url, "workspaces", "drop", mine[0]["workspace_id"],
+                  "--yes")
     assert dropped.returncode == 0, dropped.stderr
     again = run(team_repo, postgres_url, "--json", "store", "copy", "--to", "postgres",
                 "--path", str(file))

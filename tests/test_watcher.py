@@ -3,6 +3,7 @@ the index within a few seconds, ignored paths cost nothing, bursts become one ba
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import time
@@ -46,6 +47,18 @@ def test_create_modify_delete_rename(watched):
                and "src/new.py" not in stored(indexer))
     (root / "src/renamed.py").unlink()
     eventually(lambda: "src/renamed.py" not in stored(indexer))
+
+
+def test_a_file_deleted_after_leaving_the_index_costs_one_log_line(watched, caplog):
+    """Issue 40: a file removed from the index (delete_context) and then from disk made the
+    watcher log a full traceback ("nothing to refresh"); it is one line now."""
+    root, indexer, _ = watched
+    caplog.set_level(logging.INFO, logger="contextd.runtime.watcher")
+    indexer.store.delete_files(["src/app.py"])
+    (root / "src/app.py").unlink()
+    eventually(lambda: any(r.name == "contextd.runtime.watcher" for r in caplog.records))
+    assert not [r for r in caplog.records if r.exc_info], caplog.text
+    assert any("src/app.py" in r.getMessage() for r in caplog.records), caplog.text
 
 
 def test_directory_move_and_delete(watched):

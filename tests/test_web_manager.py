@@ -48,6 +48,13 @@ def test_requests_without_token_or_from_elsewhere_are_refused(manager, headers, 
         assert status == 403 and reason in body, (path, headers)
 
 
+def test_a_non_ascii_token_is_refused_like_any_wrong_token(manager):
+    """Issue 40: ``hmac.compare_digest`` raised TypeError on it and the manager answered 500."""
+    for path in ("/?token=%C3%A9t%C3%A9", "/api/progress?token=%E2%82%AC"):
+        status, _, body = manager.request("GET", path, Cookie=None)
+        assert status == 403 and b"token" in body, path
+
+
 def test_state_changing_requests_need_our_origin(manager):
     status, _, body = manager.request("POST", "/api/rebuild", {"confirm": True}, Origin=None)
     assert status == 403 and b"own pages" in body

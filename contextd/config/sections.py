@@ -27,7 +27,7 @@ def _opt(default: Any, *, help: str, min: float | None = None, max: float | None
 DEFAULT_IGNORE_PATTERNS = (
     ".git", "node_modules", "target", "build", "dist", ".venv", "venv", "__pycache__",
     "*.class", "*.pyc", ".idea", ".vscode", ".contextd", ".mypy_cache", ".pytest_cache",
-    ".tox", ".ruff_cache", "*.egg-info",
+    ".tox", ".ruff_cache", "*.egg-info", ".*/",
 )
 
 DEFAULT_ALLOWED_EXTENSIONS = DEFAULT_EXTENSIONS

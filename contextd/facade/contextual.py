@@ -165,7 +165,11 @@ class ContextualRetrieval:
         vector = model.embed_query(query)
         sides = []
         for hashes in ([with_hash[i] for i in keep], [without_hash[i] for i in keep]):
-            scores = np.stack([stored[h] for h in hashes]) @ vector
+            # No chunk has a vector yet (the bootstrap embeds after it reads): empty columns,
+            # and the note above says why, instead of stacking nothing.
+            matrix = (np.stack([stored[h] for h in hashes]) if hashes
+                      else np.zeros((0, len(vector)), dtype=np.float32))
+            scores = matrix @ vector
             order = np.argsort(-scores, kind="stable")
             sides.append((order, scores))
         ranks = [{rows[i].chunk_id: n for n, i in enumerate(order[:RANK_DEPTH], start=1)}

@@ -192,7 +192,13 @@ class Indexer:
                 # Chunks cut by other chunking settings or code, or index texts built by
                 # another contextualizer, must all be rebuilt.
                 force = self.store.get_meta(SIGNATURE_META_KEY) not in (None, signature)
-                report = self._refresh(None, force, progress, cancel, mode="incremental")
+                # An index the settings keep partial (bootstrap off: what it was given; a
+                # max_initial_files cap) catches up on its own files only: adding every new
+                # file here would undo the setting at the next command.
+                bootstrap = self.config.bootstrap
+                report = self._refresh(None, force, progress, cancel, mode="incremental",
+                                       known_only=not bootstrap.enabled
+                                       or bootstrap.max_initial_files > 0)
             if not report.cancelled:
                 self.store.set_meta(SIGNATURE_META_KEY, signature)
             return report
@@ -462,13 +468,17 @@ class Indexer:
         self.store.progress_clear()
         job = self.store.get_job(job_id)
         if job is not None and job.job_type == "bootstrap":
+            # error_message cleared: a resumed job's "interrupted" note is no longer true.
             self.store.update_job(job_id, status="completed", completed_at="now",
-                                  files_processed=report.files_indexed,
+                                  error_message=None, files_processed=report.files_indexed,
                                   chunks_processed=report.chunks_written,
                                   metrics=dataclasses.asdict(report))
 
     def _refresh(self, paths: Sequence[str] | None, force: bool, progress: Progress | None,
-                 cancel: threading.Event | None, mode: str) -> IndexReport:
+                 cancel: threading.Event | None, mode: str, known_only: bool = False
+                 ) -> IndexReport:
+        """Bring the files under ``paths`` (None: the project) up to date; ``known_only``:
+        only those the index holds (changed or gone), no new file added."""
         rels, refused = None, []
         if paths is not None:
             rels, refused = check_paths(self.project.root, paths,
@@ -484,6 +494,8 @@ class Indexer:
             states = {}
             for rel in rels:
                 states.update(self.store.file_states(rel))
+        if known_only:
+            entries = [e for e in entries if e.path in states]
         plan = plan_changes(entries, states, force, rels)
         removed = self.store.delete_files(plan.removed) if plan.removed else 0
         report = self._run(plan.tasks, mode, progress, cancel, track_progress=False,

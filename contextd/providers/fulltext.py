@@ -147,8 +147,11 @@ class BM25Index:
         return len(self.slot_of) - int(np.count_nonzero(self.frozen_live))
 
     def term_count(self) -> int:
-        return len(self.frozen_terms) + sum(1 for t in self.postings
-                                            if t not in self.frozen_terms)
+        """Distinct terms. ``stats`` asks without the index lock (it must not wait for a
+        bootstrap's sync) while the indexer's thread adds terms: the delta's keys are copied
+        first (``list`` of a dict is one step under the GIL), not iterated while they grow."""
+        frozen, delta = self.frozen_terms, list(self.postings)
+        return len(frozen) + sum(1 for t in delta if t not in frozen)
 
     # ----- building -------------------------------------------------------------------------
     @classmethod

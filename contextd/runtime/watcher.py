@@ -29,6 +29,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from contextd.boundary.walk import INDEX_DIRNAME, RejectReason
+from contextd.errors import ContextdError
 from contextd.indexer import Indexer, IndexReport
 from contextd.config.project import Project
 from contextd.runtime import watch_set
@@ -225,6 +226,10 @@ class Watcher:
                     report = self.indexer.ensure_indexed()
                 else:
                     report = self.indexer.refresh(paths)
+            except ContextdError as exc:  # expected, e.g. a file deleted after
+                # delete_context took it out of the index: nothing to do, said in one line
+                log.info("changed paths left alone: %s", exc)
+                continue
             except Exception:  # one bad batch must not stop the watcher
                 log.exception("indexing %d changed paths failed", len(paths))
                 continue

@@ -235,6 +235,10 @@ KEY_FILE_NAMES = frozenset({"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ec
 KEY_FILE_SUFFIXES = frozenset({".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".ppk",
                                ".p8", ".der", ".gpg", ".kdbx", ".tfstate", ".ovpn"})
 
+# The spec's opt-out by name: a user marks a file never to be indexed by calling it
+# ``notes.private`` or ``tokens.secret``.
+PRIVATE_SUFFIXES = frozenset({".private", ".secret"})
+
 
 def secret_file_reason(name: str) -> str | None:
     """Why a file called ``name`` holds secrets and is never indexed (whatever the extension
@@ -249,4 +253,6 @@ def secret_file_reason(name: str) -> str | None:
         return "a credentials or private key file"
     if PurePosixPath(lower).suffix in KEY_FILE_SUFFIXES:
         return f"{PurePosixPath(lower).suffix} files hold keys or certificates"
+    if PurePosixPath(lower).suffix in PRIVATE_SUFFIXES:
+        return f"named {PurePosixPath(lower).suffix}: kept out by naming convention"
     return None

@@ -46,16 +46,23 @@ class ManagerGuard:
                                             "the Index Manager's own pages")
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         offered = query.get("token", [None])[0]
-        if offered is not None and hmac.compare_digest(offered, self.token):
+        if offered is not None and _same_token(offered, self.token):
             if scope["method"] == "GET":
                 return await _enter(send, scope["path"], query)
             return await self.app(scope, receive, send)
         cookie = SimpleCookie(headers.get("cookie", ""))
         held = cookie[COOKIE].value if COOKIE in cookie else ""
-        if not hmac.compare_digest(held, self.token):
+        if not _same_token(held, self.token):
             return await _refuse(send, 403, "missing or wrong token: open the full URL that "
                                             "`contextd ui` printed (token included)")
         return await self.app(scope, receive, send)
+
+
+def _same_token(offered: str, token: str) -> bool:
+    """Constant-time comparison of bytes: ``hmac.compare_digest`` raises TypeError for a
+    ``str`` with non-ASCII characters, which answered a ``?token=été`` with a 500 instead
+    of the refusal any wrong token gets."""
+    return hmac.compare_digest(offered.encode("utf-8"), token.encode("utf-8"))
 
 
 async def _enter(send, path: str, query: dict[str, list[str]]) -> None:
