@@ -20,6 +20,7 @@ import pytest
 from contextd import ContextModule
 from contextd.config.loading import load_config
 from contextd.config.project import Project
+from contextd.query.records import QueryRequest
 from contextd.store import open_store
 from settings_probes import (
     environ, fixtures, outcome, Probe, query_module, REPO, toml_text, tree,
@@ -727,3 +728,20 @@ def self_signed_pair() -> tuple[str, str]:
         folder.mkdir()
         pair = fixtures().tls = _self_signed(folder)
     return pair
+
+
+def query_limits(config, tmp):
+    """What the query operation answers to a request for 3 results within 600 tokens: the
+    hits, or the refusal naming the limit it passed ([query] max_k, max_budget_tokens)."""
+    from contextd.runtime.engine import Engine
+
+    engine = Engine(Project(tree(tmp / "p", {"a.py": "def retry_backoff():\n    return 1\n"}),
+                            config))
+    try:
+        response = outcome(lambda: engine.query(
+            QueryRequest("retry backoff", k=3, max_tokens=600)))
+        if isinstance(response, tuple):
+            return response
+        return [h.file_path for h in response.hits]
+    finally:
+        engine.close()
