@@ -3,7 +3,6 @@
     request → understand the text (a dense, a lexical and a symbol query; intent; evidence)
             → providers in parallel, each sent the query meant for its kind (isolated,
               time-limited; a hybrid provider fuses its own sub-providers)
-            → the files not indexed yet searched as text, their best windows fused in
             → fuse (reciprocal rank fusion) → boost (intent x file role, exact evidence)
             → chunks holding the query's rare literals (an id, a quoted string) first
             → translations the query did not ask for step back → de-duplicate (overlaps in
@@ -32,7 +31,7 @@ from typing import Any, Callable, Iterable, Sequence
 from contextd.errors import StoreError, UsageError
 from contextd.knowledge.scope import KnowledgeScope
 from contextd.providers.base import (
-    DEFAULT_CANDIDATES, ProviderContext, ProviderQuery, QueryCounters, ScopeFilter,
+    DEFAULT_CANDIDATES, ProviderContext, ProviderQuery, QueryCounters,
 )
 from contextd.providers.catalog import ChunkCatalog
 from contextd.providers.saved_pair import snapshot_folder
@@ -58,7 +57,6 @@ from contextd.boundary.roles import checked_roles
 from contextd.query.scope_check import check_scope
 from contextd.query.semantic_adds import keep_lexical_floor
 from contextd.query.spread import own_scores, spread_over_files
-from contextd.query.unread_scan import Scan, fuse_scanned, scan_unread
 from contextd.query.understanding import (
     UnderstoodQuery, aggregate_files, apply_boosts, is_symbol_lookup, understand,
 )
@@ -71,7 +69,6 @@ log = logging.getLogger(__name__)
 
 HYBRID_ID = "hybrid"
 SEMANTIC_ID = "semantic"
-FULL_TEXT_ID = "full_text"
 STASH_ID = "stash"
 # Candidates fetched per provider: a multiple of k, so MMR and the budget have a choice.
 CANDIDATES_PER_RESULT = 4
@@ -243,12 +240,6 @@ class QueryPipeline:
         catching_up = self.catch_up.note()
         if catching_up:
             notes.append(catching_up)
-        # Files not indexed yet are searched as text where full text search is asked for.
-        if FULL_TEXT_ID in (p.id for p in selected) or HYBRID_ID in (p.id for p in selected):
-            scan = self._scan_unread(query, scope)
-            if scan is not None:
-                candidates = fuse_scanned(candidates, scan.snippets)
-                notes.append(scan.note())
         paths = self.catalog.file_paths(generation)
         if understood:
             candidates = apply_boosts(candidates, understood, self.config.ranking,
@@ -396,22 +387,6 @@ class QueryPipeline:
             if source is not None and hasattr(source, "vectors") and source.is_available():
                 vectors.update(source.vectors(chunk_ids, generation))
         return vectors
-
-    def _scan_unread(self, query: str, scope: ContextScope) -> Scan | None:
-        """The files the bootstrap has not read yet, searched as text
-        (:mod:`contextd.query.unread_scan`); None when every file is indexed or the scope
-        filters by what only indexing knows (languages, chunk kinds)."""
-        if scope.languages or scope.kinds:
-            return None
-        _, pending = self.store.progress_pending()
-        if not pending:
-            return None
-        accepts = ScopeFilter(scope)
-        pending = [p for p in pending if accepts.accepts(p, None, "")] \
-            if not accepts.unrestricted else pending
-        security = self.config.security
-        return scan_unread(self.project.root, pending, query,
-                           lambda text, path: scrub_secrets(text, path, security).text)
 
     def _as_on_disk(self, snippets: list[ContextSnippet]) -> DiskCheck:
         """The snippets checked against their files now (:mod:`contextd.query.on_disk`)."""
