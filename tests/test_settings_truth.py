@@ -454,7 +454,7 @@ def _usage(tmp_path: Path, config: str, columns: str, queries: int = 1) -> list[
     try:
         for _ in range(queries):
             module.query(QueryRequest("where is alpha computed", wait_for_model=True))
-        module.pipeline.flush_usage()
+        module.pipeline.usage.flush()
         db = module.project.db_path
     finally:
         module.shutdown()

@@ -63,11 +63,6 @@ class ProjectContext:
         """Knowledge contexts → the documents a query's scope holds."""
         return self.pipeline.knowledge_scope
 
-    def warm_up(self, wait: bool = False, timeout: float | None = None) -> None:
-        """Load the embedding model and build the in-memory indexes, in the background
-        (``wait``: before returning)."""
-        self.pipeline.warm_up(wait=wait, timeout=timeout)
-
     # ----- the query path -----------------------------------------------------------------------
     def get_task_context(self, task: Any) -> TaskContext:
         """Context for a task (dict or object with title, description, keywords, paths,
@@ -202,7 +197,7 @@ class ProjectContext:
     def stats(self) -> dict[str, Any]:
         """Providers (id, name, type, enabled, available, stats), storage, average latencies
         and languages, for ``contextd stats`` and get_context_stats."""
-        self.pipeline.flush_usage()
+        self.pipeline.usage.flush()
         providers = self.pipeline.provider_stats()
         storage = self.store.stats()
         return {"providers": providers, "storage": storage,

@@ -156,7 +156,8 @@ def expose(cls: type, via: str | None = None) -> type:
     Without ``via`` (the Engine, the SharedEngine): a method per operation, under the
     operation's name, unless the class defines one itself. With ``via`` (a class of the
     Python API): the methods the operations' ``api`` names give this class, each calling
-    ``call`` on the instance's attribute ``via``."""
+    ``call`` on the instance's attribute ``via``, or on the instance itself when ``via`` is
+    ``""`` (a class that decides where its calls go, as ServiceModule does)."""
     for op in OPERATIONS.values():
         if via is None:
             names = () if op.name in cls.__dict__ else (op.name,)

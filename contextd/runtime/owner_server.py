@@ -218,7 +218,7 @@ class OwnerDuties:
 
     def _warm_up(self) -> None:
         try:
-            self.engine.module.warm_up(wait=True)
+            self.engine.module.pipeline.warm_up(wait=True)
         except Exception as exc:  # queries go on with the lexical and symbol providers
             log.warning("owner: the embedding model is unavailable: %s", exc)
 
