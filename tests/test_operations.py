@@ -17,7 +17,7 @@ from contextd.cli import COMMANDS
 from contextd.api.remote import ServiceModule
 from contextd.config.project import Project
 from contextd.errors import UsageError
-from contextd.operations import OPERATIONS
+from contextd.operations import OPERATIONS, wire_shape
 from contextd.operations.records import UsageSavings
 from contextd.query.records import QueryRequest
 from contextd.records import to_dict
@@ -103,7 +103,7 @@ def test_the_python_api_has_the_methods_its_operations_name(tmp_path: Path, monk
 
 def _hello(project: Project) -> rpc.Client:
     return rpc.Client.connect(socket_path(project.db_path),
-                              str(Path(project.db_path).resolve()))
+                              str(Path(project.db_path).resolve()), wire_shape())
 
 
 def _owned_project(tmp_path: Path, monkeypatch, toml: str) -> tuple[Project, SharedEngine]:

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from contextd.errors import ContextdError
-from contextd.operations import OPERATIONS
+from contextd.operations import OPERATIONS, wire_shape
 from contextd.records import to_dict
 from contextd.runtime import rpc
 
@@ -115,6 +115,10 @@ class OwnerServer:
                        f"{rpc.PROTOCOL_VERSION}, this process speaks {params.get('protocol')}: "
                        "stop the other contextd processes of this project (or upgrade them) "
                        "and retry")
+        elif params.get("operations") != wire_shape():
+            refusal = (f"contextd owner (pid {os.getpid()}) was built from other operations "
+                       "than this process (another contextd version): stop the other contextd "
+                       "processes of this project (or upgrade them) and retry")
         elif params.get("db") != self.db_path:
             refusal = f"this owner serves {self.db_path}, not {params.get('db')}"
         if refusal:
