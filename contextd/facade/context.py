@@ -40,6 +40,9 @@ class ProjectContext:
         self.config = project.config
         self.embedder = EmbedderHandle(self.config)
         self.pipeline = QueryPipeline(project, store, self.embedder, lambda: self.stash)
+        # ``query(QueryRequest) -> QueryResponse`` is the pipeline's own method: the Python API
+        # and the query operation (CLI, MCP tools, socket) reach it with no wrapper between.
+        self.query = self.pipeline.query
         self._lock = threading.RLock()
         self._stash: Any = None
         self._knowledge: Any = None
@@ -99,10 +102,6 @@ class ProjectContext:
     def build_query(task: Any) -> str:
         """Title, description and keywords of a task as one query text."""
         return build_query(task)
-
-    def query(self, request: QueryRequest) -> QueryResponse:
-        """Answer a QueryRequest (CLI, MCP tool, socket)."""
-        return self.pipeline.query(request)
 
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
         """The ``<project_context>`` block of a TaskContext."""
