@@ -99,7 +99,7 @@ def add_throughput(workdir: Path, pdfs: int, pages: int) -> None:
             store = DuckDBStore(db)
             module = ContextModule(Project(root=workdir, config=config), store)
             if embed:
-                module.warm_up(wait=True)  # the model load is not the add's cost
+                module.pipeline.warm_up(wait=True)  # the model load is not the add's cost
             kb = KnowledgeBase(module.project, store,
                                module._embed_missing if embed else None, "bench")
             started = time.perf_counter()
@@ -178,7 +178,7 @@ def query_latency(workdir: Path, target: int, queries: int) -> None:
           f"{time.perf_counter() - started:.0f} s", flush=True)
     store = DuckDBStore(db)
     module = ContextModule(Project(root=workdir, config=config), store)
-    module.warm_up(wait=True)
+    module.pipeline.warm_up(wait=True)
     module.query(knowledge_request(QUERIES[0], None, k=12))
     rng = random.Random(0)
     scoped, cross = [], []

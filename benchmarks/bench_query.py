@@ -118,7 +118,7 @@ def query_latencies(store: IndexStore, config: ContextConfig, root: Path, querie
     (k=12, MMR) of a ContextModule on ``store``."""
     module = ContextModule(Project(root=root, config=config), store)
     started = time.perf_counter()
-    module.warm_up(wait=True)
+    module.pipeline.warm_up(wait=True)
     module.query(QueryRequest(QUERIES[0], k=12))
     warm_s = time.perf_counter() - started
     latencies = []

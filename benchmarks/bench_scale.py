@@ -228,7 +228,7 @@ class InProcess:
         self.store = open_store(self.project)
         Indexer(self.project, self.store, embed=False).ensure_indexed()
         self.module = ContextModule(self.project, self.store)
-        self.module.warm_up(wait=True)
+        self.module.pipeline.warm_up(wait=True)
         semantic = self.module.pipeline.provider("semantic")
         share = semantic.share_indexed() if semantic is not None else 0.0
         print(f"in process: lexical and symbol indexes, vectors for {100 * share:.0f}% of "
@@ -450,7 +450,7 @@ class ContextdSystem:
         self.store = open_store(project)
         Indexer(project, self.store, embed=False).ensure_indexed()
         self.module = ContextModule(project, self.store)
-        self.module.warm_up(wait=True)
+        self.module.pipeline.warm_up(wait=True)
 
     def indexed(self) -> list[str]:
         return list(self.store.file_states())

@@ -334,7 +334,7 @@ def usage_probe(columns: str, query: str = "where is retry_backoff computed") ->
         task_id = f"probe-{time.monotonic_ns()}"
         with query_module(config) as module:
             module.query(QueryRequest(query, task_id=task_id, wait_for_model=True))
-            module.pipeline.flush_usage()
+            module.pipeline.usage.flush()
         with store._own_cursor() as cur:  # a read of the real table, beside the store
             rows = cur.execute(f"SELECT {columns} FROM usage_metrics WHERE task_id = ?",
                                [task_id]).fetchall()

@@ -172,7 +172,7 @@ def test_the_vectors_are_saved_and_loaded_with_the_catalog(tmp_path):
     try:
         Indexer(project, store).ensure_indexed()  # the vectors too
         module = ContextModule(project, store)
-        module.warm_up(wait=True)
+        module.pipeline.warm_up(wait=True)
         first = module.pipeline.provider("semantic").index
         assert isinstance(first, VectorIndex) and len(first) and not first.loaded_from_snapshot
         module.shutdown()
@@ -181,7 +181,7 @@ def test_the_vectors_are_saved_and_loaded_with_the_catalog(tmp_path):
         _write(Path(project.root), "alpha.py", 5)
         Indexer(project, store).ensure_indexed()
         module = ContextModule(project, store)
-        module.warm_up(wait=True)
+        module.pipeline.warm_up(wait=True)
         index = module.pipeline.provider("semantic").index
         assert index.loaded_from_snapshot and module.pipeline.catalog.loaded_from_snapshot
         fresh = VectorIndex(module.pipeline.catalog, index.model, index.dimension)

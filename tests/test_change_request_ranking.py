@@ -139,7 +139,7 @@ def lexical(tmp_path_factory):
     """A ContextModule over the project's lexical and symbol index (no vectors)."""
     project, store = open_indexed(write_project(tmp_path_factory.mktemp("shop")))
     module = ContextModule(project, store)
-    module.warm_up(wait=True)
+    module.pipeline.warm_up(wait=True)
     yield module
     module.shutdown()
     store.close()

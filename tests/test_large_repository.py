@@ -319,7 +319,7 @@ def _source_within_limit(module, provider_id: str, question: str, limit: int = 2
     from contextd.providers.base import ProviderQuery
     from contextd.records import ContextScope, TokenBudget
 
-    module.warm_up(wait=True)
+    module.pipeline.warm_up(wait=True)
     hits = module.pipeline.provider(provider_id).query(
         ProviderQuery(question, limit=limit), ContextScope(), TokenBudget())
     assert len(hits) <= limit
@@ -358,7 +358,7 @@ def test_copies_of_a_docstring_do_not_use_up_the_lexical_candidates(tmp_path):
         "    return {\"paths\": {route.path: route.operation() for route in routes}}\n")
     _other_files_and_git(root / "app", "view")
     with _lexical_module(tmp_path, root) as module:
-        module.warm_up(wait=True)
+        module.pipeline.warm_up(wait=True)
         hits = module.pipeline.provider("full_text").query(
             ProviderQuery("where is the OpenAPI schema generated from the routes", limit=4),
             ContextScope(), TokenBudget())

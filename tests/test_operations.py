@@ -14,9 +14,10 @@ import pytest
 
 from contextd import ContextModule, Memory
 from contextd.cli import COMMANDS
+from contextd.api.remote import ServiceModule
 from contextd.config.project import Project
 from contextd.errors import UsageError
-from contextd.operations import OPERATIONS
+from contextd.operations import OPERATIONS, wire_shape
 from contextd.operations.records import UsageSavings
 from contextd.query.records import QueryRequest
 from contextd.records import to_dict
@@ -76,15 +77,15 @@ def test_a_method_refuses_an_argument_its_operation_does_not_take() -> None:
 
 
 def test_the_python_api_has_the_methods_its_operations_name(tmp_path: Path, monkeypatch) -> None:
-    """Memory's and ContextModule's methods named in the declarations run their operation."""
+    """Memory's, ContextModule's and ServiceModule's methods named in the declarations run their operation."""
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
     (tmp_path / "run").mkdir()
     root = make_project(tmp_path / "p", "[providers.semantic]\nenabled = false\n")
     for op in OPERATIONS.values():
         for qualified in op.api:
             owner, _, name = qualified.partition(".")
-            assert callable(getattr({"Memory": Memory, "ContextModule": ContextModule}[owner],
-                                    name)), qualified
+            assert callable(getattr({"Memory": Memory, "ContextModule": ContextModule,
+                                     "ServiceModule": ServiceModule}[owner], name)), qualified
     with Memory.open(str(root)) as memory:
         ids = memory.stash("KeyError: 'user_id' in checkout", session_id="s1").segment_ids
         assert [s.segment_id for s in memory.get(ids).segments] == list(ids)
@@ -102,7 +103,7 @@ def test_the_python_api_has_the_methods_its_operations_name(tmp_path: Path, monk
 
 def _hello(project: Project) -> rpc.Client:
     return rpc.Client.connect(socket_path(project.db_path),
-                              str(Path(project.db_path).resolve()))
+                              str(Path(project.db_path).resolve()), wire_shape())
 
 
 def _owned_project(tmp_path: Path, monkeypatch, toml: str) -> tuple[Project, SharedEngine]:

@@ -20,6 +20,7 @@ import time
 import pytest
 
 from contextd.runtime import rpc
+from contextd.operations import wire_shape
 from contextd.errors import ContextdError, UsageError
 from contextd.runtime.election import OwnerLock, lock_path, socket_path
 from contextd.runtime.owner import connect
@@ -139,8 +140,14 @@ def test_stale_protocol_and_unknown_methods_are_refused(engines, project):
     reply = _raw_hello(path, {"protocol": rpc.PROTOCOL_VERSION + 1, "db": db})
     assert reply["error"]["code"] == rpc.PROTOCOL_MISMATCH
     assert "speaks protocol" in reply["error"]["message"]
-    assert "error" in _raw_hello(path, {"protocol": rpc.PROTOCOL_VERSION, "db": "/other.db"})
-    client = rpc.Client.connect(path, db)
+    # A peer built from other operation declarations (another contextd version) is refused
+    # by the digest of the declarations, with no version number bumped by hand.
+    reply = _raw_hello(path, {"protocol": rpc.PROTOCOL_VERSION, "operations": "0" * 16,
+                              "db": db})
+    assert "built from other operations" in reply["error"]["message"]
+    assert "error" in _raw_hello(path, {"protocol": rpc.PROTOCOL_VERSION,
+                                        "operations": wire_shape(), "db": "/other.db"})
+    client = rpc.Client.connect(path, db, wire_shape())
     with pytest.raises(ContextdError, match="unknown method"):
         client.call("drop_everything", {})
     client.close()

@@ -285,7 +285,7 @@ encrypt_db = false
 """
 
 
-def test_a_context_toml_in_spec_004s_spelling_loads_with_a_note_per_alias(tmp_path):
+def test_a_context_toml_in_other_spellings_loads_with_a_note_per_alias(tmp_path):
     root = project(tmp_path, {"a.py": "x = 1\n"}, SPEC_004_FILE)
     config = load_config(root / "context.toml")
     assert config.indexing.max_file_size_mb == 1
@@ -297,15 +297,15 @@ def test_a_context_toml_in_spec_004s_spelling_loads_with_a_note_per_alias(tmp_pa
     assert checked["valid"] is True, checked["errors"]
     noted = {w["key"]: w["message"] for w in checked["warnings"]}
     assert noted["context.chunking.kotlin.preserve_kdoc"] == \
-        "spec 004 spelling of chunking.kotlin.preserve_docstrings; accepted"
+        "another spelling of chunking.kotlin.preserve_docstrings; accepted"
     assert noted["context.watcher.max_file_size_mb"] == \
-        "spec 004 spelling of indexing.max_file_size_mb; accepted"
-    assert noted["context.enabled"] == "spec 004 spelling of core.enabled; accepted"
+        "another spelling of indexing.max_file_size_mb; accepted"
+    assert noted["context.enabled"] == "another spelling of core.enabled; accepted"
     assert noted["context.metrics.export_interval_minutes"].startswith("removed: ")
     assert {k for k, _ in SPEC_ALIASES} <= {"chunking", "watcher"}
 
 
-def test_ours_wins_over_a_spec_spelling_given_too(tmp_path):
+def test_ours_wins_over_another_spelling_given_too(tmp_path):
     root = project(tmp_path, {}, "[watcher]\nmax_file_size_mb = 1\n"
                                  "[indexing]\nmax_file_size_mb = 3\n")
     config = load_config(root / "context.toml")
@@ -454,7 +454,7 @@ def _usage(tmp_path: Path, config: str, columns: str, queries: int = 1) -> list[
     try:
         for _ in range(queries):
             module.query(QueryRequest("where is alpha computed", wait_for_model=True))
-        module.pipeline.flush_usage()
+        module.pipeline.usage.flush()
         db = module.project.db_path
     finally:
         module.shutdown()

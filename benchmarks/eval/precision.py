@@ -170,7 +170,7 @@ def run_set(root: Path, index_name: str, variant: str, cases_by_set: dict[str, l
     project, store = build_index(index_name, root, variant, "none")
     providers = providers_for(project, store)
     module = ContextModule(project, store)
-    module.warm_up(wait=True)
+    module.pipeline.warm_up(wait=True)
     grep = GrepBaseline(root)
     try:
         for set_name, cases in cases_by_set.items():

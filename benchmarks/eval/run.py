@@ -188,7 +188,7 @@ def evaluate_index(project: Project, store, cases: list[Case], files: bool,
     provider's start and the figures depend on timing."""
     providers = providers_for(project, store)
     module = ContextModule(project, store)
-    module.warm_up(wait=True)
+    module.pipeline.warm_up(wait=True)
     try:
         return evaluate(cases, providers, module, files, root)
     finally:

@@ -57,7 +57,7 @@ class ContextModule(ProjectContext):
             engine.ensure_indexed(progress=progress)
         module = engine.module
         module._engine = engine
-        module.warm_up(wait=wait_for_model)
+        module.pipeline.warm_up(wait=wait_for_model)
         return module
 
 

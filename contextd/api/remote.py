@@ -4,7 +4,7 @@
 * ``embedded`` — the ContextModule itself, in the caller's process (unchanged).
 * ``standalone`` — :class:`ServiceModule` over :class:`ServiceEngine`: every call goes to the
   service over HTTP; neither DuckDB nor the model is imported in the caller's process.
-* ``hybrid`` — :class:`ServiceModule` over :class:`FailoverEngine`: the local index through the
+* ``hybrid`` — :class:`ServiceModule` with a local index as well: the local index through the
   owner protocol (this process owns it, or calls the contextd process that does); when that
   cannot be opened or its owner does not answer within ``engine.timeout_ms``, the service.
   Each switch is logged once; the local index is tried again every
@@ -23,10 +23,12 @@ from typing import Any
 
 from contextd.query.budget import BudgetManager
 from contextd.errors import ContextdError
+from contextd.operations import expose
 from contextd.query.records import Hit, QueryRequest, QueryResponse
 from contextd.records import ContextScope, ContextSnippet, TaskContext, to_dict
 from contextd.query.render import render_context
 from contextd.query.task import build_query, task_field
+from contextd.runtime.service_client import ServiceClient
 
 log = logging.getLogger("contextd.modes")
 
@@ -34,20 +36,16 @@ log = logging.getLogger("contextd.modes")
 LOCAL_RETRY_S = 10.0
 
 
-class ServiceEngine:
-    """The Engine's query and stats methods, answered by the service over HTTP."""
-
-    mode = "standalone"
-
-    def __init__(self, client: Any):
-        self.client = client
+class ServiceEngine(ServiceClient):
+    """The service's client, which also answers the Engine's ``query`` (a QueryRequest in, a
+    QueryResponse out); ``stats`` and ``close`` are the client's own."""
 
     def query(self, request: QueryRequest) -> QueryResponse:
         scope = request.scope
         filters = {"lang": list(scope.languages) or None, "kind": list(scope.kinds) or None,
                    "path_glob": list(scope.paths) or None,
                    "exclude_glob": list(scope.exclude_patterns) or None}
-        answer = self.client.query_context(
+        answer = self.query_context(
             request.query, k=request.k, budget=request.max_tokens,
             mmr_lambda=request.mmr_lambda,
             filters={k: v for k, v in filters.items() if v} or None)
@@ -58,24 +56,33 @@ class ServiceEngine:
                              timings_ms=answer.get("timings_ms", {}),
                              notes=tuple(answer.get("notes", ())))
 
-    def stats(self) -> dict[str, Any]:
-        return self.client.stats()
 
-    def close(self) -> None:
-        self.client.close()
+def _unreachable(exc: ContextdError) -> bool:
+    """Whether a local failure means the index cannot be had (not a bad request)."""
+    text = str(exc).lower()
+    return any(word in text for word in ("not answering", "lock", "cannot open", "closed"))
 
 
-class FailoverEngine:
-    """Hybrid mode: the local index when it can be had, else the service."""
+class ServiceModule:
+    """The ContextModule's caller-facing methods (get_task_context, query, stats, render,
+    shutdown) over the service, and in hybrid mode over the local index while it can be had.
 
-    def __init__(self, project: Any, remote: ServiceEngine):
+    ``query`` is the ``query`` operation's method (:mod:`contextd.operations.answers`), run
+    by :meth:`call`; ``mode`` says where the last call went: ``standalone`` (the service) or
+    ``embedded`` (hybrid's local index)."""
+
+    def __init__(self, project: Any, remote: ServiceEngine, hybrid: bool):
         self.project = project
+        self.config = project.config
         self.remote = remote
+        self.hybrid = hybrid
+        self.budgets = BudgetManager(self.config.budget)
         self.local: Any = None
-        self.mode = ""
+        self.mode = "" if hybrid else "standalone"
         self._retry_at = 0.0
         self._lock = threading.Lock()
 
+    # ----- where a call goes ----------------------------------------------------------------
     def _switch(self, mode: str, reason: str = "") -> None:
         if mode != self.mode:
             log.warning("contextd hybrid: using the %s index%s", mode,
@@ -83,6 +90,10 @@ class FailoverEngine:
             self.mode = mode
 
     def _engine(self) -> Any:
+        """The local index's SharedEngine in hybrid mode while it can be had, else the
+        service's client."""
+        if not self.hybrid:
+            return self.remote
         with self._lock:
             if self.local is None and time.monotonic() >= self._retry_at:
                 from contextd.runtime.owner import connect
@@ -97,12 +108,15 @@ class FailoverEngine:
                 self._switch("embedded")
             return self.local if self.local is not None else self.remote
 
-    def _call(self, method: str, *args: Any) -> Any:
+    def call(self, name: str, params: dict[str, Any], progress: Any = None) -> Any:
+        """Run ``name`` (``query`` or ``stats``, the methods both the SharedEngine and the
+        service's client have) where :meth:`_engine` says; a local index that stops
+        answering is let go and the service answers. Neither reports progress."""
         engine = self._engine()
         if engine is self.remote:
-            return getattr(self.remote, method)(*args)
+            return getattr(self.remote, name)(**params)
         try:
-            return getattr(engine, method)(*args)
+            return getattr(engine, name)(**params)
         except ContextdError as exc:
             if not _unreachable(exc):
                 raise
@@ -110,42 +124,7 @@ class FailoverEngine:
                 self.local, self._retry_at = None, time.monotonic() + LOCAL_RETRY_S
                 self._switch("standalone", f"local index unavailable: {exc}")
             engine.close()
-            return getattr(self.remote, method)(*args)
-
-    def query(self, request: QueryRequest) -> QueryResponse:
-        return self._call("query", request)
-
-    def stats(self) -> dict[str, Any]:
-        return self._call("stats")
-
-    def close(self) -> None:
-        with self._lock:
-            local, self.local = self.local, None
-        if local is not None:
-            local.close()
-        self.remote.close()
-
-
-def _unreachable(exc: ContextdError) -> bool:
-    """Whether a local failure means the index cannot be had (not a bad request)."""
-    text = str(exc).lower()
-    return any(word in text for word in ("not answering", "lock", "cannot open", "closed"))
-
-
-class ServiceModule:
-    """The ContextModule's caller-facing methods (get_task_context, query, stats, render,
-    shutdown) over an engine that lives elsewhere: the service, or hybrid's failover."""
-
-    def __init__(self, project: Any, engine: Any):
-        self.project = project
-        self.config = project.config
-        self.engine = engine
-        self.budgets = BudgetManager(self.config.budget)
-
-    @property
-    def mode(self) -> str:
-        """Where the last call went: ``standalone`` or ``embedded`` (hybrid's local index)."""
-        return self.engine.mode
+            return getattr(self.remote, name)(**params)
 
     def get_task_context(self, task: Any) -> TaskContext:
         """As :meth:`contextd.facade.context.ProjectContext.get_task_context`."""
@@ -182,14 +161,10 @@ class ServiceModule:
                            total_tokens=response.total_tokens, providers=response.providers,
                            timings_ms=response.timings_ms, notes=response.notes)
 
-    def query(self, request: QueryRequest) -> QueryResponse:
-        """As :meth:`contextd.facade.context.ProjectContext.query`."""
-        return self.engine.query(request)
-
     def stats(self) -> dict[str, Any]:
         """The index's figures as JSON values, whichever index answered (the local one's
         :class:`contextd.operations.records.EngineStats` or the service's ``GET /stats``)."""
-        return to_dict(self.engine.stats())
+        return to_dict(self.call("stats", {}))
 
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
         return render_context(task_context, max_tokens)
@@ -203,17 +178,19 @@ class ServiceModule:
             task_context = self.get_task_context(task)
         return render_task_prompt(task, task_context, max_tokens)
 
-    def warm_up(self, wait: bool = False, timeout: float | None = None) -> None:
-        """Nothing to load in this process."""
-
     def shutdown(self) -> None:
-        self.engine.close()
+        """Let go of the local index (another process takes ownership if this one had it)
+        and close the service's connections."""
+        with self._lock:
+            local, self.local = self.local, None
+        if local is not None:
+            local.close()
+        self.remote.close()
 
 
 def open_module(project: Any, mode: str) -> ServiceModule:
     """The module of a standalone or hybrid caller."""
-    from contextd.runtime.service_client import ServiceClient
+    return ServiceModule(project, ServiceEngine.from_config(project.config), mode == "hybrid")
 
-    remote = ServiceEngine(ServiceClient.from_config(project.config))
-    engine = remote if mode == "standalone" else FailoverEngine(project, remote)
-    return ServiceModule(project, engine)
+
+expose(ServiceModule, via="")

@@ -153,7 +153,7 @@ def _spec_spellings(raw: dict[str, Any], prefix: str, fname: str,
             note(where, f"ignored: {ours} is set too, and wins")
         else:
             target[new] = value
-            note(where, f"spec 004 spelling of {ours}; accepted")
+            note(where, f"another spelling of {ours}; accepted")
 
     for old in CORE_AT_TOP:
         if old in raw and not isinstance(raw[old], dict):

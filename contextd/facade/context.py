@@ -40,6 +40,9 @@ class ProjectContext:
         self.config = project.config
         self.embedder = EmbedderHandle(self.config)
         self.pipeline = QueryPipeline(project, store, self.embedder, lambda: self.stash)
+        # ``query(QueryRequest) -> QueryResponse`` is the pipeline's own method: the Python API
+        # and the query operation (CLI, MCP tools, socket) reach it with no wrapper between.
+        self.query = self.pipeline.query
         self._lock = threading.RLock()
         self._stash: Any = None
         self._knowledge: Any = None
@@ -62,11 +65,6 @@ class ProjectContext:
     def knowledge_scope(self):
         """Knowledge contexts → the documents a query's scope holds."""
         return self.pipeline.knowledge_scope
-
-    def warm_up(self, wait: bool = False, timeout: float | None = None) -> None:
-        """Load the embedding model and build the in-memory indexes, in the background
-        (``wait``: before returning)."""
-        self.pipeline.warm_up(wait=wait, timeout=timeout)
 
     # ----- the query path -----------------------------------------------------------------------
     def get_task_context(self, task: Any) -> TaskContext:
@@ -104,10 +102,6 @@ class ProjectContext:
     def build_query(task: Any) -> str:
         """Title, description and keywords of a task as one query text."""
         return build_query(task)
-
-    def query(self, request: QueryRequest) -> QueryResponse:
-        """Answer a QueryRequest (CLI, MCP tool, socket)."""
-        return self.pipeline.query(request)
 
     def render(self, task_context: TaskContext, max_tokens: int | None = None) -> str:
         """The ``<project_context>`` block of a TaskContext."""
@@ -202,7 +196,7 @@ class ProjectContext:
     def stats(self) -> dict[str, Any]:
         """Providers (id, name, type, enabled, available, stats), storage, average latencies
         and languages, for ``contextd stats`` and get_context_stats."""
-        self.pipeline.flush_usage()
+        self.pipeline.usage.flush()
         providers = self.pipeline.provider_stats()
         storage = self.store.stats()
         return {"providers": providers, "storage": storage,

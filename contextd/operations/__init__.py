@@ -10,6 +10,6 @@ handler.
 from __future__ import annotations
 
 from contextd.operations import activity, answers, indexing, knowledge, memory  # noqa: F401
-from contextd.operations.declare import OPERATIONS, Operation, expose, operation
+from contextd.operations.declare import OPERATIONS, Operation, expose, operation, wire_shape
 
-__all__ = ["OPERATIONS", "Operation", "expose", "operation"]
+__all__ = ["OPERATIONS", "Operation", "expose", "operation", "wire_shape"]

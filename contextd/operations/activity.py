@@ -83,7 +83,7 @@ def errors(engine, limit: int = 500) -> list[dict[str, Any]]:
 def savings(engine, days: int = 30) -> UsageSavings:
     """What answers of the last ``days`` days saved, per day, task and provider, with
     latency percentiles and the embedding cache's hit rate over recent indexing runs."""
-    engine.module.pipeline.flush_usage()
+    engine.module.pipeline.usage.flush()
     data = engine.store.usage_summary(days)
     reused = embedded = 0
     for job in engine.store.list_jobs(limit=200):

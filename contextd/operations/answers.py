@@ -12,7 +12,8 @@ from contextd.records import to_dict
 from contextd.sessions.records import SearchRequest, SearchResults, SearchSession, SessionList
 
 
-@operation(mcp=("query_context", "knowledge_search"), http=("/query_context",), cli=("query",))
+@operation(mcp=("query_context", "knowledge_search"), http=("/query_context",), cli=("query",),
+           api=("ServiceModule.query",))
 def query(engine, request: QueryRequest) -> QueryResponse:
     """Answer a request, saying what the answer cannot include yet: while files are still
     being indexed an empty answer waits briefly for them, then says how far indexing is

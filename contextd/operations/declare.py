@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import inspect
 import typing
 from typing import Any, Callable
@@ -156,7 +157,8 @@ def expose(cls: type, via: str | None = None) -> type:
     Without ``via`` (the Engine, the SharedEngine): a method per operation, under the
     operation's name, unless the class defines one itself. With ``via`` (a class of the
     Python API): the methods the operations' ``api`` names give this class, each calling
-    ``call`` on the instance's attribute ``via``."""
+    ``call`` on the instance's attribute ``via``, or on the instance itself when ``via`` is
+    ``""`` (a class that decides where its calls go, as ServiceModule does)."""
     for op in OPERATIONS.values():
         if via is None:
             names = () if op.name in cls.__dict__ else (op.name,)
@@ -166,3 +168,34 @@ def expose(cls: type, via: str | None = None) -> type:
         for name in names:
             setattr(cls, name, op.method(name, via))
     return cls
+
+
+@functools.cache
+def wire_shape() -> str:
+    """A digest of every operation as the owner socket carries it: its name, its request's
+    fields and its result, records followed into their fields. The owner's hello compares it
+    (:mod:`contextd.runtime.owner_server`), so a client and an owner built from different
+    declarations refuse each other, and no version number has to follow the records by hand."""
+    shapes = []
+    for op in sorted(OPERATIONS.values(), key=lambda op: op.name):
+        fields = ", ".join(f"{name}: {_shape(tp)}" for name, tp in op.field_types.items())
+        shapes.append(f"{op.name}({fields}) -> {_shape(op.result)}")
+    return hashlib.sha256("\n".join(shapes).encode()).hexdigest()[:16]
+
+
+def _shape(tp: Any, seen: frozenset[type] = frozenset()) -> str:
+    """A type as its wire form depends on it: a record with its fields (each once per path,
+    so a record that holds itself ends), a generic with its arguments, else its name."""
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if tp in seen:
+            return tp.__name__
+        fields = typing.get_type_hints(tp)
+        inner = ", ".join(f"{f.name}: {_shape(fields[f.name], seen | {tp})}"
+                          for f in dataclasses.fields(tp))
+        return f"{tp.__name__}{{{inner}}}"
+    args = typing.get_args(tp)
+    if args:
+        origin = typing.get_origin(tp)
+        return (f"{getattr(origin, '__name__', repr(origin))}"
+                f"[{', '.join(_shape(arg, seen) for arg in args)}]")
+    return getattr(tp, "__name__", repr(tp))

@@ -5,8 +5,8 @@ A provider answers ``query(query, scope, budget)`` with ranked
 :class:`ProviderContext` in ``initialize``: the project, its configuration, the store and a
 lazily-loading embedder handle shared by every provider of one module, and the module's
 :class:`~contextd.providers.catalog.ChunkCatalog`: chunk rows, paths, definitions and
-references in memory, kept in step with the store so a write is visible to the very next
-query (never stale) while a warm query costs no database round trip.
+references in memory, brought up to the store's generation before each query, so a write is
+visible to the very next query (never stale) while a warm query costs no database round trip.
 """
 
 from __future__ import annotations

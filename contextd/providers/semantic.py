@@ -66,7 +66,7 @@ STORE_SEARCH_MAX_DEPTH = 1000
 
 
 class VectorIndex(CatalogFollower):
-    """Chunk vectors of one embedding model, in memory, kept in step with the store.
+    """Chunk vectors of one embedding model, in memory, brought up to the store's generation.
 
     The int8 codes (``codes``, with ``factors`` to scale them back) with spare capacity, for
     the first pass of a search, and the float32 rows in a spool (``matrix``, a few hundred

@@ -110,7 +110,8 @@ class QueryPipeline:
         self._shut_down = False
         self._latency: dict[str, collections.deque] = collections.defaultdict(
             lambda: collections.deque(maxlen=PERFORMANCE_WINDOW))
-        self._usage = UsageRecorder(store)
+        # Queries' usage rows, written by a thread; readers of usage_metrics call its flush().
+        self.usage = UsageRecorder(store)
 
     # ----- providers ----------------------------------------------------------------------
     def provider_factories(self) -> dict[str, Any]:
@@ -422,7 +423,7 @@ class QueryPipeline:
             for snippet in snippets:
                 for provider in snippet.providers:
                     by_provider[provider].append(snippet.score)
-            self._usage.submit(  # a query may quote a credential: it is stored redacted
+            self.usage.submit(  # a query may quote a credential: it is stored redacted
                 task_id, scrub_secrets(query, security=self.config.security).text,
                 sorted(by_provider), len(snippets),
                 tokens if metrics.track_token_usage else 0,
@@ -441,10 +442,6 @@ class QueryPipeline:
                      for hit in aggregate_files(pool, self.config.ranking, lookup)[:k])
 
     # ----- figures and lifecycle ----------------------------------------------------------------
-    def flush_usage(self) -> None:
-        """Wait until every queued usage_metrics row is written (for readers of them)."""
-        self._usage.flush()
-
     def provider_stats(self) -> list[dict[str, Any]]:
         """Each registered provider: id, name, type, enabled, available, pending note, stats."""
         providers = []
@@ -473,7 +470,7 @@ class QueryPipeline:
         self.catalog.save()  # the next process starts from it
         with self._lock:
             providers, self._providers = self._providers, {}
-        self._usage.stop()
+        self.usage.stop()
         if self.embedder.loading:
             # ONNX Runtime aborts the whole process (exit 134) when the interpreter exits
             # while a daemon thread is still creating its session; a short command that only

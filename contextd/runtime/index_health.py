@@ -5,8 +5,8 @@ Manager (``/schema-status``), get_context_stats' compatibility twin ``index_stat
 The answer compares the files on disk (through the boundary, as an indexing run would see
 them) with what the index holds, by size and modification time, without reading a file:
 files not indexed yet, files changed since they were indexed, files indexed but deleted (or
-newly excluded). Its ``status`` is seed 002's: No Index, Updating, Cancelling, Needs Update
-or Up to Date.
+newly excluded). Its ``status`` is one of the five words the Index Manager and the ``seed002``
+MCP profile show (docs/MCP.md): No Index, Updating, Cancelling, Needs Update or Up to Date.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from contextd.operations import OPERATIONS, expose
+from contextd.operations import OPERATIONS, expose, wire_shape
 from contextd.operations.records import EngineStats
 from contextd.runtime import rpc
 from contextd.runtime.election import OwnerLock, lock_path, socket_path
@@ -167,7 +167,7 @@ class SharedEngine:
                     self._become_owner(deadline)
                     return None
             try:
-                client = rpc.Client.connect(self._socket, self._db)
+                client = rpc.Client.connect(self._socket, self._db, wire_shape())
                 self.owner_pid = client.owner_pid
                 return client
             except (OSError, rpc.PeerGone):

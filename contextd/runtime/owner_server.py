@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from contextd.errors import ContextdError
-from contextd.operations import OPERATIONS
+from contextd.operations import OPERATIONS, wire_shape
 from contextd.records import to_dict
 from contextd.runtime import rpc
 
@@ -115,6 +115,10 @@ class OwnerServer:
                        f"{rpc.PROTOCOL_VERSION}, this process speaks {params.get('protocol')}: "
                        "stop the other contextd processes of this project (or upgrade them) "
                        "and retry")
+        elif params.get("operations") != wire_shape():
+            refusal = (f"contextd owner (pid {os.getpid()}) was built from other operations "
+                       "than this process (another contextd version): stop the other contextd "
+                       "processes of this project (or upgrade them) and retry")
         elif params.get("db") != self.db_path:
             refusal = f"this owner serves {self.db_path}, not {params.get('db')}"
         if refusal:
@@ -218,7 +222,7 @@ class OwnerDuties:
 
     def _warm_up(self) -> None:
         try:
-            self.engine.module.warm_up(wait=True)
+            self.engine.module.pipeline.warm_up(wait=True)
         except Exception as exc:  # queries go on with the lexical and symbol providers
             log.warning("owner: the embedding model is unavailable: %s", exc)
 

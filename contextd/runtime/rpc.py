@@ -27,10 +27,10 @@ from contextd import errors
 from contextd.errors import ContextdError
 from contextd.records import to_dict
 
-# Bump when a message or a method's parameters change shape; peers must match exactly.
-# 2: knowledge_* methods, QueryRequest.contexts/include_project; 3: contextual retrieval and
-# task usage methods, ContextScope.memory_min_similarity, list_stashed(include_expired);
-# 4: ensure_indexed(within_s, wait), IndexReport.files_left
+# The version of this module's framing: the hello, a call, its progress notes and errors, as
+# the classes below write and read them. What a call carries (each operation's request and
+# result) is compared in the hello by its own digest, :func:`contextd.operations.wire_shape`,
+# computed from the declarations, so a changed operation or record needs no new number here.
 PROTOCOL_VERSION = 4
 
 # JSON-RPC error codes: the standard ones, plus ours in the implementation-defined range.
@@ -147,34 +147,38 @@ class Connection:
                 pass
 
 
-class Client:
+class Client(Connection):
     """A connection to the owner, past its hello; :meth:`call` runs one Engine method."""
 
-    def __init__(self, conn: Connection, owner_pid: int):
-        self.conn = conn
-        self.owner_pid = owner_pid
+    def __init__(self, sock: socket.socket):
+        super().__init__(sock)
+        self.owner_pid = 0  # the owner's, from its answer to the hello
         self._next_id = 1
 
     @classmethod
-    def connect(cls, path: str, db_path: str, timeout: float = 2.0) -> "Client":
-        """Connect and say hello. Raises OSError while nobody listens, PeerGone if the owner
-        goes away during the hello, ContextdError if it speaks another protocol."""
+    def connect(cls, path: str, db_path: str, shape: str, timeout: float = 2.0) -> "Client":
+        """Connect and say hello with ``shape``, the operations' digest
+        (:func:`contextd.operations.wire_shape`). Raises OSError while nobody listens,
+        PeerGone if the owner goes away during the hello, ContextdError if it speaks another
+        protocol or was built from other operations."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.settimeout(timeout)
             sock.connect(path)
-            conn = Connection(sock)
-            conn.send({"jsonrpc": "2.0", "id": 0, "method": "hello",
-                       "params": {"protocol": PROTOCOL_VERSION, "db": db_path}})
-            reply = conn.receive()
+            client = cls(sock)
+            client.send({"jsonrpc": "2.0", "id": 0, "method": "hello",
+                         "params": {"protocol": PROTOCOL_VERSION, "operations": shape,
+                                    "db": db_path}})
+            reply = client.receive()
             sock.settimeout(None)  # calls may legitimately run for minutes (sync rebuild)
         except BaseException:
             sock.close()
             raise
         if "error" in reply:
-            conn.close()
+            client.close()
             raise decode_error(reply["error"])
-        return cls(conn, int(reply["result"].get("pid", 0)))
+        client.owner_pid = int(reply["result"].get("pid", 0))
+        return client
 
     def call(self, method: str, params: dict[str, Any],
              progress: Any = None) -> Any:
@@ -182,10 +186,10 @@ class Client:
         ``progress`` (a :class:`contextd.indexer.progress.Progress`)."""
         request_id = self._next_id
         self._next_id += 1
-        self.conn.send({"jsonrpc": "2.0", "id": request_id, "method": method,
-                        "params": params, "progress": progress is not None})
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method,
+                   "params": params, "progress": progress is not None})
         while True:
-            message = self.conn.receive()
+            message = self.receive()
             if message.get("method") == "progress":
                 note = message.get("params") or {}
                 if progress is not None and note.get("call") in PROGRESS_CALLS:
@@ -200,6 +204,3 @@ class Client:
             if "error" in message:
                 raise decode_error(message["error"])
             return message.get("result")
-
-    def close(self) -> None:
-        self.conn.close()

@@ -70,9 +70,6 @@ class ServiceClient:
         return self._request("POST", "/add_context", {k: v for k, v in body.items()
                                                       if v is not None})
 
-    def delete_context(self, file_path: str) -> dict[str, Any]:
-        return self._request("POST", "/delete_context", {"file_path": file_path})
-
     def query_context(self, q: str, k: int | None = None, filters: dict[str, Any] | None = None,
                       mmr_lambda: float | None = None, budget: int | None = None
                       ) -> dict[str, Any]:
@@ -82,10 +79,6 @@ class ServiceClient:
 
     def stats(self) -> dict[str, Any]:
         return self._request("GET", "/stats")
-
-    def backup(self, destination: str | None = None) -> dict[str, Any]:
-        return self._request("POST", "/backup",
-                             {"destination": destination} if destination else {})
 
     def ready(self) -> bool:
         """Whether the service answers /readyz with 200 (one try, no retries)."""

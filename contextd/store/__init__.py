@@ -27,16 +27,16 @@ def open_store(project) -> IndexStore:
 
         identity = project_identity(project.root, storage.workspace)
         return open_postgres(storage.url, workspace_id(identity), identity, str(project.root))
+    from contextd.store.duckdb import DuckDBStore
     from contextd.store.git_exclude import exclude_index_dir
 
+    store: DuckDBStore
     if project.config.security.encrypt_db:  # sealed at rest (contextd.crypto)
         from contextd.crypto import db_secret
         from contextd.store.encrypted import EncryptedDuckDBStore
 
         store = EncryptedDuckDBStore(project.db_path, db_secret(project.config))
     else:
-        from contextd.store.duckdb import DuckDBStore
-
         store = DuckDBStore(project.db_path)
     # An eighth of the owner's memory budget ([owner] memory_limit_mb) for DuckDB's buffers:
     # they fill with cached blocks of the tables a load scans (the embeddings table is 92 MB

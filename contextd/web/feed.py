@@ -3,7 +3,7 @@
 Each browser's Server-Sent Events stream reads the poller's latest snapshot, so ten open
 tabs cost the engine what one does: a read of the jobs table twice a second (and of the
 pending-embedding count every few seconds). The poller also appends what happens (a job
-started, advanced, ended) to ``.contextd/progress.jsonl`` as seed 002's progress logger does,
+started, advanced, ended) to ``.contextd/progress.jsonl``, one JSON line per event,
 for people who would rather ``tail -f`` a file; ``GET /progress`` serves its entries.
 """
 

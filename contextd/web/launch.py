@@ -1,5 +1,6 @@
 """Start an Index Manager as its own process (for the MCP tool ``open_index_manager``):
-detached from the caller, so it outlives the agent's server (seed 002), with its log in
+detached from the caller, so it outlives the agent's server (an agent's session may end
+while the user still reads the page), with its log in
 ``.contextd/index-manager.log``; the caller waits until it is registered and listening."""
 
 from __future__ import annotations

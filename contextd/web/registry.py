@@ -26,7 +26,7 @@ STOP_WAIT_S = 30.0
 
 def workspace_id(root: Path) -> str:
     """A project's stable id on this machine: the first 16 hex digits of the SHA-256 of its
-    resolved root (seed 002's definition), the same from every process. Deliberately not the
+    resolved root, the same from every process and every version that keeps this rule. Deliberately not the
     PostgreSQL workspace id (:mod:`contextd.store.postgres.workspace`), which makes clones of
     one repository share an index: two clones on one machine each have their own manager."""
     return hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]

@@ -18,8 +18,8 @@ def _build(config: EmbeddingConfig, protocol):
     from contextd.embedders.remote.embedder import RemoteEmbedder
     from contextd.embedders.remote.query_local import LocalQueries
 
-    remote = RemoteEmbedder(config, protocol)
-    return LocalQueries(remote, config) if config.query_backend == "local" else remote
+    embedder = LocalQueries if config.query_backend == "local" else RemoteEmbedder
+    return embedder(config, protocol)
 
 
 def openai_factory(config: EmbeddingConfig):

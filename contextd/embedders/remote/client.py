@@ -209,6 +209,3 @@ class RemoteClient:
             return (f"{where} does not serve model {self.model!r} (HTTP {status}: {detail}); "
                     f"check [embedding] model and base_url")
         return f"{where} refused the request (HTTP {status}: {detail})"
-
-    def close(self) -> None:
-        self._http.close()

@@ -13,11 +13,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from contextd.config.sections import EmbeddingConfig
+from contextd.embedders.remote.embedder import RemoteEmbedder
+from contextd.embedders.remote.protocols import Protocol
 from contextd.errors import ContextdError
 
 log = logging.getLogger(__name__)
@@ -26,15 +28,12 @@ SAME_SPACE_COSINE = 0.99
 PROBE_TEXT = "def parse_config(path): read the settings file and validate every key"
 
 
-class LocalQueries:
-    """A remote embedder whose ``embed_query`` runs locally once the probe agreed."""
+class LocalQueries(RemoteEmbedder):
+    """A remote embedder whose ``embed_query`` runs locally once the probe agreed; chunks
+    (``embed``) and everything else are the remote embedder's own."""
 
-    def __init__(self, remote: Any, config: EmbeddingConfig):
-        self.remote = remote
-        self.identity = remote.identity
-        self.dimension = remote.dimension
-        self.prepared = True
-        self.model_path = remote.model_path
+    def __init__(self, config: EmbeddingConfig, protocol: Protocol):
+        super().__init__(config, protocol)
         self._local_config = dataclasses.replace(config, backend="onnx",
                                                  model=config.local_model)
         self._lock = threading.Lock()
@@ -42,29 +41,23 @@ class LocalQueries:
         self._decided = False
         self.route = "undecided: no query embedded yet"
 
-    def prepare(self, force: bool = False) -> str:
-        self._query_embedder()
-        return self.remote.prepare(force)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.remote.embed(texts)
-
     def embed_query(self, text: str) -> np.ndarray:
-        return self._query_embedder().embed_query(text)
-
-    def _query_embedder(self) -> Any:
+        """The query's vector from the local model when the probe agreed, else the server's
+        (the first call runs the probe; ``prepare`` makes that the first call)."""
         with self._lock:
             if not self._decided:
                 self._local = self._probe()
                 self._decided = True
-            return self._local or self.remote
+        if self._local is None:
+            return super().embed_query(text)
+        return self._local.embed_query(text)
 
     def _probe(self) -> Any:
         """The local embedder when it agrees with the server on the probe text, else None
         (with ``route`` saying why)."""
         from contextd.embedders.registry import get_embedder
 
-        remote_vector = self.remote.embed_query(PROBE_TEXT)  # a server error is the user's
+        remote_vector = super().embed_query(PROBE_TEXT)  # a server error is the user's
         try:
             local = get_embedder(self._local_config)
             local_vector = local.embed_query(PROBE_TEXT)
@@ -83,4 +76,4 @@ class LocalQueries:
         return local
 
     def stats(self) -> dict[str, Any]:
-        return {**self.remote.stats(), "query_backend": self.route}
+        return {**super().stats(), "query_backend": self.route}

@@ -12,6 +12,9 @@ from contextd.store.postgres.session import PostgresSession
 from contextd.store.postgres.vectors import as_array
 from contextd.store.rows import SEGMENT_COLUMNS
 
+# The rows of one workspace's segments named by id (parameters: workspace, list of ids).
+_GIVEN_SEGMENTS = "WHERE workspace_id = %s AND segment_id = ANY(%s)"
+
 
 class StashMixin(PostgresSession):
     """IndexStore's segment methods."""
@@ -41,21 +44,21 @@ class StashMixin(PostgresSession):
         return self._row("SELECT count(*) FROM stash_segments WHERE workspace_id = %s",
                          [self.workspace])[0]
 
-    def _update_segments(self, sql: str, params: list, segment_ids: Sequence[str]) -> int:
-        with self._transaction() as tx:
-            return tx.conn.execute(f"{sql} WHERE workspace_id = %s AND segment_id = ANY(%s)",
-                                   [*params, self.workspace, list(segment_ids)]).rowcount
-
     def delete_segments(self, segment_ids: Sequence[str]) -> int:
-        return self._update_segments("DELETE FROM stash_segments", [], segment_ids)
+        with self._transaction() as tx:
+            return tx.conn.execute(f"DELETE FROM stash_segments {_GIVEN_SEGMENTS}",
+                                   [self.workspace, list(segment_ids)]).rowcount
 
     def protect_segments(self, segment_ids: Sequence[str], protected: bool) -> int:
-        return self._update_segments("UPDATE stash_segments SET protected = %s", [protected],
-                                     segment_ids)
+        with self._transaction() as tx:
+            return tx.conn.execute(
+                f"UPDATE stash_segments SET protected = %s {_GIVEN_SEGMENTS}",
+                [protected, self.workspace, list(segment_ids)]).rowcount
 
     def set_segment_model(self, segment_ids: Sequence[str], model: str) -> None:
-        self._update_segments("UPDATE stash_segments SET embedding_model = %s", [model],
-                              segment_ids)
+        with self._transaction() as tx:
+            tx.conn.execute(f"UPDATE stash_segments SET embedding_model = %s {_GIVEN_SEGMENTS}",
+                            [model, self.workspace, list(segment_ids)])
 
     def segment_vectors(self, model: str) -> tuple[list[str], np.ndarray]:
         with self._connection() as conn:  # binary: numpy from the wire, no text parsing
