@@ -220,3 +220,42 @@ def test_mmr_on_real_embeddings_drops_a_copied_function(tmp_path, mmr_lambda,
     both_copies = {"loader/config.py", "backup/config_copy.py"} <= paths
     assert both_copies == keeps_duplicate
     assert keeps_duplicate or "settings/env.py" in paths
+
+
+def test_an_embedded_module_takes_over_from_a_background_owner(tmp_path):
+    """The owner a CLI command leaves behind holds the index's lock: ContextModule.open stops
+    it and owns the index, and a CLI query meanwhile is answered by the module's process."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from golden import git
+
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "jwt.py").write_text("def validate_jwt(token):\n    return token\n")
+    git(root, "init", "-q")
+    env = dict(os.environ, CONTEXTD_LOAD_PLUGINS="")
+    owner = subprocess.Popen([sys.executable, "-m", "contextd", "--root", str(root), "owner"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        lock = root / ".contextd" / "owner.lock"
+        deadline = time.monotonic() + 60
+        while not (lock.exists() and lock.read_text().strip() == str(owner.pid)):
+            assert owner.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        module = ContextModule.open(str(root))
+        try:
+            assert owner.wait(timeout=30) is not None
+            hits = module.query(QueryRequest("validate_jwt", k=3)).hits
+            assert hits[0].file_path == "src/jwt.py"
+            cli = subprocess.run([sys.executable, "-m", "contextd", "--root", str(root), "--json",
+                                  "stats"], capture_output=True, text=True, env=env, timeout=120)
+            assert cli.returncode == 0, cli.stderr
+            assert json.loads(cli.stdout)["owner"]["pid"] == os.getpid()
+        finally:
+            module.shutdown()
+    finally:
+        if owner.poll() is None:
+            owner.kill()

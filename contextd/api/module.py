@@ -24,7 +24,7 @@ from contextd.config.project import Project
 from contextd.errors import UsageError
 from contextd.facade.context import ProjectContext
 from contextd.operations import expose
-from contextd.runtime.engine import Engine
+from contextd.runtime.embedded import own_index
 
 
 class ContextModule(ProjectContext):
@@ -42,6 +42,9 @@ class ContextModule(ProjectContext):
         Embedded (the default): indexes the project first when it never was (through the
         indexer), and with ``wait_for_model`` loads the embedding model before returning, so
         the first task already gets semantic results. ``shutdown()`` closes the index too.
+        This process owns the index meanwhile (:mod:`contextd.runtime.embedded`): CLI
+        commands and MCP servers started meanwhile ask it, and an idle background owner a
+        CLI command left is stopped first.
 
         ``mode`` (default ``core.mode``): ``standalone`` and ``hybrid`` return a module with
         the same methods whose calls go to the service (see :mod:`contextd.api.remote`).
@@ -52,11 +55,12 @@ class ContextModule(ProjectContext):
             return open_module(project, mode)
         if mode != "embedded":
             raise UsageError(f"mode must be embedded, standalone or hybrid, not {mode!r}")
-        engine = Engine(project, context_type=cls)
+        shared = own_index(project, context_type=cls)
+        engine = shared.engine
         if engine.store.generation() == 0:
             engine.ensure_indexed(progress=progress)
         module = engine.module
-        module._engine = engine
+        module._engine = shared
         module.pipeline.warm_up(wait=wait_for_model)
         return module
 

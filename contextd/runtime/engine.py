@@ -29,10 +29,10 @@ class Engine:
     """
 
     def __init__(self, project: Project, store: IndexStore | None = None, *,
-                 context_type: type[ProjectContext] = ProjectContext):
+                 context_type: type[ProjectContext] | None = None):
         self.project = project
         # What ``module`` builds: ContextModule.open asks for its own class (contextd.api).
-        self._context_type = context_type
+        self._context_type = context_type or ProjectContext
         self.store = store if store is not None else open_store(project)
         if project.config.storage.backend == "duckdb":
             # The owner election makes this the only writer: a job still marked running was

@@ -64,8 +64,10 @@ class SharedEngine:
     """
 
     def __init__(self, project: Project, *, duties: bool = False,
-                 wait_s: float = DEFAULT_WAIT_S, serve: bool = False):
+                 wait_s: float = DEFAULT_WAIT_S, serve: bool = False,
+                 context_type: type | None = None):
         self.project = project
+        self._context_type = context_type
         self.duties = duties
         self.wait_s = wait_s
         self._db = str(Path(project.db_path).resolve())
@@ -88,6 +90,19 @@ class SharedEngine:
     def is_owner(self) -> bool:
         """True while this process owns the database."""
         return self._engine is not None
+
+    @property
+    def engine(self) -> Any:
+        """The Engine, while this process owns the index (else None)."""
+        return self._engine
+
+    def try_own(self) -> bool:
+        """Open the Engine here if nobody owns the index (no waiting, no connection to an
+        owner): True when this process owns it now."""
+        with self._mutex:
+            if self._engine is None and self._may_own():
+                self._become_owner(time.monotonic() + self.wait_s)
+            return self._engine is not None
 
     def start(self) -> "SharedEngine":
         """Win the election or connect to the owner; a process with duties then stands by
@@ -225,7 +240,7 @@ class SharedEngine:
 
         while True:
             try:
-                return Engine(self.project)
+                return Engine(self.project, context_type=self._context_type)
             except StoreError as exc:
                 if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                     raise
