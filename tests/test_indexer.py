@@ -121,6 +121,47 @@ def test_undecodable_file_is_recorded_and_the_rest_indexed(tmp_path):
     assert "src/latin1.py" in stored(indexer)
 
 
+def test_one_2mb_line_after_normal_code_gives_a_few_chunks_and_the_code_is_found(tmp_path):
+    """Normal code (past the 8 KB block the boundary's minified check reads) then one 2 MB
+    line, a data blob, was cut into 2,140 chunks (issue 40; 2,700 here). The line is cut to
+    MAX_LINE_CHARS in the index and the file says so; the lines after it keep their numbers,
+    and the code answers a query."""
+    from contextd.query.records import QueryRequest
+    from contextd.runtime.engine import Engine
+    from contextd.text.long_lines import MAX_LINE_CHARS
+
+    functions = 150
+    code = "".join(FUNC.format(name=f"helper_{i}", doc=f"Helper number {i}.", n=i)
+                   for i in range(functions))
+    code += FUNC.format(name="settle_invoice", doc="Settle an unpaid invoice.", n=1)
+    blob = "DATA = '" + "Zm9vYmFy" * (2 * 2**20 // 8) + "'"
+    root = make_repo(tmp_path / "repo", {
+        "src/blob.py": code + blob + "\ndef after_blob():\n    return 2\n"})
+    blob_line = code.count("\n") + 1
+    engine = Engine(Project.open(root))
+    try:
+        engine.indexer.embed = False
+        engine.ensure_indexed()
+        rows = [r for r in engine.store.chunks_for_files() if r.file_path == "src/blob.py"]
+        on_blob = [r for r in rows if r.start_line <= blob_line <= r.end_line]
+        assert 1 <= len(on_blob) <= 3 and len(rows) <= functions + 1 + 5
+        assert any(r.start_line <= blob_line + 1 <= r.end_line and "after_blob" in r.text
+                   for r in rows)
+        answer = engine.module.query(QueryRequest("settle unpaid invoice",
+                                                  providers=("full_text", "symbol"),
+                                                  wait_for_model=False))
+        assert answer.hits and answer.hits[0].file_path == "src/blob.py"
+        assert "settle_invoice" in answer.hits[0].snippet
+    finally:
+        engine.close()
+    with duckdb.connect(str(root / ".contextd/context.duckdb"), read_only=True) as con:
+        warnings = con.execute("SELECT warnings FROM file_state WHERE path = 'src/blob.py'"
+                               ).fetchone()[0]
+    assert warnings == [f"line {blob_line} longer than {MAX_LINE_CHARS:,} characters (the "
+                        f"longest {len(blob):,}): only the first {MAX_LINE_CHARS:,} of each "
+                        "indexed"]
+
+
 def test_unparsable_file_is_recorded_and_still_searchable_as_line_windows(tmp_path):
     root = small_repo(tmp_path)
     (root / "src/broken.py").write_text("def ok(:\n" + ")) ]] }} unique_marker_text ((\n" * 40)

@@ -24,6 +24,7 @@ from contextd.indexer.lifeline import die_with
 from contextd.indexer.plan import FileTask
 from contextd.scrub.scrubber import Scrubber, get_scrubber
 from contextd.store.base import FileRecord, IndexedChunk
+from contextd.text.long_lines import cap_long_lines
 
 INDEXED, SAME, FAILED, VANISHED = "indexed", "same", "failed", "vanished"
 
@@ -87,6 +88,7 @@ def index_text(task: FileTask, text: str, digest: str, config: ContextConfig, st
     scrubbed = scrubber.scrub(text, task.path)
     if scrubbed.redactions:
         text = scrubbed.text
+    text, cut = cap_long_lines(text)  # one 2 MB line must not become 2,000 chunks
     data = text.encode("utf-8")
     try:
         chunked = chunk_file(chunk_as or task.path, data, config)
@@ -101,7 +103,7 @@ def index_text(task: FileTask, text: str, digest: str, config: ContextConfig, st
               for c, t in zip(chunked.chunks, texts)]
     record = FileRecord(path=task.path, size_bytes=task.size, mtime_ns=task.mtime_ns,
                         content_hash=digest, language=chunked.language, chunks=chunks,
-                        warnings=tuple(chunked.warnings),
+                        warnings=cut + tuple(chunked.warnings),
                         secrets_redacted=scrubbed.redactions)
     # An unparsable file is indexed as line windows; its reason goes to bootstrap_errors.
     return Outcome(task, INDEXED, record, lines=count_lines(data),
