@@ -1,0 +1,129 @@
+"""Faults of the disk under the index, as a user meets them: a real process, a real repository,
+the index folder on a real small tmpfs (full) or a read-only bind mount (issue 40 item 6).
+
+Each fault ends in one line naming the cause and the path, with a non-zero exit, and the index
+keeps what it had: a full disk must not turn a refresh into a success that dies at close, nor a
+``rebuild --force`` into an emptied index. Mounting needs root (CI runs as root); where mount
+is refused the tests are skipped and say why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from contextd.config.project import Project
+from contextd.runtime.engine import Engine
+from test_index_cli import contextd
+from test_indexer import FUNC, make_repo
+
+
+def _mount(*args: str) -> None:
+    done = subprocess.run(["mount", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount here ({done.stderr.strip() or done.returncode}): the disk "
+                    "faults need a small tmpfs or a read-only bind mount (root)")
+
+
+@contextlib.contextmanager
+def mounted(folder: Path, *how: tuple[str, ...]):
+    """``folder`` mounted by each of ``how`` in turn (mount's arguments: a mount, then maybe
+    a remount of it), unmounted at the end (lazily if something still holds it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    held = False
+    try:
+        for args in how:
+            _mount(*args)
+            held = True
+        yield folder
+    finally:
+        if held and subprocess.run(["umount", str(folder)], capture_output=True).returncode:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def one_error_line(done: subprocess.CompletedProcess) -> str:
+    """The error a failed command ended with, checked to be its only word on the fault."""
+    assert done.returncode != 0, done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("contextd: error: "), done.stderr
+    return last
+
+
+def indexed_files(root: Path) -> int:
+    stats = contextd(root, "--json", "stats")
+    assert stats.returncode == 0, stats.stderr
+    return json.loads(stats.stdout)["storage"]["total_files"]
+
+
+def fill(folder: Path, leave_kb: int) -> Path:
+    """A file that leaves only ``leave_kb`` KB free on the device of ``folder``."""
+    filler = folder / "filler"
+    free = shutil.disk_usage(folder).free
+    with open(filler, "wb") as out:
+        out.truncate(0)
+        out.write(b"\0" * max(0, free - leave_kb * 1024))
+    return filler
+
+
+def project(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", {
+        f"src/m{i}.py": FUNC.format(name=f"settle_{i}", doc=f"Settle invoice {i}.", n=i)
+        for i in range(3)})
+
+
+def index(root: Path) -> None:
+    """Index ``root`` without vectors (the model's load is the slow part of a command)."""
+    engine = Engine(Project.open(root))
+    try:
+        engine.indexer.embed = False
+        engine.ensure_indexed()
+    finally:
+        engine.close()
+
+
+def test_a_full_disk_ends_rebuild_refresh_and_query_in_one_line_and_the_index_answers(
+        tmp_path):
+    root = project(tmp_path)
+    with mounted(root / ".contextd", ("-t", "tmpfs", "-o", "size=4m", "tmpfs",
+                                      str(root / ".contextd"))) as index_folder:
+        try:
+            index(root)
+            assert indexed_files(root) == 3
+            filler = fill(index_folder, leave_kb=300)
+            # rebuild --force dropped every row, then died writing them: refused before.
+            refused = one_error_line(contextd(root, "rebuild", "--force"))
+            assert "rebuild refused" in refused and str(index_folder) in refused
+            (root / "src/more.py").write_text(FUNC.format(name="refund", doc="Refund.", n=9)
+                                              * 400)
+            fill(index_folder, leave_kb=0)
+            # The refresh said "indexed" and then died at close (CHECKPOINT: no space left).
+            line = one_error_line(contextd(root, "refresh"))
+            assert "no space left" in line and str(index_folder) in line
+            asked = contextd(root, "query", "settle invoice", "--k", "1")
+            if asked.returncode:
+                assert "no space left" in one_error_line(asked)
+            else:
+                assert "src/m" in asked.stdout
+            filler.unlink()
+            assert indexed_files(root) >= 3  # what was committed before is all there
+        finally:
+            contextd(root, "stop")
+
+
+def test_a_read_only_index_folder_gives_every_command_one_line(tmp_path):
+    root = project(tmp_path)
+    index(root)
+    folder = str(root / ".contextd")
+    with mounted(root / ".contextd", ("--bind", folder, folder),
+                 ("-o", "remount,ro,bind", folder)):
+        for command in (("stats",), ("query", "settle invoice"), ("refresh",),
+                        ("rebuild", "--force")):
+            line = one_error_line(contextd(root, *command))
+            assert "read-only" in line and folder in line, command
+    assert indexed_files(root) == 3
