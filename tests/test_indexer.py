@@ -106,19 +106,43 @@ def test_unchanged_content_is_not_rechunked(tmp_path):
     assert indexer.refresh().files_seen == 4  # the fast path now holds
 
 
-def test_undecodable_file_is_recorded_and_the_rest_indexed(tmp_path):
+def test_latin1_file_is_indexed_with_a_warning_not_dropped(tmp_path):
+    """A file with one Latin-1 letter is indexed whole, read as Windows-1252, the fallback
+    kept among the file's warnings (issue 40: it was dropped with ``decode_error``)."""
     root = small_repo(tmp_path)
     (root / "src/latin1.py").write_bytes(b"# caf\xe9\n" + b"x = 1\n" * 50)
     indexer = open_indexer(root)
     report = indexer.ensure_indexed()
+    assert report.files_failed == 0 and report.files_indexed == 5
+    assert indexer.store.list_errors() == []
+    assert "# caf\u00e9" in "".join(stored(indexer)["src/latin1.py"])
+    indexer.store.close()
+    with duckdb.connect(str(indexer.project.db_path), read_only=True) as con:
+        warnings = con.execute("SELECT warnings FROM file_state WHERE path = 'src/latin1.py'"
+                               ).fetchone()[0]
+    assert warnings == ["not valid UTF-8 (invalid continuation byte at byte 5): decoded as "
+                        "Windows-1252"]
+
+
+def test_a_file_neither_utf8_nor_windows_1252_is_recorded_and_the_rest_indexed(tmp_path):
+    """A Shift-JIS comment holds bytes Windows-1252 leaves undefined (0x8d here): read as a
+    single-byte text its letters would be noise, so the file is a decode_error naming both
+    decodings, until it changes."""
+    root = small_repo(tmp_path)
+    (root / "src/sjis.py").write_bytes("# 注文の合計。\n".encode("shift_jis") + b"x = 1\n" * 50)
+    indexer = open_indexer(root)
+    report = indexer.ensure_indexed()
     assert report.files_failed == 1 and report.files_indexed == 4
     errors = indexer.store.list_errors()
-    assert [(e["file_path"], e["error_type"]) for e in errors] == [("src/latin1.py",
+    assert [(e["file_path"], e["error_type"]) for e in errors] == [("src/sjis.py",
                                                                      "decode_error")]
-    (root / "src/latin1.py").write_text("# cafe\n")
-    indexer.refresh(["src/latin1.py"])
+    assert errors[0]["error_message"] == (
+        "not valid UTF-8 (invalid start byte at byte 2), nor Windows-1252 (byte 0x8d at 3 is "
+        "undefined there): convert the file to UTF-8")
+    (root / "src/sjis.py").write_text("# 注文の合計。\n")
+    indexer.refresh(["src/sjis.py"])
     assert indexer.store.list_errors() == []
-    assert "src/latin1.py" in stored(indexer)
+    assert "src/sjis.py" in stored(indexer)
 
 
 def test_one_2mb_line_after_normal_code_gives_a_few_chunks_and_the_code_is_found(tmp_path):
