@@ -127,3 +127,21 @@ def test_a_read_only_index_folder_gives_every_command_one_line(tmp_path):
             line = one_error_line(contextd(root, *command))
             assert "read-only" in line and folder in line, command
     assert indexed_files(root) == 3
+
+
+def test_the_spool_beside_a_full_index_folder_moves_to_memory(tmp_path):
+    """A query's catalog spools chunk texts beside the index; on a full disk that write
+    failed the query with ``OSError 28``. The spool now keeps its bytes in memory instead."""
+    from contextd.providers.spool import Spool
+
+    with mounted(tmp_path / "index", ("-t", "tmpfs", "-o", "size=1m", "tmpfs",
+                                      str(tmp_path / "index"))) as folder:
+        spool = Spool(folder)
+        try:
+            first = spool.append(b"kept " * 1000)
+            fill(folder, leave_kb=0)
+            second = spool.append(b"more " * 100_000)
+            assert spool.read(first, 5) == b"kept " and spool.read(second + 5, 5) == b"more "
+            assert spool.size == 5 * 101_000
+        finally:
+            spool.close()
