@@ -62,9 +62,9 @@ def _message(kind: str, path: str | None) -> str:
                 "point [storage] db_path at another disk) and run the command again: what "
                 "the index had committed is kept")
     folder = f" {Path(path).parent}" if path else ""
-    return (f"the index folder{folder} is read-only (cannot write{where}); contextd keeps its "
-            "index and its owner lock there: make the folder writable (remount it "
-            "read-write) or point [storage] db_path at a writable folder")
+    return (f"the folder{folder} is read-only (cannot write{where}): make it writable "
+            "(remount it read-write), or, when it holds the index (its file and owner lock), "
+            "point [storage] db_path at a writable folder")
 
 
 def check_room(db_path: str | os.PathLike, needed: int, what: str) -> None:
