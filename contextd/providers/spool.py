@@ -95,12 +95,13 @@ class Spool:
 
 def spool_folder(project: Any) -> Path | None:
     """Where a project's spools go: beside its index (the same disk, never a RAM-backed
-    /tmp), the system's temporary folder when the index has no local folder, or nowhere (in
-    memory) when the index is sealed at rest."""
+    /tmp), the system's temporary folder when the index has no local folder or a read-only
+    one, or nowhere (in memory) when the index is sealed at rest."""
     if project is None or project.config.security.encrypt_db:
         return None
     folder = Path(project.db_path).parent
-    return folder if folder.is_dir() else Path(tempfile.gettempdir())
+    usable = folder.is_dir() and os.access(folder, os.W_OK)  # not a read-only index folder
+    return folder if usable else Path(tempfile.gettempdir())
 
 
 class RowFile:
