@@ -15,6 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from contextd.config.project import Project
@@ -56,18 +57,25 @@ def one_error_line(done: subprocess.CompletedProcess) -> str:
 
 
 def indexed_files(root: Path) -> int:
+    """Files ``contextd stats`` counts in the index."""
     stats = contextd(root, "--json", "stats")
     assert stats.returncode == 0, stats.stderr
     return json.loads(stats.stdout)["storage"]["total_files"]
 
 
+def stored_files(root: Path) -> set[str]:
+    """The files the index file holds, read as the next open reads it (its write-ahead log
+    replayed), without a command's start-up."""
+    with duckdb.connect(str(root / ".contextd/context.duckdb"), read_only=True) as con:
+        return {path for (path,) in con.execute("SELECT path FROM file_state").fetchall()}
+
+
 def fill(folder: Path, leave_kb: int) -> Path:
     """A file that leaves only ``leave_kb`` KB free on the device of ``folder``."""
     filler = folder / "filler"
+    filler.unlink(missing_ok=True)
     free = shutil.disk_usage(folder).free
-    with open(filler, "wb") as out:
-        out.truncate(0)
-        out.write(b"\0" * max(0, free - leave_kb * 1024))
+    filler.write_bytes(b"\0" * max(0, free - leave_kb * 1024))
     return filler
 
 
@@ -89,12 +97,16 @@ def index(root: Path) -> None:
 
 def test_a_full_disk_ends_rebuild_refresh_and_query_in_one_line_and_the_index_answers(
         tmp_path):
+    """The index on a 4 MB tmpfs: rebuild --force with 300 KB free is refused before it drops
+    anything; with none free, refresh and query end in one line naming the device's file;
+    once space is freed the index holds every file it had."""
     root = project(tmp_path)
     with mounted(root / ".contextd", ("-t", "tmpfs", "-o", "size=4m", "tmpfs",
                                       str(root / ".contextd"))) as index_folder:
         try:
             index(root)
-            assert indexed_files(root) == 3
+            before = stored_files(root)
+            assert len(before) == 3
             filler = fill(index_folder, leave_kb=300)
             # rebuild --force dropped every row, then died writing them: refused before.
             refused = one_error_line(contextd(root, "rebuild", "--force"))
@@ -111,7 +123,7 @@ def test_a_full_disk_ends_rebuild_refresh_and_query_in_one_line_and_the_index_an
             else:
                 assert "src/m" in asked.stdout
             filler.unlink()
-            assert indexed_files(root) >= 3  # what was committed before is all there
+            assert stored_files(root) >= before  # what was committed before is all there
         finally:
             contextd(root, "stop")
 
@@ -133,6 +145,7 @@ def test_a_read_only_index_folder_answers_queries_and_refuses_writes_in_one_line
         assert json.loads(asked.stdout)["hits"][0]["file_path"].startswith("src/m")
         assert f"the index folder {folder} is read-only: answering" in asked.stderr
         assert indexed_files(root) == 3
+    assert stored_files(root) == {f"src/m{i}.py" for i in range(3)}
 
 
 def test_the_spool_beside_a_full_index_folder_moves_to_memory(tmp_path):
