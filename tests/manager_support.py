@@ -20,8 +20,9 @@ START_TIMEOUT_S = 120
 # time and cancelled); identical texts with no contextual prefix embed once, so the first
 # index stays fast.
 FILLER_FILES = 5000
-# A file that is not UTF-8 (one bad byte in plain text): indexed as a decode_error.
-BAD_FILE = "src/legacy/latin1_notes.py"
+# A file that is neither UTF-8 nor Windows-1252 (a Shift-JIS comment: its lead bytes 0x81-0x9F
+# include ones Windows-1252 leaves undefined): recorded as a decode_error.
+BAD_FILE = "src/legacy/sjis_notes.py"
 
 
 def manager_repo(root: Path) -> Path:
@@ -32,7 +33,7 @@ def manager_repo(root: Path) -> Path:
             'def handle():\n    """Handle one request."""\n    return 1\n'
     make_repo(root, files)
     (root / BAD_FILE).parent.mkdir(parents=True, exist_ok=True)
-    (root / BAD_FILE).write_bytes(b"# notes about the caf\xe9 ordering module, kept as is\n"
+    (root / BAD_FILE).write_bytes("# 注文モジュールのメモ。\n".encode("shift_jis")
                                   + b"ORDERS = ['coffee', 'tea', 'water']\n" * 5)
     return root
 

@@ -119,17 +119,18 @@ def test_queries_that_cannot_answer_say_why(repo, runtime):
 
 def test_a_failed_file_is_named_with_its_reason_and_not_retried_until_it_changes(repo,
                                                                                  runtime):
-    (repo / "src" / "latin1.py").write_bytes(b"# caf\xe9\n")
+    # Shift-JIS: neither UTF-8 nor Windows-1252 (a Latin-1 file is read as Windows-1252).
+    (repo / "src" / "sjis.py").write_bytes("# 注文。\n".encode("shift_jis") + b"x = 1\n" * 5)
     first = run(repo, runtime, "refresh")
     assert first.returncode == 0, first.stderr
     report = first.stdout.strip()
-    assert "1 failed" in report and "src/latin1.py: not valid UTF-8" in report
+    assert "1 failed" in report and "src/sjis.py: not valid UTF-8" in report
     problems = _stats(repo, runtime)["indexing"]["problem_files"]
-    assert [p["path"] for p in problems] == ["src/latin1.py"]
+    assert [p["path"] for p in problems] == ["src/sjis.py"]
     assert problems[0]["reason"].startswith("decode_error: not valid UTF-8")
     again = json.loads(run(repo, runtime, "--json", "refresh").stdout)
     assert again["files_failed"] == 0 and again["files_indexed"] == 0
-    (repo / "src" / "latin1.py").write_text("# cafe\n")
+    (repo / "src" / "sjis.py").write_text("# cafe\n")
     fixed = json.loads(run(repo, runtime, "--json", "refresh").stdout)
     assert fixed["files_indexed"] == 1 and fixed["files_failed"] == 0
     assert _stats(repo, runtime)["indexing"]["problem_files"] == []

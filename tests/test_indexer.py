@@ -106,19 +106,84 @@ def test_unchanged_content_is_not_rechunked(tmp_path):
     assert indexer.refresh().files_seen == 4  # the fast path now holds
 
 
-def test_undecodable_file_is_recorded_and_the_rest_indexed(tmp_path):
+def test_latin1_file_is_indexed_with_a_warning_not_dropped(tmp_path):
+    """A file with one Latin-1 letter is indexed whole, read as Windows-1252, the fallback
+    kept among the file's warnings (issue 40: it was dropped with ``decode_error``)."""
     root = small_repo(tmp_path)
     (root / "src/latin1.py").write_bytes(b"# caf\xe9\n" + b"x = 1\n" * 50)
     indexer = open_indexer(root)
     report = indexer.ensure_indexed()
+    assert report.files_failed == 0 and report.files_indexed == 5
+    assert indexer.store.list_errors() == []
+    assert "# caf\u00e9" in "".join(stored(indexer)["src/latin1.py"])
+    indexer.store.close()
+    with duckdb.connect(str(indexer.project.db_path), read_only=True) as con:
+        warnings = con.execute("SELECT warnings FROM file_state WHERE path = 'src/latin1.py'"
+                               ).fetchone()[0]
+    assert warnings == ["not valid UTF-8 (invalid continuation byte at byte 5): decoded as "
+                        "Windows-1252"]
+
+
+def test_a_file_neither_utf8_nor_windows_1252_is_recorded_and_the_rest_indexed(tmp_path):
+    """A Shift-JIS comment holds bytes Windows-1252 leaves undefined (0x8d here): read as a
+    single-byte text its letters would be noise, so the file is a decode_error naming both
+    decodings, until it changes."""
+    root = small_repo(tmp_path)
+    (root / "src/sjis.py").write_bytes("# 注文の合計。\n".encode("shift_jis") + b"x = 1\n" * 50)
+    indexer = open_indexer(root)
+    report = indexer.ensure_indexed()
     assert report.files_failed == 1 and report.files_indexed == 4
     errors = indexer.store.list_errors()
-    assert [(e["file_path"], e["error_type"]) for e in errors] == [("src/latin1.py",
+    assert [(e["file_path"], e["error_type"]) for e in errors] == [("src/sjis.py",
                                                                      "decode_error")]
-    (root / "src/latin1.py").write_text("# cafe\n")
-    indexer.refresh(["src/latin1.py"])
+    assert errors[0]["error_message"] == (
+        "not valid UTF-8 (invalid start byte at byte 2), nor Windows-1252 (byte 0x8d at 3 is "
+        "undefined there): convert the file to UTF-8")
+    (root / "src/sjis.py").write_text("# 注文の合計。\n")
+    indexer.refresh(["src/sjis.py"])
     assert indexer.store.list_errors() == []
-    assert "src/latin1.py" in stored(indexer)
+    assert "src/sjis.py" in stored(indexer)
+
+
+def test_one_2mb_line_after_normal_code_gives_a_few_chunks_and_the_code_is_found(tmp_path):
+    """Normal code (past the 8 KB block the boundary's minified check reads) then one 2 MB
+    line, a data blob, was cut into 2,140 chunks (issue 40; 2,700 here). The line is cut to
+    MAX_LINE_CHARS in the index and the file says so; the lines after it keep their numbers,
+    and the code answers a query."""
+    from contextd.query.records import QueryRequest
+    from contextd.runtime.engine import Engine
+    from contextd.text.long_lines import MAX_LINE_CHARS
+
+    functions = 150
+    code = "".join(FUNC.format(name=f"helper_{i}", doc=f"Helper number {i}.", n=i)
+                   for i in range(functions))
+    code += FUNC.format(name="settle_invoice", doc="Settle an unpaid invoice.", n=1)
+    blob = "DATA = '" + "Zm9vYmFy" * (2 * 2**20 // 8) + "'"
+    root = make_repo(tmp_path / "repo", {
+        "src/blob.py": code + blob + "\ndef after_blob():\n    return 2\n"})
+    blob_line = code.count("\n") + 1
+    engine = Engine(Project.open(root))
+    try:
+        engine.indexer.embed = False
+        engine.ensure_indexed()
+        rows = [r for r in engine.store.chunks_for_files() if r.file_path == "src/blob.py"]
+        on_blob = [r for r in rows if r.start_line <= blob_line <= r.end_line]
+        assert 1 <= len(on_blob) <= 3 and len(rows) <= functions + 1 + 5
+        assert any(r.start_line <= blob_line + 1 <= r.end_line and "after_blob" in r.text
+                   for r in rows)
+        answer = engine.module.query(QueryRequest("settle unpaid invoice",
+                                                  providers=("full_text", "symbol"),
+                                                  wait_for_model=False))
+        assert answer.hits and answer.hits[0].file_path == "src/blob.py"
+        assert "settle_invoice" in answer.hits[0].snippet
+    finally:
+        engine.close()
+    with duckdb.connect(str(root / ".contextd/context.duckdb"), read_only=True) as con:
+        warnings = con.execute("SELECT warnings FROM file_state WHERE path = 'src/blob.py'"
+                               ).fetchone()[0]
+    assert warnings == [f"line {blob_line} longer than {MAX_LINE_CHARS:,} characters (the "
+                        f"longest {len(blob):,}): only the first {MAX_LINE_CHARS:,} of each "
+                        "indexed"]
 
 
 def test_unparsable_file_is_recorded_and_still_searchable_as_line_windows(tmp_path):

@@ -3,7 +3,9 @@
 One click group with global options; each command family lives in its own module and is
 imported lazily from COMMANDS. Results go to stdout (``--json`` for machines), diagnostics
 and progress to stderr. Expected failures (:class:`contextd.errors.ContextdError`) print one
-line and exit 1 (usage errors 2); set ``CONTEXTD_RAISE_ERRORS=1`` to see tracebacks.
+line and exit 1 (usage errors 2), and so do faults of the disk under the index (no space left, a
+read-only folder: :mod:`contextd.store.disk_faults`); set ``CONTEXTD_RAISE_ERRORS=1`` to see
+tracebacks.
 """
 
 from __future__ import annotations
@@ -141,6 +143,16 @@ def _main() -> None:
             raise
         click.echo(f"contextd: error: {exc.for_cli()}", err=True)
         sys.exit(exc.exit_code)
+    except Exception as exc:
+        # A full disk or a read-only index folder surfaces from DuckDB, the owner lock or a
+        # spool file, as whatever exception each raises: one line naming it, not a traceback.
+        from contextd.store.disk_faults import disk_fault
+
+        fault = disk_fault(exc)
+        if fault is None or os.environ.get("CONTEXTD_RAISE_ERRORS"):
+            raise
+        click.echo(f"contextd: error: {fault}", err=True)
+        sys.exit(fault.exit_code)
 
 
 def reader_gone() -> None:

@@ -110,11 +110,20 @@ def emit_rows(state: CliState, rows: list, empty: str, line: Callable[[Any], str
     emit(state, rows, human)
 
 
-def open_engine(state: CliState):
+def open_engine(state: CliState, *, reads_only: bool = False):
     """The engine a command talks to: the running owner of the project's database when there
     is one (an MCP server, a watcher), so a query needs neither the model nor the database in
     this process; else this process becomes the owner for the duration of the command
-    (serving other processes meanwhile). Same methods either way (:mod:`contextd.runtime.owner`)."""
+    (serving other processes meanwhile). Same methods either way (:mod:`contextd.runtime.owner`).
+    ``reads_only`` (query, stats): an index in a read-only folder, which nobody can own, is
+    opened read-only to answer (:mod:`contextd.runtime.read_only`)."""
     from contextd.runtime.owner import connect
+    from contextd.runtime.read_only import in_read_only_folder, open_read_only
 
-    return connect(state.project())
+    project = state.project()
+    try:
+        return connect(project)
+    except OSError as exc:
+        if not (reads_only and in_read_only_folder(exc, project)):
+            raise
+    return open_read_only(project)

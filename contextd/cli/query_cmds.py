@@ -179,8 +179,9 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
             "task_type": task_type, "complexity": complexity}
     if description:
         text = f"{text}\n{description}"
-    from contextd.runtime.background import (index_for_command, keeps_warm,
+    from contextd.runtime.background import (Handoff, index_for_command, keeps_warm,
                                              start_background_owner)
+    from contextd.runtime.read_only import is_read_only
 
     project = state.project()
     request = QueryRequest(
@@ -192,9 +193,11 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
                            languages=languages, kinds=kinds, exclude_patterns=excludes,
                            files=files, folders=folders, memory=memory, roles=roles,
                            memory_min_similarity=memory_min_similarity))
-    engine = open_engine(state)
+    engine = open_engine(state, reads_only=True)
+    read_only = is_read_only(engine)
     try:
-        handoff = index_for_command(engine, project, _progress(state))
+        handoff = Handoff() if read_only else index_for_command(engine, project,
+                                                                _progress(state))
         if handoff.handed_off:
             # Answer from what is ready, without loading the model in this process.
             request = dataclasses.replace(request, wait_for_model=False,
@@ -204,7 +207,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
         note = handoff.note(response.notes) if handoff.handed_off else None
         if note:
             response = dataclasses.replace(response, notes=response.notes + (note,))
-        if handoff.start_owner or keeps_warm(engine, project, response):
+        if not read_only and (handoff.start_owner or keeps_warm(engine, project, response)):
             start_background_owner(project)
     finally:
         engine.close()
@@ -333,7 +336,7 @@ def _print_embedding(embedding: dict[str, Any]) -> None:
 @pass_state
 def stats_command(state: CliState) -> None:
     """Show providers, index size, languages and query performance."""
-    engine = open_engine(state)
+    engine = open_engine(state, reads_only=True)
     try:
         data = engine.stats()
     finally:

@@ -24,6 +24,7 @@ from contextd.indexer.lifeline import die_with
 from contextd.indexer.plan import FileTask
 from contextd.scrub.scrubber import Scrubber, get_scrubber
 from contextd.store.base import FileRecord, IndexedChunk
+from contextd.text.long_lines import cap_long_lines
 
 INDEXED, SAME, FAILED, VANISHED = "indexed", "same", "failed", "vanished"
 
@@ -70,15 +71,39 @@ def process_data(task: FileTask, data: bytes, config: ContextConfig, store=None)
     if digest == task.known_hash:
         return Outcome(task, SAME)
     try:
-        text = data.decode("utf-8")
+        text, warnings = decode_source(data)
     except UnicodeDecodeError as exc:
-        return Outcome(task, FAILED, error_type="decode_error",
-                       message=f"not valid UTF-8: {exc.reason} at byte {exc.start}")
-    return index_text(task, text, digest, config, store)
+        return Outcome(task, FAILED, error_type="decode_error", message=exc.reason)
+    return index_text(task, text, digest, config, store, warnings=warnings)
+
+
+def decode_source(data: bytes) -> tuple[str, tuple[str, ...]]:
+    """The text of a file that passed the binary sniff, and a warning when it is not UTF-8.
+
+    Such a file is most often an old single-byte text (a ``# café`` comment in Latin-1 or
+    Windows-1252): dropping it whole for one accented letter loses every line of code around
+    it. It is read as Windows-1252 (a superset of Latin-1's letters), and the file keeps a
+    warning naming the fallback. The digest stays that of the bytes on disk, so an unchanged
+    file is not read again. A byte Windows-1252 leaves undefined (0x81, 0x8D, 0x8F, 0x90,
+    0x9D) says the file is in another encoding (Shift-JIS and GBK use them as lead bytes),
+    whose letters a single-byte reading would turn into noise in the index and the answers:
+    UnicodeDecodeError, whose ``reason`` names both decodings, and the file is recorded as a
+    ``decode_error`` for its owner to convert."""
+    try:
+        return data.decode("utf-8"), ()
+    except UnicodeDecodeError as exc:
+        where = f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+    try:
+        return data.decode("cp1252"), (f"{where}: decoded as Windows-1252",)
+    except UnicodeDecodeError as exc:
+        raise UnicodeDecodeError(
+            "cp1252", data, exc.start, exc.end,
+            f"{where}, nor Windows-1252 (byte 0x{data[exc.start]:02x} at {exc.start} is "
+            "undefined there): convert the file to UTF-8") from None
 
 
 def index_text(task: FileTask, text: str, digest: str, config: ContextConfig, store=None,
-               chunk_as: str | None = None) -> Outcome:
+               chunk_as: str | None = None, warnings: tuple[str, ...] = ()) -> Outcome:
     """Scrub, chunk and contextualize the decoded text of ``task`` (``digest``: BLAKE3 of
     its original bytes). ``chunk_as``: the path whose extension picks the chunker, when
     the text is not the file's own (a PDF's or an HTML page's text is chunked as text or
@@ -87,6 +112,7 @@ def index_text(task: FileTask, text: str, digest: str, config: ContextConfig, st
     scrubbed = scrubber.scrub(text, task.path)
     if scrubbed.redactions:
         text = scrubbed.text
+    text, cut = cap_long_lines(text)  # one 2 MB line must not become 2,000 chunks
     data = text.encode("utf-8")
     try:
         chunked = chunk_file(chunk_as or task.path, data, config)
@@ -101,7 +127,7 @@ def index_text(task: FileTask, text: str, digest: str, config: ContextConfig, st
               for c, t in zip(chunked.chunks, texts)]
     record = FileRecord(path=task.path, size_bytes=task.size, mtime_ns=task.mtime_ns,
                         content_hash=digest, language=chunked.language, chunks=chunks,
-                        warnings=tuple(chunked.warnings),
+                        warnings=warnings + cut + tuple(chunked.warnings),
                         secrets_redacted=scrubbed.redactions)
     # An unparsable file is indexed as line windows; its reason goes to bootstrap_errors.
     return Outcome(task, INDEXED, record, lines=count_lines(data),

@@ -241,9 +241,12 @@ class BM25Index:
                                                                   self.epsilon]}).encode(),
                                   dtype=np.uint8), **extra}
         scratch = path.with_name(path.name + f".{os.getpid()}.part")
-        with open(scratch, "wb") as out:
-            np.savez(out, **arrays)
-        os.replace(scratch, path)
+        try:
+            with open(scratch, "wb") as out:
+                np.savez(out, **arrays)
+            os.replace(scratch, path)
+        finally:  # a full disk must not leave the part behind
+            scratch.unlink(missing_ok=True)
 
     @classmethod
     def load(cls, path: Path) -> tuple["BM25Index", dict[str, Any], Any]:

@@ -16,6 +16,8 @@ whose texts must not reach the disk in the clear) the bytes stay in memory.
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -24,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from contextd.errors import StoreError
+
+log = logging.getLogger(__name__)
 
 
 class Spool:
@@ -45,12 +49,26 @@ class Spool:
         if self._memory is not None:
             self._memory += data
         else:
-            view = memoryview(data)
-            while view:
-                written = os.pwrite(self._fd, view, offset + len(data) - len(view))
-                view = view[written:]
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.pwrite(self._fd, view, offset + len(data) - len(view))
+                    view = view[written:]
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                self._to_memory(exc)
+                self._memory += data
         self.size += len(data)
         return offset
+
+    def _to_memory(self, exc: OSError) -> None:
+        """The disk beside the index is full: what the spool holds moves to memory, and
+        the answer costs the process's memory instead of failing with ``OSError 28``."""
+        log.warning("no space left for the spool beside the index (%s); keeping %s bytes in "
+                    "memory", exc.strerror, f"{self.size:,}")
+        self._memory = bytearray(self.read(0, self.size))
+        self.close_file()
 
     def read(self, offset: int, length: int) -> bytes:
         if self._file is None and self._memory is None:
@@ -65,21 +83,25 @@ class Spool:
             data += more
         return data
 
-    def close(self) -> None:
+    def close_file(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+    def close(self) -> None:
+        self.close_file()
         self._memory = None
 
 
 def spool_folder(project: Any) -> Path | None:
     """Where a project's spools go: beside its index (the same disk, never a RAM-backed
-    /tmp), the system's temporary folder when the index has no local folder, or nowhere (in
-    memory) when the index is sealed at rest."""
+    /tmp), the system's temporary folder when the index has no local folder or a read-only
+    one, or nowhere (in memory) when the index is sealed at rest."""
     if project is None or project.config.security.encrypt_db:
         return None
     folder = Path(project.db_path).parent
-    return folder if folder.is_dir() else Path(tempfile.gettempdir())
+    usable = folder.is_dir() and os.access(folder, os.W_OK)  # not a read-only index folder
+    return folder if usable else Path(tempfile.gettempdir())
 
 
 class RowFile:

@@ -146,6 +146,8 @@ class JobRunner:
                                  f"Dry-run: would re-index {files:,} files{where} in about "
                                  f"{format_duration(seconds)} ({self._parts(estimate)}). "
                                  "No changes made.", estimate)
+        indexed = len(self.store.file_states()) if prefixes else files
+        self.store.check_room_to_rewrite(files / max(1, indexed), f"{scope} rebuild")
         job = self._claim(scope, prefixes, files, created_by, params)
         args = (job.job_id, prefixes, vacuum, keep_errors, progress)
         if wait:

@@ -587,6 +587,13 @@ class IndexStore(abc.ABC):
     def vacuum(self) -> None:
         """Reclaim space after large deletions."""
 
+    def check_room_to_rewrite(self, share: float, what: str) -> None:
+        """Refuse ``what`` (StoreError) when the disk cannot hold ``share`` (0-1) of the
+        index written again: a rebuild drops its rows first, and a disk that fills after
+        the drop leaves the index empty. A server's index (PostgreSQL) has its disk looked
+        after elsewhere: nothing to check here."""
+        return None
+
     @abc.abstractmethod
     def close(self) -> None:
         """Checkpoint and close."""

@@ -24,6 +24,7 @@ import duckdb
 
 from contextd.errors import StoreError
 from contextd.store.base import KNOWLEDGE_PREFIX, IndexStore
+from contextd.store.disk_faults import check_room, disk_fault
 from contextd.store.duckdb.contents import ContentsMixin
 from contextd.store.duckdb.knowledge import KnowledgeMixin
 from contextd.store.duckdb.operations import OperationsMixin
@@ -299,6 +300,15 @@ class DuckDBStore(ContentsMixin, VectorsMixin, StashMixin, KnowledgeMixin, Repor
             self._cursor().execute("FORCE CHECKPOINT")
             self._cursor().execute("VACUUM")
 
+    def check_room_to_rewrite(self, share: float, what: str) -> None:
+        if self.path == ":memory:":
+            return
+        # Rows written again go through the write-ahead log first, then into the file:
+        # about as many bytes as they take now (the file and a log not checkpointed yet).
+        files = [Path(self.path), Path(self.path + ".wal")]
+        written = sum(f.stat().st_size for f in files if f.exists())
+        check_room(self.path, int(written * min(1.0, share)), what)
+
     def limit_memory(self, megabytes: int) -> None:
         """Cap DuckDB's buffer pool (by default 80% of the machine's memory, which a scan of
         the embeddings table fills and keeps): beyond it DuckDB evicts, or spills to its
@@ -309,17 +319,31 @@ class DuckDBStore(ContentsMixin, VectorsMixin, StashMixin, KnowledgeMixin, Repor
         with self._reads_done:
             self._closing = True
             self._reads_done.wait_for(lambda: self._reads == 0, timeout=CLOSE_WAIT_S)
+        failed: Exception | None = None
         with self._write_lock:
             if not self.read_only:
-                self._con.execute("CHECKPOINT")
+                try:
+                    self._con.execute("CHECKPOINT")
+                except duckdb.Error as exc:
+                    # A full disk: what was committed stays in the write-ahead log, which
+                    # the next open replays. The connection is closed all the same, and the
+                    # fault named once everything is let go.
+                    failed = exc
+            # After a failed checkpoint DuckDB may refuse everything ("invalidated").
+            let_go = contextlib.suppress(duckdb.Error) if failed else contextlib.nullcontext()
             for cur in self._cursors:
-                _close_when_idle(cur)
+                with let_go:
+                    _close_when_idle(cur)
             self._cursors.clear()
             self._local = threading.local()
-            self._con.close()
+            with let_go:
+                self._con.close()
             if self._counter_key is not None:
                 _GenerationCounter.release(self._counter_key)
                 self._counter_key = self._counter = None
+        if failed is not None:
+            raise disk_fault(failed, self.path) or StoreError(
+                f"could not close the index {self.path}: {failed}") from failed
 
 
 def _close_when_idle(cur: duckdb.DuckDBPyConnection) -> None:
