@@ -84,14 +84,21 @@ class EngineHandle:
             raise ContextdError(f"contextd could not open this project: {self._error}")
         return self._engine
 
-    def close(self) -> None:
-        """Close the engine (releasing the lock and the socket if this process owns them)."""
+    def close(self, hand_off: bool = False) -> None:
+        """Close the engine (releasing the lock and the socket if this process owns them).
+        ``hand_off`` (the client went away): indexing this owner had not finished goes on in
+        a background owner (:meth:`contextd.runtime.owner.SharedEngine.hand_off`)."""
         self._closing = True
         with self._started:
             thread = self._thread
         if thread is not None:
             thread.join(timeout=ENGINE_WAIT_S)
         if self._engine is not None:
+            if hand_off:
+                try:
+                    self._engine.hand_off()
+                except OSError as exc:  # the work waits for the next session instead
+                    log.warning("contextd serve: cannot hand the indexing on: %s", exc)
             self._engine.close()
             self._engine = None
 
