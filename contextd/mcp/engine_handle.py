@@ -86,8 +86,8 @@ class EngineHandle:
 
     def close(self, hand_off: bool = False) -> None:
         """Close the engine (releasing the lock and the socket if this process owns them).
-        ``hand_off`` (the client went away): indexing this owner had not finished goes on in
-        a background owner (:meth:`contextd.runtime.owner.SharedEngine.hand_off`)."""
+        ``hand_off`` (the client went away): the reading this owner had not finished goes on
+        in a background owner (:meth:`_hand_off`)."""
         self._closing = True
         with self._started:
             thread = self._thread
@@ -95,12 +95,24 @@ class EngineHandle:
             thread.join(timeout=ENGINE_WAIT_S)
         if self._engine is not None:
             if hand_off:
-                try:
-                    self._engine.hand_off()
-                except OSError as exc:  # the work waits for the next session instead
-                    log.warning("contextd serve: cannot hand the indexing on: %s", exc)
+                self._hand_off(self._engine)
             self._engine.close()
             self._engine = None
+
+
+    @staticmethod
+    def _hand_off(engine: Any) -> None:
+        """Start a background owner (``contextd owner``) to read what this owner had not
+        read when its session ended; it takes the index over as soon as this process lets
+        go. ``[owner] background = false`` keeps the work for the next session."""
+        from contextd.runtime.background import start_background_owner
+
+        if not engine.reading_unfinished or not engine.project.config.owner.background:
+            return
+        try:
+            start_background_owner(engine.project)
+        except OSError as exc:  # the work waits for the next session instead
+            log.warning("contextd serve: cannot hand the indexing on: %s", exc)
 
 
 def start_after_handshake(handle: EngineHandle) -> Any:

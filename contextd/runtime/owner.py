@@ -132,22 +132,18 @@ class SharedEngine:
                 storage=self.project.config.storage))
         return result
 
-    def hand_off(self) -> int | None:
-        """Before a long-running owner closes because its client went away (an MCP session
-        ended): when its catch-up is still reading the project and ``[owner] background`` is
-        on, start a background owner, which takes the index over as soon as this process
-        lets go and reads the rest (then computes the vectors); its pid. Without it, closing
-        a session stopped the indexing until the next session started (issue 40). Vectors
-        alone still to compute wait for the next owner: the index answers lexically and by
-        symbol meanwhile, and a process is not left behind for them."""
+    @property
+    def reading_unfinished(self) -> bool:
+        """Whether this process owns the index and its catch-up is still reading the
+        project: work that a long-running owner whose client went away (an MCP session
+        ended) hands to a background owner (:func:`contextd.mcp.engine_handle.EngineHandle.close`)
+        rather than leave until the next session starts (issue 40). Vectors alone still to
+        compute wait for the next owner: the index answers lexically and by symbol meanwhile,
+        and no process is left behind for them."""
         with self._mutex:
             engine, duties = self._engine, self._duties
-        if engine is None or duties is None or not duties.catching_up \
-                or not engine.indexer.reading_project or not self.project.config.owner.background:
-            return None
-        from contextd.runtime.background import start_background_owner
-
-        return start_background_owner(self.project)
+        return engine is not None and duties is not None and duties.catching_up \
+            and engine.indexer.reading_project
 
     # ----- routing ---------------------------------------------------------------------
     def call(self, name: str, params: dict[str, Any], progress=None) -> Any:
