@@ -243,6 +243,21 @@ def test_refresh_context(served):
     assert "paths" in error_text(served.call("refresh_context", {"paths": []}))
 
 
+def test_refresh_of_a_missing_path_is_refused_alike_async_and_sync(served):
+    """Issue 40 item 8: the async form answered "queued" for a path that neither exists
+    nor is indexed (the refresh then failed in the server's log), while the sync form
+    refused it. Both refuse it now, in the same words, before anything is queued."""
+    refusals = [error_text(served.call("refresh_context", {"paths": ["src/no_such.py"],
+                                                           "async": run_async}))
+                for run_async in (True, False)]
+    assert refusals[0] == refusals[1], refusals
+    assert "'src/no_such.py' does not exist" in refusals[0]
+    mixed = structured(served.call("refresh_context",
+                                   {"paths": ["src/billing/tax.py", "src/no_such.py"]}))
+    assert mixed["status"] == "queued" and mixed["filesQueued"] == 1
+    assert [row["path"] for row in mixed["refused"]] == ["src/no_such.py"]
+
+
 def test_get_context_stats(served):
     stats = structured(served.call("get_context_stats", {}))
     assert stats["enabled"] is True
@@ -287,6 +302,36 @@ def test_rebuild_runs_as_a_job_to_completion(served):
     assert any(hit["filePath"] == "src/billing/tax.py" for hit in hits)
 
 
+NINETEEN_FILES = {f"src/handlers/handler_{i:02d}.py":
+                  f"def handle_{i:02d}(request):\n    return request.get('field_{i}')\n"
+                  for i in range(19)}
+
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("rebuild_context", {"confirm": True, "async": False, "options": {"vacuum": False}}),
+    # The same JobRunner.rebuild under another tool: slow (a second server start).
+    pytest.param("reindex_with_context", {"async": False}, marks=pytest.mark.slow),
+])
+def test_a_rebuild_on_a_just_started_server_counts_every_file(tmp_path, tool, arguments):
+    """Issue 40 item 8: asked while the new server's bootstrap was reading the project, a
+    rebuild dropped the index, waited for the bootstrap to put the 19 files back, found
+    them unchanged and answered "0 files". It waits for the bootstrap now, then rebuilds
+    the 19 files, and says so."""
+    root = make_repo(tmp_path / "repo", NINETEEN_FILES)
+    with mcp_session(root, server_env(tmp_path / "run"), tmp_path / "server.log") as session:
+        answer = structured(session.call(tool, arguments))
+        if tool == "rebuild_context":
+            assert answer["status"] == "completed", answer
+            assert answer["progress"]["filesProcessed"] == 19, answer
+            assert "19 files" in answer["message"], answer["message"]
+        else:
+            assert answer["success"] and answer["progress"]["status"] == "completed", answer
+            assert answer["progress"]["processed"] == answer["progress"]["total_entities"] \
+                == 19, answer
+        stats = structured(session.call("get_context_stats", {}))
+        assert stats["storage"]["totalFiles"] == 19
+
+
 @pytest.mark.parametrize("tool, arguments, hint", [
     ("rebuild_context", {}, "confirm"),
     ("rebuild_context", {"confirm": True, "options": {"validate": True}}, "validate"),
@@ -324,7 +369,9 @@ def _start_raw(tmp_path, monkeypatch):
     """A server on a pipe we drive by hand, past initialize and tools/list."""
     env = server_env(tmp_path / "run")
     monkeypatch.setenv("XDG_RUNTIME_DIR", env["XDG_RUNTIME_DIR"])
-    root = make_repo(tmp_path / "repo")
+    # What the server itself releases: no background owner takes the indexing over.
+    root = make_repo(tmp_path / "repo",
+                     {**REPO_FILES, "context.toml": "[owner]\nbackground = false\n"})
     proc = subprocess.Popen(serve_command(root), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=open(tmp_path / "server.log", "w"), env=env, cwd=str(root))
     _request(proc, INITIALIZE)
@@ -387,6 +434,52 @@ def test_stdout_is_pure_and_stdin_close_exits(raw_server):
     for line in lines:
         assert json.loads(line)["jsonrpc"] == "2.0"
     _assert_released(project)
+
+
+def test_closing_the_session_mid_bootstrap_hands_the_reading_to_a_background_owner(tmp_path):
+    """Issue 40 item 7: closing the MCP session stopped the indexing (the server, the
+    index's owner, cancelled its catch-up on the way out), and nothing read the rest until
+    the next session. Now a background owner takes the reading over and finishes it with
+    no session open."""
+    pages = 800
+    files = {f"docs/page_{n:04d}.md": "# Page\n\n" + "Some words of prose here.\n\n" * 100
+             for n in range(pages)}
+    files["context.toml"] = "[owner]\nidle_exit_seconds = 5\n[contextualizer]\nstrategy = \"none\"\n"
+    root = make_repo(tmp_path / "repo", files)
+    env = server_env(tmp_path / "run")
+    project = Project.open(str(root))
+    lock = OwnerLock(lock_path(project.db_path))
+    with mcp_session(root, env, tmp_path / "server.log") as session:
+        deadline = time.monotonic() + 60
+        while True:
+            stats = structured(session.call("get_context_stats", {}))
+            indexing = stats["indexing"]
+            if indexing["state"] == "indexing" and indexing["files_indexed"] > 0:
+                break
+            assert indexing["files_indexed"] < pages, "read whole before the close: more pages"
+            assert time.monotonic() < deadline, indexing
+            time.sleep(0.05)
+        server_pid = stats["owner"]["pid"]
+    deadline = time.monotonic() + 60
+    while (holder := lock.holder_pid()) in (None, server_pid):
+        assert time.monotonic() < deadline, "no process took the indexing over"
+        time.sleep(0.1)
+    try:
+        command = Path(f"/proc/{holder}/cmdline").read_bytes().split(b"\0")
+        assert b"owner" in command, command
+        deadline = time.monotonic() + 180
+        while True:  # no session open: the background owner reads the rest
+            done = subprocess.run([sys.executable, "-m", "contextd", "--json", "stats"],
+                                  cwd=root, env=env, capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            indexing = json.loads(done.stdout)["indexing"]
+            if indexing["files_indexed"] == pages + 1:
+                break
+            assert time.monotonic() < deadline, indexing
+            time.sleep(1)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(holder, signal.SIGKILL)
 
 
 def test_sigterm_exits_cleanly(raw_server):

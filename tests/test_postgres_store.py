@@ -3,6 +3,7 @@ hidden, workspace identity and isolation, claims and writers across processes.""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -323,6 +324,52 @@ def test_three_writers_one_killed_end_equal_to_a_clean_rebuild(tmp_path, postgre
             writer.kill()
             writer.wait()
         watcher.close()
+
+
+REFRESHER = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from contextd.config.sections import ContextConfig
+    from contextd.indexer import Indexer
+    from contextd.config.project import Project
+    from contextd.store.postgres import PostgresStore
+    root, url, ws = sys.argv[1], sys.argv[2], sys.argv[3]
+    store = PostgresStore(url, ws)
+    indexer = Indexer(Project(Path(root), ContextConfig()), store, embed=False)
+    print("ready", flush=True)
+    sys.stdin.readline()  # both start together
+    report = indexer.refresh()
+    print(json.dumps({"indexed": report.files_indexed, "unchanged": report.files_unchanged}),
+          flush=True)
+    store.close()
+""")
+
+
+def test_two_refreshes_of_one_workspace_do_the_job_once(tmp_path, postgres_url, workspace):
+    """Issue 40 item 8: two processes refreshing one PostgreSQL workspace both did the whole
+    job (each planned every file; the per-file locks only kept them from writing one file at
+    once). The workspace's index claim makes the second wait for the first, then find every
+    file current."""
+    files = 60
+    root = _git_project(tmp_path / "proj", files)
+    refreshers = [subprocess.Popen([sys.executable, "-c", REFRESHER, str(root), postgres_url,
+                                    workspace], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   text=True) for _ in range(2)]
+    try:
+        for refresher in refreshers:
+            assert refresher.stdout.readline().strip() == "ready"
+        for refresher in refreshers:
+            refresher.stdin.write("go\n")
+            refresher.stdin.flush()
+        reports = [json.loads(refresher.stdout.readline()) for refresher in refreshers]
+        for refresher in refreshers:
+            assert refresher.wait(timeout=60) == 0
+    finally:
+        for refresher in refreshers:
+            refresher.kill()
+            refresher.wait()
+    assert sorted(reports, key=lambda r: r["indexed"]) == [
+        {"indexed": 0, "unchanged": files}, {"indexed": files, "unchanged": 0}], reports
 
 
 def test_a_second_rebuild_is_refused_while_another_process_rebuilds(tmp_path, postgres_url,

@@ -564,7 +564,9 @@ class OwnerConfig:
     background: bool = _opt(True, help="Let a CLI command answer from the lexical and symbol "
                                        "indexes at once and hand a long embedding to a "
                                        "background process, which also serves later "
-                                       "commands warm; false: the command embeds itself.")
+                                       "commands warm (and takes over the reading an MCP "
+                                       "server had not finished when its session ended); "
+                                       "false: the command embeds itself.")
     answer_within_seconds: float = _opt(
         2.0, min=0.0, max=60.0,
         help="A CLI command embeds in-line only what fits in this many seconds (the model "

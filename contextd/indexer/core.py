@@ -13,7 +13,7 @@ import dataclasses
 import os
 import threading
 import time
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from contextd.boundary.walk import (SKIP_DIR_REASONS, SKIP_REASONS, Boundary, FileEntry,
                                     RejectReason)
@@ -31,7 +31,8 @@ from contextd.indexer.recency import recently_touched
 from contextd.indexer.worker import process_data
 from contextd.indexer.report import BUSY, IndexReport
 from contextd.indexer.interrupts import is_interrupt
-from contextd.boundary.path_args import check_path, check_paths, refusal_text, shown
+from contextd.boundary.path_args import (RefusedPath, check_path, check_paths, refusal_text,
+                                         shown)
 from contextd.indexer.progress import (JobProgress, NullProgress, Progress, TeeProgress, WorkFigures,
                                format_duration)
 from contextd.config.project import Project
@@ -55,6 +56,8 @@ RECOUNT_WINDOWS = 10
 BOOTSTRAP_OFF = "bootstrap disabled"
 # Runs given less time than this (seconds) read in this process, without a worker pool.
 POOL_WORTH_S = 5.0
+# The store claim every run holds (Indexer.running): one run per index across processes.
+INDEX_CLAIM = "index"
 # Runs that read a whole scope: their embedding batches follow bootstrap.batch_size.
 WHOLE_RUNS = frozenset({"bootstrap", "resume", "rebuild"})
 # Runs that read the whole project, a catch-up of its changes included.
@@ -98,6 +101,7 @@ class Indexer:
         self.embed = embed
         self._boundary: Boundary | None = None
         self._run_lock = threading.RLock()
+        self._run_depth = 0  # runs nested in this thread's (see running)
         self._embed_lock = threading.Lock()
         self._state = "idle"
         self._files_total: int | None = None
@@ -123,6 +127,35 @@ class Indexer:
         if self._boundary is None:
             self._boundary = Boundary(self.project)
         return self._boundary
+
+    @contextlib.contextmanager
+    def running(self, wait: bool = True) -> Iterator[bool]:
+        """Held by every run (bootstrap, catch-up, refresh, push), and by a caller that must
+        not interleave with one (a rebuild dropping its scope); yields False when ``wait`` is
+        off and a run holds it. Beside this process's run lock, the outermost holder claims
+        the index in the store (``try_exclusive("index")``): on a PostgreSQL workspace
+        written by several processes, a second refresh waits for the first, then finds the
+        files current, instead of doing the whole job again (issue 40: the per-file locks
+        only kept the two from writing one file at once)."""
+        if not self._run_lock.acquire(blocking=wait):
+            yield False
+            return
+        try:
+            release = None
+            if self._run_depth == 0:
+                release = self.store.try_exclusive(INDEX_CLAIM, wait=wait)
+                if release is None:
+                    yield False
+                    return
+            self._run_depth += 1
+            try:
+                yield True
+            finally:
+                self._run_depth -= 1
+                if release is not None:
+                    release()
+        finally:
+            self._run_lock.release()
 
     def reload(self) -> None:
         """Re-read the configuration and the ignore rules (a changed .gitignore,
@@ -155,31 +188,31 @@ class Indexer:
         after this many seconds, by setting ``cancel`` (a new event when none is given; the
         run is then ``cancelled`` with ``files_left``: a bootstrap's stay pending and the
         next run resumes them)."""
-        if not self._run_lock.acquire(blocking=wait):
-            return IndexReport(mode=BUSY)
-        timer = None
-        if within_s is not None:
-            cancel = cancel or threading.Event()
-            timer = threading.Timer(max(0.0, within_s), cancel.set)
-            timer.daemon = True
-            timer.start()
-        try:
-            self._embed_now = embed
-            # A pool of chunking processes takes about a second to start, and a cancel waits
-            # for the batches it holds: a run this short reads in this process.
-            self._pool_allowed = within_s is None or within_s >= POOL_WORTH_S
+        with self.running(wait) as running:
+            if not running:
+                return IndexReport(mode=BUSY)
+            timer = None
+            if within_s is not None:
+                cancel = cancel or threading.Event()
+                timer = threading.Timer(max(0.0, within_s), cancel.set)
+                timer.daemon = True
+                timer.start()
             try:
-                return self._ensure_indexed(progress, cancel)
+                self._embed_now = embed
+                # A pool of chunking processes takes about a second to start, and a cancel
+                # waits for the batches it holds: a run this short reads in this process.
+                self._pool_allowed = within_s is None or within_s >= POOL_WORTH_S
+                try:
+                    return self._ensure_indexed(progress, cancel)
+                finally:
+                    self._embed_now, self._pool_allowed = True, True
             finally:
-                self._embed_now, self._pool_allowed = True, True
-        finally:
-            if timer is not None:
-                timer.cancel()
-            self._run_lock.release()
+                if timer is not None:
+                    timer.cancel()
 
     def _ensure_indexed(self, progress: Progress | None, cancel: threading.Event | None
                         ) -> IndexReport:
-        with self._run_lock:
+        with self.running():
             signature = index_signature(self.config)
             job_id, pending = self.store.progress_pending()
             if pending:
@@ -209,7 +242,7 @@ class Indexer:
         """Index every file in scope (all, or under ``prefixes``) in priority order, tracking
         each in bootstrap_progress so an interruption resumes where it stopped. Files already
         stored with the same content are skipped (the caller clears them to force)."""
-        with self._run_lock:
+        with self.running():
             entries = self._in_priority_order(self._walk(prefixes))
             limit = self.config.bootstrap.max_initial_files
             if limit and prefixes is None:
@@ -217,13 +250,15 @@ class Indexer:
             if job_id is None:
                 job_id = self.store.create_job("bootstrap", "all", len(entries), "indexer",
                                                status="in_progress").job_id
-                # The job row carries live figures, as a rebuild's does (Index Manager,
-                # get_context_stats), whoever else watches the run.
-                progress = TeeProgress(progress, JobProgress(self.store, job_id))
             self.store.progress_begin(job_id, [e.path for e in entries])
             states = self.store.file_states()
             plan = plan_changes(entries, {p: states[p] for p in
                                           (e.path for e in entries) if p in states})
+            # The job row carries live figures over the whole scope (Index Manager,
+            # get_context_stats, get_rebuild_status), whoever else watches the run.
+            done_before = len(entries) - len(plan.tasks)
+            progress = TeeProgress(progress, JobProgress(self.store, job_id,
+                                                         done_before=done_before))
             with self._interruptible(job_id):
                 report = self._run(plan.tasks, mode, progress, cancel, track_progress=True,
                                    total=len(entries))
@@ -236,7 +271,7 @@ class Indexer:
                 written = {t.path for t in plan.tasks}
                 report.files_indexed -= sum(1 for path in gone if path in written)
                 report.note_vanished(gone)
-            self._finish_bootstrap(job_id, report)
+            self._finish_bootstrap(job_id, report, done_before)
             return report
 
     def refresh(self, paths: Sequence[str] | None = None, force: bool = False,
@@ -246,8 +281,16 @@ class Indexer:
         or absolute; None: the whole project). A path that no longer exists, or that the
         boundary now excludes, is removed. ``force`` re-chunks even unchanged files (vectors
         still come from the cache)."""
-        with self._run_lock:
+        with self.running():
             return self._refresh(paths, force, progress, cancel, mode="refresh")
+
+    def checked_paths(self, paths: Sequence[str]) -> tuple[list[str], list[RefusedPath]]:
+        """The usable ``paths`` of a refresh or rebuild (root-relative) and the refused ones
+        with their reasons (:func:`contextd.boundary.path_args.check_paths`); a missing path
+        is usable only while the index holds files under it (the refresh removes them).
+        One check for every caller, so a queued refresh is refused exactly as a run one."""
+        return check_paths(self.project.root, paths,
+                           known=lambda rel: bool(self.store.file_states(rel)))
 
     def relative(self, path: str) -> str:
         """``path`` (absolute, or relative to the root) as a root-relative POSIX path, checked
@@ -280,7 +323,7 @@ class Indexer:
         limit = self.config.indexing.max_file_size_mb * 1024 * 1024
         if len(data) > limit:
             raise UsageError(f"{rel}: {len(data)} bytes is over indexing.max_file_size_mb")
-        with self._run_lock:
+        with self.running():
             state = self.store.file_states(rel).get(rel)
             task = FileTask(rel, str(self.project.root / rel), len(data), PUSHED_MTIME_NS,
                             state.content_hash if state is not None else None)
@@ -435,15 +478,25 @@ class Indexer:
         states = {p: s for p, s in self.store.file_states().items() if p in wanted}
         plan = plan_changes(entries, states)
         gone = wanted - {e.path for e in entries}
+        # The figures go on from where the interrupted run stopped: of the job's files, all
+        # but the ones to read now are done (issue 40: "0 / 611" after a session closed).
+        job = self.store.get_job(job_id) if job_id else None
+        total = max(job.files_total or 0, len(pending)) if job is not None else len(pending)
+        done_before = total - len(plan.tasks)
+        if job is not None:
+            progress = TeeProgress(progress, JobProgress(self.store, job.job_id,
+                                                         done_before=done_before))
+            if job.job_type == "bootstrap":  # running again: no longer "interrupted"
+                self.store.update_job(job.job_id, status="in_progress", error_message=None)
         with self._interruptible(job_id):
             report = self._run(plan.tasks, "resume", progress, cancel, track_progress=True,
-                               total=len(pending))
+                               total=total)
         report.files_removed += self.store.delete_files(plan.removed)
         self.store.progress_mark(sorted(gone), "completed")
         report.files_seen = plan.seen
         report.files_unchanged += plan.unchanged
         if job_id:
-            self._finish_bootstrap(job_id, report)
+            self._finish_bootstrap(job_id, report, done_before)
         else:
             self.store.progress_clear()
         return report
@@ -462,7 +515,10 @@ class Indexer:
                                                     "resumes it")
             raise
 
-    def _finish_bootstrap(self, job_id: str, report: IndexReport) -> None:
+    def _finish_bootstrap(self, job_id: str, report: IndexReport, done_before: int = 0
+                          ) -> None:
+        """A completed bootstrap (or its resume): progress forgotten, the job row's final
+        figures, counting the files of the job done before this run (``done_before``)."""
         if report.cancelled:
             return
         self.store.progress_clear()
@@ -470,7 +526,8 @@ class Indexer:
         if job is not None and job.job_type == "bootstrap":
             # error_message cleared: a resumed job's "interrupted" note is no longer true.
             self.store.update_job(job_id, status="completed", completed_at="now",
-                                  error_message=None, files_processed=report.files_indexed,
+                                  error_message=None,
+                                  files_processed=done_before + report.files_indexed,
                                   chunks_processed=report.chunks_written,
                                   metrics=dataclasses.asdict(report))
 
@@ -481,8 +538,7 @@ class Indexer:
         only those the index holds (changed or gone), no new file added."""
         rels, refused = None, []
         if paths is not None:
-            rels, refused = check_paths(self.project.root, paths,
-                                        known=lambda rel: bool(self.store.file_states(rel)))
+            rels, refused = self.checked_paths(paths)
             if not rels:
                 raise UsageError(f"nothing to refresh: {refusal_text(refused)}")
             if "." in rels:

@@ -10,6 +10,7 @@ stdio server).
 
 from __future__ import annotations
 
+import collections
 import sys
 import threading
 import time
@@ -53,35 +54,54 @@ def format_duration(seconds: float) -> str:
     return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
 
 
-class WorkFigures:
-    """Units done and still pending (chunks embedded, files indexed), with the rate since
-    the first report: what the progress lines, ``contextd stats``, get_context_stats and the
-    query notes show."""
+# The rate behind an ETA is measured over this many recent seconds, and only once the
+# figures span a quarter of them: a rate since the start counted the pool's start-up and the
+# model's load, and announced "~1 h 26 min" for reading that ended 80 s later (issue 40).
+RATE_WINDOW_S = 20.0
 
-    def __init__(self, unit: str = "chunks embedded") -> None:
+
+class WorkFigures:
+    """Units done and still pending (chunks embedded, files indexed), with the recent rate:
+    what the progress lines, ``contextd stats``, get_context_stats and the query notes show.
+    No rate (and so no ETA) until the figures span ``window_s / 4`` seconds with progress."""
+
+    def __init__(self, unit: str = "chunks embedded", window_s: float = RATE_WINDOW_S
+                 ) -> None:
         self.unit = unit
+        self.window_s = window_s
         self.done = 0
         self.pending: int | None = None
         self.started: float | None = None
-        self._first_done = 0
+        self._samples: collections.deque[tuple[float, int]] = collections.deque()
 
     def record(self, done: int, pending: int) -> None:
         now = time.monotonic()
         if self.started is None or done < self.done:  # a new run counts from zero
-            self.started, self._first_done = now, done
+            self.started = now
+            self._samples.clear()
         self.done, self.pending = done, pending
+        self._samples.append((now, done))
+        # Samples older than the window go, but two always stay: reports that come seldom
+        # still give a rate.
+        while len(self._samples) > 2 and now - self._samples[0][0] > self.window_s:
+            self._samples.popleft()
 
     def restart_clock(self) -> None:
         """Measure the rate from now (after a model load that the rate must not include)."""
-        self.started, self._first_done = time.monotonic(), self.done
+        self.started = time.monotonic()
+        self._samples = collections.deque([(self.started, self.done)])
 
     @property
     def rate(self) -> float:
-        """Units per second since the first report (0 before any measurable time)."""
-        if self.started is None:
+        """Units per second over the last ``window_s`` seconds; 0 until the figures span a
+        quarter of that with some progress (no rate yet is said as none, not guessed)."""
+        if not self._samples:
             return 0.0
-        elapsed = time.monotonic() - self.started
-        return (self.done - self._first_done) / elapsed if elapsed > 0.5 else 0.0
+        since, done_then = self._samples[0]
+        span = time.monotonic() - since
+        if span < self.window_s / 4 or self.done <= done_then:
+            return 0.0
+        return (self.done - done_then) / span
 
     @property
     def eta_seconds(self) -> float | None:
@@ -112,26 +132,34 @@ class _Figures:
 
     def __init__(self) -> None:
         self.total = 0
-        self.files = 0
         self.chunks = 0
         self.current: str | None = None
         self.label = "indexing"
-        self.started = time.monotonic()
+        self.file_figures = WorkFigures("files")
         self.embedding = WorkFigures()
 
+    @property
+    def files(self) -> int:
+        return self.file_figures.done
+
     def begin(self, total: int, label: str) -> None:
-        self.total, self.label, self.started = total, label, time.monotonic()
-        self.files = self.chunks = 0
+        self.total, self.label, self.chunks = total, label, 0
+        self.file_figures = WorkFigures("files")
+        self.file_figures.record(0, total)
+
+    def count(self, files: int, chunks: int) -> None:
+        self.chunks = chunks
+        self.file_figures.record(files, max(0, self.total - files))
 
     def line(self) -> str:
-        elapsed = max(time.monotonic() - self.started, 1e-6)
-        rate = self.files / elapsed
+        rate, eta = self.file_figures.rate, self.file_figures.eta_seconds
         text = f"{self.label}: {self.files:,} / {self.total:,} files, {self.chunks:,} chunks"
         if self.total:
             text += f" ({100 * self.files // self.total}%)"
-        text += f", {rate:,.0f} files/s"
-        if rate > 0 and self.total > self.files:
-            text += f", ETA {format_duration((self.total - self.files) / rate)}"
+        if rate > 0:
+            text += f", {rate:,.0f} files/s"
+        if eta is not None:
+            text += f", ETA {format_duration(eta)}"
         if self.embedding.started is not None:
             text += f"; {self.embedding.text()}"
         return text
@@ -157,7 +185,7 @@ class LineProgress(Progress):
 
     def update(self, files_done: int, chunks_done: int, current_file: str | None = None
                ) -> None:
-        self._fig.files, self._fig.chunks = files_done, chunks_done
+        self._fig.count(files_done, chunks_done)
         self._maybe_write()
 
     def embedding(self, done: int, pending: int) -> None:
@@ -238,24 +266,30 @@ class RichProgress(Progress):
 
 class JobProgress(Progress):
     """Writes the figures to a row of the jobs table, at most every ``interval`` seconds (a
-    write per file would make the jobs table the bottleneck)."""
+    write per file would make the jobs table the bottleneck).
 
-    def __init__(self, store: IndexStore, job_id: str, interval: float = 0.5):
+    The row counts the whole job: ``done_before`` files of its scope were done before this
+    run (read by the run a crash or a closed session interrupted, or unchanged), so a
+    resumed bootstrap goes on from "53 / 739", not "0 / 686" (issue 40)."""
+
+    def __init__(self, store: IndexStore, job_id: str, interval: float = 0.5,
+                 done_before: int = 0):
         self.store = store
         self.job_id = job_id
         self.interval = interval
+        self.done_before = done_before
         self._last = 0.0
 
     def start(self, total_files: int, label: str = "indexing") -> None:
-        self.store.update_job(self.job_id, files_total=total_files, files_processed=0,
-                              chunks_processed=0)
+        self.store.update_job(self.job_id, files_total=self.done_before + total_files,
+                              files_processed=self.done_before, chunks_processed=0)
 
     def update(self, files_done: int, chunks_done: int, current_file: str | None = None
                ) -> None:
         now = time.monotonic()
         if now - self._last >= self.interval:
             self._last = now
-            self.store.update_job(self.job_id, files_processed=files_done,
+            self.store.update_job(self.job_id, files_processed=self.done_before + files_done,
                                   chunks_processed=chunks_done, current_file=current_file)
 
     def finish(self, message: str = "") -> None:

@@ -24,7 +24,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from contextd.errors import ContextdError, JobConflictError
-from contextd.boundary.path_args import check_paths, refusal_text
+from contextd.boundary.path_args import RefusedPath, refusal_text
 from contextd.mcp import render
 from contextd.mcp.contextual_tools import ContextualTools
 from contextd.mcp.knowledge_tools import KnowledgeTools
@@ -242,7 +242,10 @@ class ContextTools:
         indexed) are listed in 'refused' with a reason each.
         """
         engine = self.handle.get()
-        accepted, refused = check_paths(engine.project.root, paths)
+        # The owner's check (it knows what is indexed): both forms refuse alike, before queuing.
+        checked = engine.check_refresh_paths(list(paths))
+        accepted = checked["accepted"]
+        refused = [RefusedPath(**row) for row in checked["refused"]]
         if not accepted:
             raise ToolError(f"nothing to refresh: {refusal_text(refused)}")
         files = render.files_under(engine.project.root, accepted)

@@ -84,16 +84,35 @@ class EngineHandle:
             raise ContextdError(f"contextd could not open this project: {self._error}")
         return self._engine
 
-    def close(self) -> None:
-        """Close the engine (releasing the lock and the socket if this process owns them)."""
+    def close(self, hand_off: bool = False) -> None:
+        """Close the engine (releasing the lock and the socket if this process owns them).
+        ``hand_off`` (the client went away): the reading this owner had not finished goes on
+        in a background owner (:meth:`_hand_off`)."""
         self._closing = True
         with self._started:
             thread = self._thread
         if thread is not None:
             thread.join(timeout=ENGINE_WAIT_S)
         if self._engine is not None:
+            if hand_off:
+                self._hand_off(self._engine)
             self._engine.close()
             self._engine = None
+
+
+    @staticmethod
+    def _hand_off(engine: Any) -> None:
+        """Start a background owner (``contextd owner``) to read what this owner had not
+        read when its session ended; it takes the index over as soon as this process lets
+        go. ``[owner] background = false`` keeps the work for the next session."""
+        from contextd.runtime.background import start_background_owner
+
+        if not engine.reading_unfinished or not engine.project.config.owner.background:
+            return
+        try:
+            start_background_owner(engine.project)
+        except OSError as exc:  # the work waits for the next session instead
+            log.warning("contextd serve: cannot hand the indexing on: %s", exc)
 
 
 def start_after_handshake(handle: EngineHandle) -> Any:

@@ -8,7 +8,10 @@ the first request after the handshake has been answered, or after
 
 Shutdown (seed 002, "Error Handling"): the server exits with status 0 when stdin closes (the
 client went away) or on SIGTERM/SIGINT, and always releases the owner lock and removes its
-socket on the way out, so another process takes over at once.
+socket on the way out, so another process takes over at once. When stdin closes while the
+server, as the index's owner, is still catching up (files to read, vectors to compute), a
+background owner (``contextd owner``) takes the work over, so closing a session does not stop
+the indexing the next one needs; a signal stops everything.
 """
 
 from __future__ import annotations
@@ -37,13 +40,17 @@ def serve(root: str | None, config_path: str | None, http_port: int | None = Non
         check_port_free(http_port)
     handle = EngineHandle(root, config_path)
     app = build_app(handle, log_level="DEBUG" if verbose > 1 else "WARNING")
+    client_gone = False
     try:
         if http_port is None:
             anyio.run(_serve_stdio, app, handle)
+            # stdin closed: the session ended, not the index's work (a signal, `contextd
+            # stop` before a restore, must stop it: that path never comes here).
+            client_gone = True
         else:
             anyio.run(_serve_http, app, handle, http_port)
     finally:
-        handle.close()
+        handle.close(hand_off=client_gone)
 
 
 def check_port_free(port: int, host: str = "127.0.0.1") -> None:

@@ -45,6 +45,16 @@ def refresh(engine, paths: Sequence[str] | None = None, force: bool = False,
     return engine.indexer.refresh(paths=paths, force=force, progress=progress)
 
 
+@operation()
+def check_refresh_paths(engine, paths: list[str]) -> dict[str, Any]:
+    """``{"accepted": [root-relative paths], "refused": [{"path", "reason"}]}``: the check a
+    refresh of ``paths`` makes before it runs. refresh_context(async=true) asks it before
+    queuing, so a missing path is refused there as the synchronous form refuses it, not
+    answered "queued" and dropped later in a log line nobody reads."""
+    accepted, refused = engine.indexer.checked_paths(paths)
+    return {"accepted": accepted, "refused": [dataclasses.asdict(r) for r in refused]}
+
+
 @operation(mcp=("rebuild_context", "rebuild_index"), cli=("rebuild",))
 def rebuild(engine, paths: Sequence[str] | None = None, dry_run: bool = False,
             vacuum: bool = True, keep_errors: bool = False, wait: bool = True,

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from contextd.errors import JobConflictError, UsageError
-from contextd.boundary.path_args import check_paths, refusal_text
-from contextd.indexer.progress import JobProgress, Progress, TeeProgress, format_duration
+from contextd.boundary.path_args import refusal_text
+from contextd.indexer.progress import Progress, format_duration
 from contextd.store.base import IndexStore, Job
 
 if TYPE_CHECKING:
@@ -127,8 +127,7 @@ class JobRunner:
         with status ``queued``. Raises JobConflictError while another rebuild runs."""
         prefixes = None
         if paths:
-            prefixes, refused = check_paths(self.indexer.project.root, paths,
-                                            known=lambda rel: bool(self.store.file_states(rel)))
+            prefixes, refused = self.indexer.checked_paths(paths)
             if refused:  # a destructive job runs on exactly what was asked, or not at all
                 raise UsageError(f"rebuild refused: {refusal_text(refused)}")
         scope = "partial" if prefixes else "full"
@@ -280,15 +279,20 @@ class JobRunner:
                  keep_errors: bool, progress: Progress | None) -> Job:
         cancel = self._cancel[job_id]
         try:
-            self.store.update_job(job_id, status="in_progress")
-            self._log(job_id, f"rebuild of {self._scope_text(prefixes)} started")
-            dropped = self.store.clear_index(prefixes)
-            self._log(job_id, f"dropped {dropped:,} files from the index")
-            if not keep_errors:
-                self._clear_errors(prefixes)
-            sink = TeeProgress(progress, JobProgress(self.store, job_id))
-            report = self.indexer.bootstrap(prefixes, progress=sink, cancel=cancel,
-                                            job_id=job_id, mode="rebuild")
+            # Under the indexer's run lock from the drop on: a rebuild asked for while a
+            # bootstrap runs (a server just started) waits for it, then rebuilds every file.
+            # Dropped before that bootstrap ended, its files came back before this run read
+            # them, and the rebuild answered "0 files" (issue 40).
+            with self.indexer.running():
+                self.store.update_job(job_id, status="in_progress")
+                self._log(job_id, f"rebuild of {self._scope_text(prefixes)} started")
+                dropped = self.store.clear_index(prefixes)
+                self._log(job_id, f"dropped {dropped:,} files from the index")
+                if not keep_errors:
+                    self._clear_errors(prefixes)
+                # The bootstrap keeps the job row's figures (files, chunks, current file).
+                report = self.indexer.bootstrap(prefixes, progress=progress, cancel=cancel,
+                                                job_id=job_id, mode="rebuild")
             self._log(job_id, report.summary)
             left_out: list[str] = []
             if report.cancelled:

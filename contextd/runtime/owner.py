@@ -147,6 +147,19 @@ class SharedEngine:
                 storage=self.project.config.storage))
         return result
 
+    @property
+    def reading_unfinished(self) -> bool:
+        """Whether this process owns the index and its catch-up is still reading the
+        project: work that a long-running owner whose client went away (an MCP session
+        ended) hands to a background owner (:func:`contextd.mcp.engine_handle.EngineHandle.close`)
+        rather than leave until the next session starts (issue 40). Vectors alone still to
+        compute wait for the next owner: the index answers lexically and by symbol meanwhile,
+        and no process is left behind for them."""
+        with self._mutex:
+            engine, duties = self._engine, self._duties
+        return engine is not None and duties is not None and duties.catching_up \
+            and engine.indexer.reading_project
+
     # ----- routing ---------------------------------------------------------------------
     def call(self, name: str, params: dict[str, Any], progress=None) -> Any:
         """Run a declared operation (:mod:`contextd.operations`) on the Engine: this

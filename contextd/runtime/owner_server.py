@@ -252,6 +252,11 @@ class OwnerDuties:
             if not self._stopped.is_set():
                 log.exception("owner: background indexing failed")
 
+    @property
+    def catching_up(self) -> bool:
+        """Whether the catch-up (files to read, then vectors to compute) still runs."""
+        return self._threads[1].is_alive()
+
     def stop(self, timeout: float = 10.0) -> None:
         """Cancel the catch-up after its current batch, let the model finish loading, and
         stop the watcher, before the Engine closes under them."""

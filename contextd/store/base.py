@@ -306,11 +306,12 @@ class IndexStore(abc.ABC):
         every process search without loading every vector (PostgreSQL: pgvector's HNSW)."""
         return None
 
-    def try_exclusive(self, purpose: str) -> Callable[[], None] | None:
+    def try_exclusive(self, purpose: str, wait: bool = False) -> Callable[[], None] | None:
         """Claim ``purpose`` (e.g. ``"rebuild"``) for this index across every process that
         writes it: a function that gives the claim back, or None when another process holds
-        it. A claim dies with its process. The default serves stores written by one process
-        only (DuckDB, where the owner election already makes one writer): always granted."""
+        it (``wait``: wait for it instead). A claim dies with its process. The default
+        serves stores written by one process only (DuckDB, where the owner election already
+        makes one writer): always granted."""
         return lambda: None
 
     @abc.abstractmethod

@@ -61,13 +61,17 @@ class PostgresStore(ContentsMixin, VectorsMixin, KnowledgeMixin, StashMixin, Rep
         return self.schema
 
     # ----- claims across processes -----------------------------------------------------
-    def try_exclusive(self, purpose: str) -> Callable[[], None] | None:
+    def try_exclusive(self, purpose: str, wait: bool = False) -> Callable[[], None] | None:
         """A session advisory lock on a connection kept out of the pool until released: the
         server drops it when this process dies, however it dies."""
         conn = self._pool.getconn()
         try:
-            got = conn.execute("SELECT pg_try_advisory_lock(%s)",
-                               [lock_key(self.workspace, purpose)]).fetchone()[0]
+            if wait:
+                conn.execute("SELECT pg_advisory_lock(%s)", [lock_key(self.workspace, purpose)])
+                got = True
+            else:
+                got = conn.execute("SELECT pg_try_advisory_lock(%s)",
+                                   [lock_key(self.workspace, purpose)]).fetchone()[0]
         except BaseException:
             self._pool.putconn(conn)
             raise
