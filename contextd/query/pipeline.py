@@ -45,7 +45,7 @@ from contextd.query.budget import BudgetManager
 from contextd.query.projects import Projects, merge_pools
 from contextd.query.calibration import NO_MATCH_NOTE, calibrate
 from contextd.query.duplicates import (
-    collapse_near_duplicates, step_back_translations, translation_groups,
+    TranslationGroups, collapse_near_duplicates, step_back_translations, translation_groups,
 )
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
@@ -252,13 +252,16 @@ class QueryPipeline:
             candidates = apply_boosts(candidates, understood, self.config.ranking,
                                       derived_once(paths, PathWords))
             candidates = lift_rare_literals(candidates, literals)
+        groups = translation_groups(paths)
         if {p.id for p in selected} & {HYBRID_ID, FULL_TEXT_ID}:
             accepts = ScopeFilter(scope)
-            candidates, scan_note = self.unread.placed(
+            candidates, scan_note, unread = self.unread.placed(
                 candidates, query, literals, scope,
                 None if accepts.unrestricted else accepts.accepts_path, paths)
             notes += [scan_note] if scan_note else []
-        candidates = step_back_translations(candidates, translation_groups(paths), query)
+            if unread:  # a scanned page of docs/ko/ steps back for the docs/en/ one unread
+                groups = TranslationGroups([*paths, *unread])
+        candidates = step_back_translations(candidates, groups, query)
         unique, confidence = calibrate(collapse_near_duplicates(deduplicate(candidates)),
                                        understood.exact if understood else None)
         if unique and confidence < self.config.ranking.strong_match_confidence:

@@ -84,27 +84,28 @@ class UnreadScan:
     def placed(self, candidates: Sequence[ContextSnippet], query: str,
                literals: Sequence[Literal], scope: ContextScope,
                accepts_path: Callable[[str], bool] | None, indexed_paths: Container[str]
-               ) -> tuple[list[ContextSnippet], str | None]:
+               ) -> tuple[list[ContextSnippet], str | None, list[str]]:
         """(the candidates with the scanned windows placed among them, the note saying how
-        many files were searched); the candidates alone when every file is indexed or the
-        scope filters by what only indexing knows (languages, chunk kinds, roles).
+        many files were searched, the files not indexed yet: translation groups span them
+        too); the candidates alone when every file is indexed or the scope filters by what
+        only indexing knows (languages, chunk kinds, roles).
         ``accepts_path``: the scope's test of a path (None: every path is inside);
         ``indexed_paths``: the files the answer's indexes hold (a pending file a refresh has
         indexed since, after a cancelled rebuild, is not scanned again)."""
         if scope.languages or scope.kinds or scope.roles:
-            return list(candidates), None
+            return list(candidates), None, []
         _, pending = self.store.progress_pending()
         pending = [p for p in pending if p not in indexed_paths
                    and (accepts_path is None or accepts_path(p))]
         if not pending:
-            return list(candidates), None
+            return list(candidates), None, []
         asked = query_words(query) + [lit.text.lower() for lit in literals]
         indexed, frequency = self._frequencies(asked + [_needle(w) for w in asked])
         terms = distinctive_terms(query, literals, indexed, frequency)
         security = self.project.config.security
         scan = scan_unread(str(self.project.root), pending, query, terms, indexed, frequency,
                            lambda text, path: scrub_secrets(text, path, security).text)
-        return place_scanned(candidates, scan), scan.note()
+        return place_scanned(candidates, scan), scan.note(), pending
 
     def _frequencies(self, asked: Sequence[str]) -> tuple[int, dict[str, int]]:
         """(indexed chunks, BM25 document frequency of each word's stem)."""
