@@ -107,3 +107,21 @@ def test_the_note_says_how_many_files_were_not_searched_within_the_budget(tmp_pa
     assert scan.searched == 0
     assert scan.note() == ("0 of the 10 files not indexed yet were searched as text for "
                            "'zqtok61x7229008' (none matched); 10 not searched")
+
+
+def test_a_name_written_as_code_outweighs_a_rare_plain_word(tmp_path):
+    """fastapi: HTTPException is in hundreds of example files, "turned" in a README line. The
+    name the question writes as code still decides: the handler module ranks first."""
+    files = {f"docs_src/ex_{i:03d}.py": "raise HTTPException(status_code=404)\n"
+             for i in range(150)}
+    files["fastapi/exception_handlers.py"] = (
+        "async def http_exception_handler(request, exc: HTTPException):\n"
+        "    return JSONResponse({'detail': exc.detail}, status_code=exc.status_code)\n")
+    files["README.md"] = "# Docs\n\nYour code turned into an API.\n"
+    pending = _write(tmp_path, files)
+    query = "how is an HTTPException turned into a JSON error response"
+    terms = distinctive_terms(query, (), 0, {})
+    assert [t.written for t in terms if t.identifier] == ["HTTPException"]
+    scan = scan_unread(str(tmp_path), pending, query, terms, 0, {}, lambda text, _p: text)
+    assert scan.snippets[0].file_path == "fastapi/exception_handlers.py"
+    assert "README.md" not in [s.file_path for s in scan.snippets[:1]]

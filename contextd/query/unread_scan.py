@@ -62,6 +62,10 @@ _DOC_SUFFIXES = frozenset({".md", ".mdx", ".rst", ".txt", ".adoc"})
 _CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".xml"})
 # Words of a path (folders and file name) at least this long count as spelling a query term.
 PATH_WORD_LENGTH = 4
+# A name written as code: snake_case, camelCase, or capitals inside a word (HTTPException,
+# OpenAPI); not an acronym alone (JSON, HTML: prose writes them everywhere).
+_CODE_NAME_RE = re.compile(
+    r"\b(?:[A-Za-z]\w*_\w*[A-Za-z0-9]|[a-z]+[A-Z]\w*|[A-Z]+[a-z]\w*[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
 _PATH_WORD_RE = re.compile(r"[a-z0-9]+")
 SCANNED_NOTE = ("{searched:,} of the {pending:,} files not indexed yet were searched as text "
                 "for {terms} ({found}); {left:,} not searched")
@@ -123,14 +127,20 @@ class Term:
 
     needle: str
     written: str
+    # Written as code (a literal, ``HTTPException``, ``response_model``): distinctive by its
+    # form, however many files hold it.
+    identifier: bool = False
 
 
 def distinctive_terms(query: str, literals: Sequence[Literal], indexed: int,
                       frequency: Mapping[str, int]) -> list[Term]:
     """The query's literals, then its words that are neither stop words nor common among the
     ``indexed`` chunks (``frequency``: a word's BM25 document frequency, by its stem)."""
-    terms = {lit.text.lower(): Term(lit.text.lower(), lit.text) for lit in literals
-             if len(lit.text) >= MIN_WORD_LENGTH}
+    terms = {lit.text.lower(): Term(lit.text.lower(), lit.text, identifier=True)
+             for lit in literals if len(lit.text) >= MIN_WORD_LENGTH}
+    for name in _CODE_NAME_RE.findall(query):
+        if len(name) >= MIN_WORD_LENGTH:
+            terms.setdefault(name.lower(), Term(name.lower(), name, identifier=True))
     limit = max(RARE_MIN_DOCS, COMMON_SHARE * indexed)
     for word in query_words(query):
         if frequency.get(light_stem(word), 0) <= limit:
@@ -228,17 +238,22 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
 
 def _weights(terms: Sequence[Term], held: Mapping[str, tuple[bytes, frozenset[int]]],
              searched: int, indexed: int, frequency: Mapping[str, int]) -> list[float]:
-    """Each term's IDF over the indexed chunks and the files scanned together; 0 for a term
-    held by more than COMMON_SHARE of enough files scanned (common in the unread part)."""
+    """Each term's IDF over the indexed chunks and the files scanned together. A word held
+    by more than COMMON_SHARE of enough files scanned (common in the unread part) weighs 0;
+    a name written as code weighs at least as much as the heaviest word (on fastapi,
+    ``HTTPException`` is in hundreds of files, and a README window holding "turned" outranked
+    the module that raises it)."""
     weights = []
     for i, term in enumerate(terms):
         in_scan = sum(1 for _, found in held.values() if i in found)
-        if searched >= SCAN_SHARE_MIN_FILES and in_scan > COMMON_SHARE * searched:
+        if not term.identifier and searched >= SCAN_SHARE_MIN_FILES \
+                and in_scan > COMMON_SHARE * searched:
             weights.append(0.0)
             continue
         df = in_scan + frequency.get(light_stem(term.needle), 0)
         weights.append(math.log(1 + (searched + indexed) / (1 + df)))
-    return weights
+    heaviest = max((w for w, t in zip(weights, terms) if not t.identifier), default=0.0)
+    return [max(w, heaviest) if t.identifier else w for w, t in zip(weights, terms)]
 
 
 def _held_weight(lower: str, terms: Sequence[Term], weights: Sequence[float]) -> float:
