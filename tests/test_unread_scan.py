@@ -125,3 +125,16 @@ def test_a_name_written_as_code_outweighs_a_rare_plain_word(tmp_path):
     scan = scan_unread(str(tmp_path), pending, query, terms, 0, {}, lambda text, _p: text)
     assert scan.snippets[0].file_path == "fastapi/exception_handlers.py"
     assert "README.md" not in [s.file_path for s in scan.snippets[:1]]
+
+
+def test_the_package_code_comes_before_its_docs_examples_at_equal_evidence(tmp_path):
+    """fastapi's docs_src/ holds a thousand example modules using the names its package
+    defines: at equal evidence the package's module is shown first."""
+    pending = _write(tmp_path, {
+        "docs_src/models/tutorial001.py": "@app.get('/', response_model=Item)\n",
+        "fastapi/routing.py": "def serialize(response_model, content):\n    return content\n"})
+    query = "where is response_model used"
+    terms = distinctive_terms(query, (), 0, {})
+    scan = scan_unread(str(tmp_path), pending, query, terms, 0, {}, lambda text, _p: text)
+    assert [s.file_path for s in scan.snippets] == ["fastapi/routing.py",
+                                                    "docs_src/models/tutorial001.py"]

@@ -261,12 +261,15 @@ def _held_weight(lower: str, terms: Sequence[Term], weights: Sequence[float]) ->
 
 
 def _scan_order(path: str, terms: Sequence[Term]) -> tuple[int, int]:
-    """(0 source code, 1 docs, 2 tests, 3 configuration (see _DOC_SUFFIXES); 0 when the
-    path spells a query term, else 1): within each kind, the files whose path spells a term
-    of the query first, since the budget may end before the kind's last file."""
+    """(0 source code, 1 docs and their examples, 2 tests, 3 configuration (see
+    _DOC_SUFFIXES); 0 when the path spells a query term, else 1): within each kind, the
+    files whose path spells a term of the query first, since the budget may end before the
+    kind's last file. Code under a top folder of docs or examples (fastapi's 1,000 modules of
+    ``docs_src/``) counts as docs: the package's own code answers first."""
     lowered = path.lower()
     suffix = lowered[lowered.rfind("."):] if "." in lowered[lowered.rfind("/") + 1:] else ""
-    if suffix in _DOC_SUFFIXES:
+    top = lowered.split("/", 1)[0] if "/" in lowered else ""
+    if suffix in _DOC_SUFFIXES or "doc" in top or "example" in top:
         kind = 1
     elif "test" in lowered:
         kind = 2
