@@ -22,6 +22,9 @@ Per repository it prints:
   gold files is among the files of the first 5 hits), every question asked through the CLI,
   and the wall ms of each: p50 / p95 / max once warm (target: every answer <= 3 s, >= 80%
   right);
+* with ``--complete`` (and ``--questions 8``: issue 37's first eight answers): the same
+  questions then asked in process over the complete lexical index (the owner stopped, the
+  files left read), to compare the first answers' top 5 against;
 * **change-request localization**: the latest ``--commits`` commits that changed 1-4 existing
   source files (``.py``, ``.go``, ``.ts``/``.js``; tests, docs, examples and vendored code
   left out by each language's path conventions: :func:`_is_source`), after the
@@ -50,7 +53,7 @@ one run on whatever else the machine is doing: say so when quoting them.
 
     .venv/bin/python benchmarks/bench_scale.py /work/corpora/r/fastapi /work/corpora/r/wagtail
         [--commits 40] [--commits-skip 0] [--semble /work/venvs/semble/bin/python] [--vectors]
-        [--idle 60] [--keep-index] [--in-process] [--no-venv] [--questions 8]
+        [--idle 60] [--keep-index] [--in-process] [--no-venv] [--questions 8] [--complete]
 """
 
 from __future__ import annotations
@@ -602,6 +605,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--questions", type=int, default=None,
                         help="ask only the first N questions (issue 37: the first eight "
                              "answers on a never-indexed project, while the owner reads)")
+    parser.add_argument("--complete", action="store_true",
+                        help="after the CLI answers, the same questions in process over the "
+                             "complete lexical index (issue 37: the first answers against it)")
     args = parser.parse_args(argv)
     for root in args.repos:
         root = root.resolve()
@@ -622,6 +628,12 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         first_answer(root, args.keep_index)
         ask_questions(root, ask_cli(root), args.questions)
+        if args.complete:
+            stop_owner(root)
+            print("the same questions over the complete lexical index:")
+            ask = InProcess(root)
+            ask_questions(root, ask, args.questions)
+            ask.close()
         if args.commits:
             change_requests(root, args.commits, args.commits_skip,
                             None if args.no_semble else args.semble)

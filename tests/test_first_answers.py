@@ -141,3 +141,46 @@ def test_the_printed_latency_is_the_whole_wait_of_the_command(tmp_path):
     assert proc.returncode == 0, proc.stderr
     timings = json.loads(proc.stdout)["timings_ms"]
     assert timings["total"] < timings["command"] <= waited_ms
+
+
+def test_the_first_answer_on_12000_files_finds_a_file_the_first_window_did_not_index(
+        tmp_path):
+    """The first query reads what it can in its window (source code first, smaller files
+    first) and hands the rest to the background; the files it did not read are searched as
+    text for the query's distinctive words in the same answer, so the one module holding the
+    answer is found although it is not indexed yet (it is the largest source file: the
+    bootstrap reads it last)."""
+    root = tmp_path / "repo"
+    for folder in range(40):  # a plain folder: a git index of 12,000 files costs seconds
+        os.makedirs(root / "pkg" / f"part_{folder:02d}")
+        os.makedirs(root / "docs" / f"part_{folder:02d}")
+    for n in range(12_000):
+        if n % 2:
+            path, text = (f"pkg/part_{n % 40:02d}/module_{n:05d}.py",
+                          f"def handler_{n}(request):\n    return request.value * {n}\n")
+        else:
+            path, text = (f"docs/part_{n % 40:02d}/notes_{n:05d}.md",
+                          f"# Notes {n}\n\nShipping notes {n}.\n")
+        with open(root / path, "w") as handle:
+            handle.write(text)
+    (root / "pkg" / "claims").mkdir()
+    (root / "pkg" / "claims" / "refunds.py").write_text("".join(
+        f"def rule_{i}(claim):\n    return claim.amount > {i}\n\n\n" for i in range(80))
+        + 'def settle(claim):\n    """A damaged parcel is refunded in full once the courier '
+          'confirms the claim."""\n    return claim.amount\n')
+    (root / "context.toml").write_text("[owner]\nidle_exit_seconds = 5\n"
+                                       "[contextualizer]\nstrategy = \"none\"\n")
+    env = {**server_env(tmp_path / "run"), "CONTEXTD_LOAD_PLUGINS": ""}
+    try:
+        first = _cli(root, env, "--json", "query", "refunded damaged parcel courier claim")
+        assert first.returncode == 0, first.stderr
+        answer = json.loads(first.stdout)
+        assert any("not indexed yet were searched as text" in n for n in answer["notes"]), \
+            answer["notes"]
+        top = answer["hits"][0]
+        assert top["file_path"] == "pkg/claims/refunds.py", answer["hits"][:3]
+        assert top["providers"] == ["text_scan"]  # found as text: not indexed yet
+        assert top["snippet"] == _lines(root, top["file_path"], top["start_line"],
+                                        top["end_line"])
+    finally:
+        _cli(root, env, "stop")

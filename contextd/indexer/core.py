@@ -23,6 +23,7 @@ from contextd.contextualizers.stage import (contextualizer_signature, counters_s
 from contextd.embedders.common import cpu_count
 from contextd.embedders.registry import embedding_stats, get_embedder, remote_run_counters
 from contextd.errors import UsageError
+from contextd.indexer.embed_follow import VectorFollower
 from contextd.indexer.embed_stage import EmbeddingStage, embed_missing
 from contextd.indexer.pipeline import Writer, outcomes
 from contextd.indexer.plan import (PUSHED_MTIME_NS, FileTask, in_scope, order_by_priority,
@@ -115,6 +116,8 @@ class Indexer:
         # Live figures for stats and query notes: files of the current run, vectors.
         self.file_figures = WorkFigures("files indexed")
         self.embedding_figures = WorkFigures("chunks embedded")
+        # Set by follow_vectors() in a process that stays up: see _run.
+        self.follower: VectorFollower | None = None
 
     # ----- parts -------------------------------------------------------------------------
     @property
@@ -347,6 +350,16 @@ class Indexer:
             self.store.clear_errors()
             self.store.progress_clear()
             return dropped
+
+    def follow_vectors(self) -> VectorFollower:
+        """From now on, a run that is not a whole-project one (a refresh, a catch-up, a
+        watcher batch; a push still embeds its one file) returns once its chunks are
+        written, and their vectors follow in the background
+        (:mod:`contextd.indexer.embed_follow`). For a process that stays up to compute them:
+        the owner."""
+        if self.follower is None:
+            self.follower = VectorFollower(lambda cancel: self.embed_pending(cancel=cancel))
+        return self.follower
 
     def embed_pending(self, cancel: threading.Event | None = None,
                       progress: Progress | None = None) -> int:
@@ -636,8 +649,12 @@ class Indexer:
 
         # While embed_pending works through the backlog in the background, it also picks up
         # the chunks this run writes: a stage here would only make the run wait for the
-        # whole backlog (a client's catch-up, a watcher batch).
-        if self.embed and self._embed_now and not self._embedding_busy:
+        # whole backlog (a client's catch-up, a watcher batch). With a follower, such a run
+        # hands its vectors to it and never waits for them (embed=False included: in the
+        # owner they follow all the same).
+        follow = (self.follower is not None and mode not in WHOLE_RUNS and mode != "push"
+                  and self.embed)
+        if self.embed and self._embed_now and not self._embedding_busy and not follow:
             batch = (self.config.bootstrap.batch_size if mode in WHOLE_RUNS
                      else self.config.embedding.batch_size)
             stage = EmbeddingStage(self.store, lambda: self.embedder, batch, self._embed_lock,
@@ -684,6 +701,8 @@ class Indexer:
         report.cancelled = report.files_left > 0
         report.embeddings_reused = max(0, writer.distinct_texts - report.chunks_embedded)
         report.seconds = time.perf_counter() - started
+        if follow and report.chunks_written and self.follower is not None:
+            self.follower.wake()
         if report.bytes_indexed >= THROUGHPUT_MIN_BYTES:
             self.store.set_meta(THROUGHPUT_META_KEY,
                                 f"{report.bytes_indexed / report.seconds:.0f}")

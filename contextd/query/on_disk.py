@@ -16,7 +16,8 @@ file as it is now (the few files of one answer, each read once):
 
 Snippets that are not project files (knowledge documents ``kb://``, agent memory's
 ``stash:<id>``: no file, no indexed file state) are left as they are: they have no file on
-disk to differ from; nor those of content
+disk to differ from; nor those just read from disk (``metadata["read_from_disk"]``:
+:mod:`contextd.query.unread_scan`), nor those of content
 pushed through the service (``add_context``, recorded with ``PUSHED_MTIME_NS``): what the
 caller pushed is what it asked to be answered from, until the file changes on disk.
 """
@@ -60,7 +61,7 @@ def as_on_disk(snippets: Sequence[ContextSnippet], root: Path,
     stale = gone = 0
     for snippet in snippets:
         path = snippet.file_path
-        if "://" in path:
+        if "://" in path or snippet.metadata.get("read_from_disk"):
             kept.append(snippet)
             continue
         state = indexed_state(path)

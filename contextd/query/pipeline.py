@@ -5,6 +5,8 @@
               time-limited; a hybrid provider fuses its own sub-providers)
             → fuse (reciprocal rank fusion) → boost (intent x file role, exact evidence)
             → chunks holding the query's rare literals (an id, a quoted string) first
+            → the files not indexed yet searched as text for the query's distinctive terms,
+              each window placed below every chunk holding as much of them
             → translations the query did not ask for step back → de-duplicate (overlaps in
               a file, near-copies across files) → calibrate (absolute scores, "no strong match", ``min_score``)
             → one chunk per file first → MMR on embeddings within the token budget
@@ -31,7 +33,7 @@ from typing import Any, Callable, Iterable, Sequence
 from contextd.errors import StoreError, UsageError
 from contextd.knowledge.scope import KnowledgeScope
 from contextd.providers.base import (
-    DEFAULT_CANDIDATES, ProviderContext, ProviderQuery, QueryCounters,
+    DEFAULT_CANDIDATES, ProviderContext, ProviderQuery, QueryCounters, ScopeFilter,
 )
 from contextd.providers.catalog import ChunkCatalog
 from contextd.providers.saved_pair import snapshot_folder
@@ -43,7 +45,7 @@ from contextd.query.budget import BudgetManager
 from contextd.query.projects import Projects, merge_pools
 from contextd.query.calibration import NO_MATCH_NOTE, calibrate
 from contextd.query.duplicates import (
-    collapse_near_duplicates, step_back_translations, translation_groups,
+    TranslationGroups, collapse_near_duplicates, step_back_translations, translation_groups,
 )
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
@@ -57,6 +59,7 @@ from contextd.boundary.roles import checked_roles
 from contextd.query.scope_check import check_scope
 from contextd.query.semantic_adds import keep_lexical_floor
 from contextd.query.spread import own_scores, spread_over_files
+from contextd.query.unread_scan import FULL_TEXT_ID, UnreadScan
 from contextd.query.understanding import (
     UnderstoodQuery, aggregate_files, apply_boosts, is_symbol_lookup, understand,
 )
@@ -112,6 +115,8 @@ class QueryPipeline:
             lambda: collections.deque(maxlen=PERFORMANCE_WINDOW))
         # Queries' usage rows, written by a thread; readers of usage_metrics call its flush().
         self.usage = UsageRecorder(store)
+        # The files the bootstrap has not read yet, searched as text (first answers).
+        self.unread = UnreadScan(project, store, self.provider)
 
     # ----- providers ----------------------------------------------------------------------
     def provider_factories(self) -> dict[str, Any]:
@@ -242,12 +247,22 @@ class QueryPipeline:
         if catching_up:
             notes.append(catching_up)
         paths = self.catalog.file_paths(generation)
+        literals = query_literals(query, understood.quoted, understood.symbols) \
+            if understood else ()
         if understood:
             candidates = apply_boosts(candidates, understood, self.config.ranking,
                                       derived_once(paths, PathWords))
-            candidates = lift_rare_literals(candidates, query_literals(
-                query, understood.quoted, understood.symbols))
-        candidates = step_back_translations(candidates, translation_groups(paths), query)
+            candidates = lift_rare_literals(candidates, literals)
+        groups = translation_groups(paths)
+        if {p.id for p in selected} & {HYBRID_ID, FULL_TEXT_ID}:
+            accepts = ScopeFilter(scope)
+            candidates, scan_note, unread = self.unread.placed(
+                candidates, query, literals, scope,
+                None if accepts.unrestricted else accepts.accepts_path, paths)
+            notes += [scan_note] if scan_note else []
+            if unread:  # a scanned page of docs/ko/ steps back for the docs/en/ one unread
+                groups = TranslationGroups([*paths, *unread])
+        candidates = step_back_translations(candidates, groups, query)
         unique, confidence = calibrate(collapse_near_duplicates(deduplicate(candidates)),
                                        understood.exact if understood else None)
         if unique and confidence < self.config.ranking.strong_match_confidence:

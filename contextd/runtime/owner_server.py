@@ -212,6 +212,9 @@ class OwnerDuties:
                              daemon=True)]
 
     def start(self) -> "OwnerDuties":
+        # This process stays up: a refresh or a watcher batch returns once its chunks are
+        # written, their vectors follow (no command waits behind the embedding backlog).
+        self.engine.indexer.follow_vectors()
         for thread in self._threads:
             thread.start()
         if self.engine.project.config.storage.backup_enabled:
@@ -244,8 +247,10 @@ class OwnerDuties:
                 report = self.engine.indexer.ensure_indexed(cancel=self._stopped, embed=False)
                 if self._watcher is not None and not report.cancelled:
                     self.engine.watcher = self._watcher
-            if not self._stopped.is_set():
-                self.engine.indexer.embed_pending(cancel=self._stopped)
+            if not self._stopped.is_set():  # by the follower: one embedding loop at a time
+                follower = self.engine.indexer.follow_vectors()
+                follower.wake()
+                follower.wait()
         except ContextdError as exc:  # e.g. the model is not installed: said once, no trace
             log.warning("owner: background indexing stopped: %s", exc)
         except Exception:  # the owner keeps answering queries on what is indexed
@@ -262,6 +267,7 @@ class OwnerDuties:
         stop the watcher, before the Engine closes under them."""
         self._stopped.set()
         self.engine.watcher = None
+        self.engine.indexer.follow_vectors().stop(timeout)
         for thread in self._threads:
             if thread.ident is not None:
                 thread.join(timeout)

@@ -1,0 +1,140 @@
+"""The text scan of files not indexed yet (contextd.query.unread_scan): only the query's
+distinctive terms are searched, a scanned window never ranks above an indexed chunk holding as
+much of them, and the note says how many files were searched. Real files on disk, a real
+BM25 index for the document frequencies of the part indexed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from contextd.providers.fulltext import BM25Index, code_tokens
+from contextd.query.literals import query_literals
+from contextd.query.unread_scan import (
+    PROVIDER_ID, distinctive_terms, place_scanned, scan_unread,
+)
+from contextd.records import ChunkKind, ContextSnippet
+from contextd.text.stemming import light_stem
+
+HANDLER = 'def handle():\n    """Handle one request."""\n    return 1\n'
+INVOICE = ('def invoice_total(lines):\n    """Sum quantity times unit price over the invoice '
+           'lines."""\n    return sum(q * p for q, p in lines)\n')
+
+
+def _indexed(texts: dict[str, str]) -> tuple[int, dict[str, int]]:
+    """(documents, df of every stem) of a real BM25 index over ``texts``."""
+    index = BM25Index.build((cid, code_tokens(text)) for cid, text in texts.items())
+    terms = {t for text in texts.values() for t in code_tokens(text)}
+    return len(index), {t: index.df(t) for t in terms}
+
+
+def _chunk(path: str, text: str, score: float) -> ContextSnippet:
+    return ContextSnippet(chunk_id=f"{path}:1", score=score, file_path=path, label="",
+                          kind=ChunkKind.CODE_FUNCTION.value, text=text, language="python",
+                          start_line=1, end_line=text.count("\n") + 1, tokens=20,
+                          providers=("full_text",))
+
+
+def _write(root: Path, files: dict[str, str]) -> list[str]:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return sorted(files)
+
+
+def test_words_common_in_the_indexed_part_are_not_searched():
+    texts = {f"h{i}": HANDLER for i in range(200)}
+    texts["invoice"] = INVOICE
+    indexed, frequency = _indexed(texts)
+    query = "handle the invoice request"
+    terms = distinctive_terms(query, query_literals(query, (), ()), indexed, frequency)
+    assert [t.written for t in terms] == ["invoice"]
+    assert frequency[light_stem("handle")] == 200  # held by every handler: not distinctive
+
+
+def test_a_window_of_common_words_is_not_fused_above_the_indexed_answer(tmp_path):
+    """The Index Manager's project: 5,000 look-alike handlers, some not indexed yet, and the
+    indexed invoice module. A query with the handlers' words beside 'invoice' scans for
+    'invoice' alone: no handler is fused in, the indexed chunk stays first."""
+    pending = _write(tmp_path, {f"src/generated/handler_{i}.py": HANDLER for i in range(300)})
+    texts = {f"h{i}": HANDLER for i in range(300)}
+    texts["invoice"] = INVOICE
+    indexed, frequency = _indexed(texts)
+    query = "invoice total of the lines handle one request"
+    terms = distinctive_terms(query, query_literals(query, (), ()), indexed, frequency)
+    scan = scan_unread(str(tmp_path), pending, query, terms, indexed, frequency,
+                       lambda text, _path: text)
+    assert scan.snippets == []
+    placed = place_scanned([_chunk("src/billing/invoice.py", INVOICE, 0.9)], scan)
+    assert [s.file_path for s in placed] == ["src/billing/invoice.py"]
+    assert scan.note().startswith("300 of the 300 files not indexed yet were searched")
+
+
+def test_a_scanned_window_ranks_below_indexed_chunks_with_as_much_evidence(tmp_path):
+    """A file not indexed yet holding both rare words ranks above an indexed chunk holding
+    one, and below an indexed chunk holding both; its snippet is the file's lines on disk."""
+    refunds = ("def rule(claim):\n    return claim.amount\n\n\n"
+               'def settle(claim):\n    """A damaged parcel is refunded once the courier '
+               'confirms."""\n    return claim.amount\n')
+    pending = _write(tmp_path, {"pkg/claims/refunds.py": refunds,
+                                "pkg/other.py": "def other():\n    return 2\n"})
+    both = _chunk("pkg/parcels.py", "def courier_parcel():\n    return 'damaged parcel'\n", 0.9)
+    one = _chunk("pkg/shipping.py", "def parcel():\n    return 1\n", 0.5)
+    texts = {"parcels": both.text, "shipping": one.text, **{f"h{i}": HANDLER for i in range(50)}}
+    indexed, frequency = _indexed(texts)
+    query = "damaged parcel courier"
+    terms = distinctive_terms(query, (), indexed, frequency)
+    assert {t.written for t in terms} == {"damaged", "parcel", "courier"}
+    scan = scan_unread(str(tmp_path), pending, query, terms, indexed, frequency,
+                       lambda text, _path: text)
+    assert [s.file_path for s in scan.snippets] == ["pkg/claims/refunds.py"]
+    hit = scan.snippets[0]
+    lines = refunds.splitlines()[hit.start_line - 1:hit.end_line]
+    assert hit.text == "\n".join(lines) and "damaged parcel" in hit.text
+    placed = place_scanned([one, both], scan)
+    assert [s.file_path for s in placed] == ["pkg/parcels.py", "pkg/claims/refunds.py",
+                                             "pkg/shipping.py"]
+    assert placed[1].providers == (PROVIDER_ID,)
+    assert placed[0].score > placed[1].score > placed[2].score
+
+
+def test_the_note_says_how_many_files_were_not_searched_within_the_budget(tmp_path):
+    pending = _write(tmp_path, {f"src/m{i}.py": f"def m{i}():\n    return {i}\n"
+                                for i in range(10)})
+    query = "zqtok61x7229008"
+    terms = distinctive_terms(query, query_literals(query, (), ()), 0, {})
+    scan = scan_unread(str(tmp_path), pending, query, terms, 0, {}, lambda text, _p: text,
+                       budget_s=0.0)
+    assert scan.searched == 0
+    assert scan.note() == ("0 of the 10 files not indexed yet were searched as text for "
+                           "'zqtok61x7229008' (none matched); 10 not searched")
+
+
+def test_a_name_written_as_code_outweighs_a_rare_plain_word(tmp_path):
+    """fastapi: HTTPException is in hundreds of example files, "turned" in a README line. The
+    name the question writes as code still decides: the handler module ranks first."""
+    files = {f"docs_src/ex_{i:03d}.py": "raise HTTPException(status_code=404)\n"
+             for i in range(150)}
+    files["fastapi/exception_handlers.py"] = (
+        "async def http_exception_handler(request, exc: HTTPException):\n"
+        "    return JSONResponse({'detail': exc.detail}, status_code=exc.status_code)\n")
+    files["README.md"] = "# Docs\n\nYour code turned into an API.\n"
+    pending = _write(tmp_path, files)
+    query = "how is an HTTPException turned into a JSON error response"
+    terms = distinctive_terms(query, (), 0, {})
+    assert [t.written for t in terms if t.identifier] == ["HTTPException"]
+    scan = scan_unread(str(tmp_path), pending, query, terms, 0, {}, lambda text, _p: text)
+    assert scan.snippets[0].file_path == "fastapi/exception_handlers.py"
+    assert "README.md" not in [s.file_path for s in scan.snippets[:1]]
+
+
+def test_the_package_code_comes_before_its_docs_examples_at_equal_evidence(tmp_path):
+    """fastapi's docs_src/ holds a thousand example modules using the names its package
+    defines: at equal evidence the package's module is shown first."""
+    pending = _write(tmp_path, {
+        "docs_src/models/tutorial001.py": "@app.get('/', response_model=Item)\n",
+        "fastapi/routing.py": "def serialize(response_model, content):\n    return content\n"})
+    query = "where is response_model used"
+    terms = distinctive_terms(query, (), 0, {})
+    scan = scan_unread(str(tmp_path), pending, query, terms, 0, {}, lambda text, _p: text)
+    assert [s.file_path for s in scan.snippets] == ["fastapi/routing.py",
+                                                    "docs_src/models/tutorial001.py"]

@@ -1,0 +1,43 @@
+"""No refresh waits behind the embedding backlog (issue 37): in a process that stays up (the
+owner), a refresh returns once its chunks are written and the vectors follow in the
+background. Real parts: a git repository in a tmp dir, the real indexer, DuckDB store and
+embedding model; the order is observed through the store and the follower, not timed."""
+
+from __future__ import annotations
+
+from test_mcp_server import make_repo
+
+from contextd.config.project import Project
+from contextd.indexer import Indexer
+from contextd.store.duckdb import DuckDBStore
+
+
+def _module(i: int, doc: str) -> str:
+    return "".join(f'def step_{i}_{j}(order):\n    """{doc} {j} of pipeline {i}."""\n'
+                   f'    return order + {j}\n\n\n' for j in range(3))
+
+
+def test_a_refresh_returns_before_the_embedding_of_the_backlog_ends(tmp_path):
+    root = make_repo(tmp_path / "repo", {f"src/mod_{i:02d}.py": _module(i, "Step")
+                                         for i in range(10)})
+    project = Project.open(root)
+    indexer = Indexer(project, DuckDBStore(project.db_path))
+    try:
+        indexer.ensure_indexed(embed=False)  # chunks only: a backlog of vectors is waiting
+        identity = indexer.embedder.identity
+        backlog = indexer.store.count_missing_embeddings(identity)
+        assert backlog >= 30
+        follower = indexer.follow_vectors()
+        (root / "src/mod_00.py").write_text(_module(0, "Rewritten step"))
+        report = indexer.refresh(["src/mod_00.py"])
+        # The chunks are written and the run is over; their vectors are not computed yet.
+        assert report.files_indexed == 1 and report.chunks_written == 3
+        assert report.chunks_embedded == 0
+        assert follower.running
+        assert indexer.store.count_missing_embeddings(identity) > 0
+        assert indexer.state == "idle"  # the run lock is free: the next run does not wait
+        assert follower.wait(600)
+        assert indexer.store.count_missing_embeddings(identity) == 0
+    finally:
+        indexer.follow_vectors().stop()
+        indexer.store.close()
