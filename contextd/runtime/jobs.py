@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from contextd.errors import JobConflictError, UsageError
 from contextd.boundary.path_args import check_paths, refusal_text
 from contextd.indexer.progress import JobProgress, Progress, TeeProgress, format_duration
+from contextd.runtime.job_log import JobLog
 from contextd.store.base import IndexStore, Job
 
 if TYPE_CHECKING:
@@ -284,7 +285,8 @@ class JobRunner:
             self._log(job_id, f"dropped {dropped:,} files from the index")
             if not keep_errors:
                 self._clear_errors(prefixes)
-            sink = TeeProgress(progress, JobProgress(self.store, job_id))
+            sink = TeeProgress(progress, JobProgress(self.store, job_id), JobLog(
+                self.indexer.config.bootstrap.progress_interval_seconds))
             report = self.indexer.bootstrap(prefixes, progress=sink, cancel=cancel,
                                             job_id=job_id, mode="rebuild")
             self._log(job_id, report.summary)

@@ -228,8 +228,10 @@ class OwnerDuties:
         return any(thread.is_alive() for thread in self._threads)
 
     def _keep_current(self) -> None:
+        from contextd.runtime.job_log import JobLog
         from contextd.runtime.watcher import Watcher
 
+        interval = self.engine.project.config.bootstrap.progress_interval_seconds
         try:
             if self.engine.project.config.watcher.enabled:
                 self._watcher = Watcher(self.engine.project, self.engine.indexer).start()
@@ -237,11 +239,16 @@ class OwnerDuties:
             # Chunks first (lexical and symbol answers at once), then the vectors outside
             # the run lock, so a client's catch-up or a watcher batch never waits for them.
             if not self._stopped.is_set():
-                report = self.engine.indexer.ensure_indexed(cancel=self._stopped, embed=False)
+                report = self.engine.indexer.ensure_indexed(cancel=self._stopped, embed=False,
+                                                            progress=JobLog(interval))
                 if self._watcher is not None and not report.cancelled:
                     self.engine.watcher = self._watcher
             if not self._stopped.is_set():
-                self.engine.indexer.embed_pending(cancel=self._stopped)
+                vectors = JobLog(interval)
+                embedded = self.engine.indexer.embed_pending(cancel=self._stopped,
+                                                             progress=vectors)
+                vectors.finish(f"{embedded:,} chunks embedded"
+                               + (" (stopped)" if self._stopped.is_set() else ""))
         except ContextdError as exc:  # e.g. the model is not installed: said once, no trace
             log.warning("owner: background indexing stopped: %s", exc)
         except Exception:  # the owner keeps answering queries on what is indexed
