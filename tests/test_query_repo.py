@@ -4,9 +4,14 @@ is a ``file://`` one, so nothing reaches the network."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +23,18 @@ def contextd(env: dict, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "contextd", *args], capture_output=True,
                           text=True, timeout=300, env=env, cwd=str(cwd),
                           stdin=subprocess.DEVNULL)
+
+
+def stop_background_owners(cache: Path) -> None:
+    """SIGTERM to the background owners the queries handed their vectors to: each is named
+    in the owner.log its command created (it writes its first line once started)."""
+    for log in cache.glob("contextd/repos/*/index/owner.log"):
+        deadline = time.monotonic() + 60
+        while "background owner started" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for pid in set(re.findall(r"pid (\d+) background owner started", log.read_text())):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGTERM)
 
 
 @pytest.mark.slow
@@ -34,9 +51,7 @@ def test_query_answers_from_a_repository_by_path_and_by_url(tmp_path):
             hits = json.loads(done.stdout)["hits"]
             assert hits[0]["file_path"] == "src/billing/tax.py", hits
     finally:
-        for config in (tmp_path / "cache").glob("contextd/repos/*/context.toml"):
-            root = config.parent / "src" if (config.parent / "src").is_dir() else dependency
-            contextd(env, "--root", str(root), "--config", str(config), "stop", cwd=here)
+        stop_background_owners(tmp_path / "cache")
     folders = sorted(p.name for p in (tmp_path / "cache" / "contextd" / "repos").iterdir())
     assert len(folders) == 2 and all(name.startswith("dependency-") for name in folders)
     clone = next(p for p in (tmp_path / "cache" / "contextd" / "repos").iterdir()

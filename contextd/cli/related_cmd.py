@@ -50,7 +50,7 @@ def related_command(state: CliState, location: str, k: int) -> None:
       contextd related src/billing/invoice.py:40 -k 3 --json
     """
     from contextd.indexer.progress import terminal_progress
-    from contextd.runtime.background import index_for_command
+    from contextd.runtime.background import index_for_command, start_background_owner
 
     path, line = parse_location(location)
     project = state.project()
@@ -65,6 +65,8 @@ def related_command(state: CliState, location: str, k: int) -> None:
         # Handed off: the vectors are the background owner's job; answer without the model.
         result = engine.related(relative.replace(os.sep, "/"), line, k,
                                 wait_for_model=not handoff.handed_off)
+        if handoff.start_owner:  # the vectors left: a background owner computes them
+            start_background_owner(project)
     finally:
         engine.close()
     emit(state, result, _human)
