@@ -19,7 +19,6 @@ from contextd.mcp.engine_handle import EngineHandle
 from contextd.mcp.tool_kinds import APPEND, DELETE, READ, SEED002, WRITE, tool
 
 
-
 class AdminTools:
     """Tools that act on the server's configuration and schema."""
 
