@@ -62,7 +62,7 @@ def project(tmp_path_factory):
 
 def test_seed_003_tools_over_mcp(project):
     root, env, base = project
-    with mcp_session(root, env, base / "serve.log") as agent:
+    with mcp_session(root, env, base / "serve.log", "contextual") as agent:
         names = {tool.name for tool in agent.list_tools()}
         assert {"generate_context_for_chunk", "reindex_with_context", "get_reindexing_progress",
                 "search_with_contextual_retrieval", "get_contextual_retrieval_stats"} <= names
@@ -171,7 +171,7 @@ finally:
 
 def test_token_usage_reports_and_the_reduction_over_mcp(project):
     root, env, base = project
-    with mcp_session(root, env, base / "tokens.log") as agent:
+    with mcp_session(root, env, base / "tokens.log", "contextual") as agent:
         for task, before, after in (("T-1", (5000, 2000), (1000, 400)),
                                     ("T-2", (6000, 1000), (900, 500))):
             structured(agent.call("report_token_usage", {

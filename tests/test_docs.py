@@ -20,8 +20,8 @@ HAND_WRITTEN = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
 def listed_tools():
-    """What a client gets from tools/list."""
-    return anyio.run(build_app(EngineHandle(None, None)).list_tools)
+    """What a client gets from tools/list with every group turned on."""
+    return anyio.run(build_app(EngineHandle(None, None), tools=["all"]).list_tools)
 
 
 def test_committed_reference_is_what_the_registry_produces():

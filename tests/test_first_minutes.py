@@ -480,7 +480,8 @@ def test_the_first_mcp_answers_on_a_new_project_are_not_empty(tmp_path):
     start), and search_knowledge found nothing for words of a docstring (in a two-file
     project every word is in half the files: BM25's IDF was 0)."""
     root = _two_files(tmp_path / "proj")
-    with mcp_session(root, server_env(tmp_path / "run"), tmp_path / "server.log") as session:
+    with mcp_session(root, server_env(tmp_path / "run"), tmp_path / "server.log",
+                     "reports") as session:
         answer = structured(session.call("query_context", {"query": "courier tariff weight"}))
         assert [h["filePath"] for h in answer["hits"]][:1] == ["shipping.py"], answer
         assert not any(n.startswith(STILL_INDEXING) for n in answer["notes"])

@@ -34,7 +34,7 @@ def _send_raw(proc, line: str) -> None:
 
 @pytest.fixture()
 def raw(tmp_path, monkeypatch):
-    proc, _ = _start_raw(tmp_path, monkeypatch)
+    proc, _ = _start_raw(tmp_path, monkeypatch, "admin,knowledge")  # the tools called below
     yield proc, tmp_path / "server.log", tmp_path / "repo"
     if proc.poll() is None:
         proc.kill()

@@ -42,7 +42,7 @@ def test_force_ocr_metadata_listing_and_min_relevance_over_mcp(tmp_path):
     scan = make_image_pdf(root / "docs" / "scan.pdf", RETENTION, text_layer="Scanned by MFP")
     notes = make_markdown(root / "docs" / "wifi.md", {
         "Office wifi": "The guest network password rotates every Monday."})
-    with mcp_session(root, env, tmp_path / "serve.log") as agent:
+    with mcp_session(root, env, tmp_path / "serve.log", "knowledge") as agent:
         structured(agent.call("knowledge_context_create", {"name": "finance"}))
         plain = structured(agent.call("knowledge_add", {
             "paths": [str(scan)], "contexts": ["finance"]}))

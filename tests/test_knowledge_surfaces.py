@@ -65,7 +65,7 @@ def project(tmp_path_factory):
 def mcp(project):
     """One ``contextd serve`` (the owner) for the module; CLI calls go through it."""
     root, _, env, base = project
-    with mcp_session(root, env, base / "server.log") as session:
+    with mcp_session(root, env, base / "server.log", "knowledge,reports") as session:
         yield session
 
 

@@ -90,7 +90,8 @@ def server(tmp_path_factory):
     handle = EngineHandle(str(root), None)
     try:
         with start_blocking_portal() as portal:
-            with portal.wrap_async_context_manager(Client(build_app(handle))) as client:
+            app = build_app(handle, tools=["all"])
+            with portal.wrap_async_context_manager(Client(app)) as client:
                 served = InProcessServer(portal, client)
                 served.call("refresh_context", {"paths": ["."], "async": False})
                 yield served

@@ -26,7 +26,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from contextd.runtime.election import socket_path
 from contextd.config.project import Project
-from test_mcp_server import (TOOLS, SyncSession, _assert_released, make_repo, serve_command,
+from test_mcp_server import (CORE_TOOLS, SyncSession, _assert_released, make_repo, serve_command,
                              server_env, structured)
 
 READY_TIMEOUT_S = 120  # a busy two-core machine: importing the SDK and uvicorn takes a while
@@ -107,7 +107,7 @@ def test_tools_over_streamable_http(served):
         with portal.wrap_async_context_manager(
                 _session(f"http://127.0.0.1:{served}/mcp")) as session:
             client = SyncSession(portal, session)
-            assert {tool.name for tool in client.list_tools()} == TOOLS
+            assert {tool.name for tool in client.list_tools()} == CORE_TOOLS
             assert structured(client.call("refresh_context", {"paths": ["."], "async": False})
                               )["status"] == "completed"
             hits = structured(client.call("query_context",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,11 +25,14 @@ from jsonschema import Draft202012Validator
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from contextd.config.sections import MCP_TOOL_GROUPS
 from contextd.runtime.election import OwnerLock, lock_path, socket_path
 from contextd.config.project import Project
 
-TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_context",
-         "get_rebuild_status", "cancel_rebuild",
+# What `contextd serve` offers with no --tools and no [mcp] tools (issue 39).
+CORE_TOOLS = {"query_context", "refresh_context", "get_context_stats"}
+# Every tool, as `serve --tools all` offers them.
+TOOLS = {*CORE_TOOLS, "rebuild_context", "get_rebuild_status", "cancel_rebuild",
          # search sessions and reports (tests/test_sessions_mcp.py)
          "search_knowledge", "get_search_results", "list_search_results",
          "get_template_schema", "create_rag_report",
@@ -46,7 +50,9 @@ TOOLS = {"query_context", "refresh_context", "get_context_stats", "rebuild_conte
          # contextual retrieval and task token usage (tests/test_contextual_tools.py)
          "generate_context_for_chunk", "reindex_with_context", "get_reindexing_progress",
          "search_with_contextual_retrieval", "get_contextual_retrieval_stats",
-         "report_token_usage", "get_token_reduction_report"}
+         "report_token_usage", "get_token_reduction_report",
+         # code like a location (tests/test_related.py)
+         "find_related"}
 REPO_FILES = {
     "src/billing/invoice.py": '''"""Invoices."""
 
@@ -88,8 +94,10 @@ def server_env(runtime_dir: Path) -> dict[str, str]:
     return {**os.environ, "XDG_RUNTIME_DIR": str(runtime_dir)}
 
 
-def serve_command(root: Path) -> list[str]:
-    return [sys.executable, "-m", "contextd", "serve", "--root", str(root)]
+def serve_command(root: Path, tools: str | None = None) -> list[str]:
+    """``contextd serve`` on ``root``; ``tools``: its --tools (the groups a test calls)."""
+    return [sys.executable, "-m", "contextd", "serve", "--root", str(root),
+            *(["--tools", tools] if tools else [])]
 
 
 class SyncSession:
@@ -115,9 +123,10 @@ async def _session(params: StdioServerParameters, errlog):
 
 
 @contextlib.contextmanager
-def mcp_session(root: Path, env: dict[str, str], errlog: Path):
-    """``contextd serve`` on ``root`` with an initialised SDK client session."""
-    command = serve_command(root)
+def mcp_session(root: Path, env: dict[str, str], errlog: Path, tools: str | None = None):
+    """``contextd serve`` on ``root`` with an initialised SDK client session; ``tools``: the
+    tool groups to offer beside the core ones (``--tools``)."""
+    command = serve_command(root, tools)
     params = StdioServerParameters(command=command[0], args=command[1:], env=env, cwd=str(root))
     with start_blocking_portal() as portal, open(errlog, "a") as err:
         with portal.wrap_async_context_manager(_session(params, err)) as session:
@@ -141,7 +150,7 @@ def served(tmp_path_factory):
     """One server on an indexed fixture repository, shared by the tool tests."""
     base = tmp_path_factory.mktemp("mcp")
     root = make_repo(base / "repo")
-    with mcp_session(root, server_env(base / "run"), base / "server.log") as session:
+    with mcp_session(root, server_env(base / "run"), base / "server.log", "all") as session:
         assert structured(session.call("refresh_context",
                                        {"paths": ["."], "async": False}))["status"] == "completed"
         yield session
@@ -159,6 +168,72 @@ def test_tools_are_listed_with_valid_schemas(served):
     assert tools["rebuild_context"].annotations.destructive_hint
     assert tools["query_context"].input_schema["required"] == ["query"]
     assert "async" in tools["refresh_context"].input_schema["properties"]
+
+
+def listed_tokens(tools) -> int:
+    """What ``tools/list`` costs an agent, in tokens: characters / 4 of the JSON of the tools
+    as the client received them (names, descriptions, input and output schemas, annotations)."""
+    listed = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in tools]
+    return len(json.dumps(listed)) // 4
+
+
+def test_the_default_tool_list_is_the_core_in_at_most_3000_tokens(tmp_path):
+    """Issue 39: an agent carries the tool list on every request; by default the server
+    offers only what every task needs, and says when to prefer it to grep."""
+    root = make_repo(tmp_path / "repo")
+    with mcp_session(root, server_env(tmp_path / "run"), tmp_path / "server.log") as session:
+        tools = session.list_tools()
+    assert {tool.name for tool in tools} == CORE_TOOLS
+    tokens = listed_tokens(tools)
+    print(f"default tools/list: {len(tools)} tools, {tokens} tokens")
+    assert tokens <= 3000, tokens
+    query = next(tool for tool in tools if tool.name == "query_context")
+    assert "grep" in query.description and "Returns" in query.description
+
+
+def test_tool_groups_are_turned_on_by_the_option_and_by_context_toml(tmp_path):
+    """``[mcp] tools`` adds its groups; ``serve --tools`` replaces that list."""
+    root = make_repo(tmp_path / "repo")
+    (root / "context.toml").write_text('[mcp]\ntools = ["knowledge"]\n')
+    env = server_env(tmp_path / "run")
+    with mcp_session(root, env, tmp_path / "server.log") as session:
+        configured = {tool.name for tool in session.list_tools()}
+    with mcp_session(root, env, tmp_path / "server.log", "memory,reports") as session:
+        chosen = {tool.name for tool in session.list_tools()}
+        templates = structured(session.call("get_template_schema", {}))["available"]
+    assert configured == CORE_TOOLS | {name for name in TOOLS if name.startswith("knowledge_")}
+    assert "stash_context" in chosen and "create_rag_report" in chosen
+    assert not any(name.startswith("knowledge_") for name in chosen)
+    assert "rebuild_context" not in chosen | configured  # admin stays off
+    assert "basic" in templates
+
+
+def test_the_install_instructions_name_the_default_tools():
+    """The block `contextd install` writes for an agent names the tools it will have."""
+    from contextd.agents.instructions import BODY
+    from contextd.mcp.app import registered_tools
+    from contextd.mcp.engine_handle import EngineHandle
+
+    default = {tool.name for tool in registered_tools(EngineHandle(None, None))}
+    assert default == CORE_TOOLS
+    assert set(re.findall(r"`([a-z]+_[a-z_]+)`", BODY)) == default
+
+
+def test_serve_help_names_every_tool_group():
+    shown = subprocess.run([sys.executable, "-m", "contextd", "serve", "--help"],
+                           capture_output=True, text=True, timeout=60).stdout
+    for group in (*MCP_TOOL_GROUPS, *CORE_TOOLS):
+        assert f"\n    {group} " in shown or f" {group}," in shown or f" {group}." in shown, group
+
+
+def test_an_unknown_tool_group_is_refused_in_one_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "contextd", "serve", "--tools", "memory,bogus"],
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+                          env=server_env(tmp_path / "run"), cwd=str(make_repo(tmp_path / "r")))
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.decode().strip() == (
+        "contextd: error: unknown MCP tool group 'bogus': the groups are admin, memory, "
+        "knowledge, reports, contextual, related (or all)")
 
 
 def test_query_context_returns_budgeted_hits(served):
@@ -365,20 +440,23 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "clientInfo": {"name": "raw-test", "version": "0"}}}
 
 
-def _start_raw(tmp_path, monkeypatch):
-    """A server on a pipe we drive by hand, past initialize and tools/list."""
+def _start_raw(tmp_path, monkeypatch, tools: str | None = None):
+    """A server on a pipe we drive by hand, past initialize and tools/list; ``tools``: its
+    --tools."""
     env = server_env(tmp_path / "run")
     monkeypatch.setenv("XDG_RUNTIME_DIR", env["XDG_RUNTIME_DIR"])
     # What the server itself releases: no background owner takes the indexing over.
     root = make_repo(tmp_path / "repo",
                      {**REPO_FILES, "context.toml": "[owner]\nbackground = false\n"})
-    proc = subprocess.Popen(serve_command(root), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(serve_command(root, tools), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE,
                             stderr=open(tmp_path / "server.log", "w"), env=env, cwd=str(root))
     _request(proc, INITIALIZE)
     assert _read_answer(proc, 1)["result"]["serverInfo"]["name"] == "contextd"
     _request(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
     _request(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
-    assert len(_read_answer(proc, 2)["result"]["tools"]) == len(TOOLS)
+    listed = {tool["name"] for tool in _read_answer(proc, 2)["result"]["tools"]}
+    assert listed == CORE_TOOLS if tools is None else listed > CORE_TOOLS
     return proc, Project.open(str(root))
 
 

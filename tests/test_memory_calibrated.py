@@ -127,7 +127,7 @@ def test_query_context_lowers_the_memory_cut_off(tmp_path):
     root = make_repo(tmp_path / "repo", REPO)
     env = server_env(tmp_path / "run")
     terse = "Traceback ... KeyError: 'platinum'"  # scores ~0.14-0.18 against the question
-    with mcp_session(root, env, tmp_path / "serve.log") as agent:
+    with mcp_session(root, env, tmp_path / "serve.log", "memory") as agent:
         structured(agent.call("stash_context", {"segments": [
             {"text": terse, "type": "error_log", "session_id": "agent-7"}]}))
         question = "checkout crash for a missing discount tier"

@@ -198,7 +198,7 @@ def test_default_k_max_k_and_max_budget_hold_on_the_cli_mcp_and_http(tmp_path: P
                             timeout=120)
         assert reply.status_code == 400 and "max_budget_tokens" in reply.text
 
-        with mcp_session(root, env, tmp_path / "mcp.log") as session:
+        with mcp_session(root, env, tmp_path / "mcp.log", "admin,reports") as session:
             assert len(structured(session.call("query_context", {"query": text}))["hits"]) == 1
             result = session.call("query_context", {"query": text, "k": 3})
             assert result.is_error and "max_k" in result.content[0].text

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from manager_support import Manager, read_first_line, ui_command
-from test_mcp_server import error_text, make_repo, mcp_session, server_env, structured
+from test_mcp_server import TOOLS, error_text, make_repo, mcp_session, server_env, structured
 
 SEED002_TOOLS = {"rebuild_index", "index_status", "cancel_index_generation",
                  "reinitialize_schema", "generate_report"}
 
 
-def test_the_default_tool_list_has_reload_config_and_no_compatibility_names(tmp_path):
+def test_the_admin_group_has_reload_config_and_no_compatibility_names(tmp_path):
     root = make_repo(tmp_path / "repo")
-    with mcp_session(root, server_env(tmp_path / "run"), tmp_path / "log") as session:
+    with mcp_session(root, server_env(tmp_path / "run"), tmp_path / "log", "all") as session:
         names = {tool.name for tool in session.list_tools()}
     assert "reload_config" in names and not names & SEED002_TOOLS
 
@@ -40,7 +40,7 @@ def seed002(tmp_path_factory):
 def test_seed002_profile_lists_its_tool_names(seed002):
     _, session = seed002
     tools = {tool.name: tool for tool in session.list_tools()}
-    assert SEED002_TOOLS <= set(tools)
+    assert set(tools) == TOOLS | SEED002_TOOLS  # the full set, without --tools
     assert tools["reinitialize_schema"].annotations.destructive_hint
     assert "DEPRECATED" in tools["generate_report"].description
 
@@ -97,7 +97,7 @@ def test_reload_config_applies_an_edit_and_refuses_a_broken_file(tmp_path):
     root = make_repo(tmp_path / "repo")
     config = root / "context.toml"
     config.write_text("[budget]\ndefault_max_tokens = 1500\n")
-    with mcp_session(root, server_env(tmp_path / "run"), tmp_path / "log") as session:
+    with mcp_session(root, server_env(tmp_path / "run"), tmp_path / "log", "admin") as session:
         structured(session.call("refresh_context", {"paths": ["."], "async": False}))
         before = structured(session.call("query_context", {"query": "invoice total"}))
         assert before["maxTokens"] == 1500

@@ -58,7 +58,7 @@ def project(tmp_path_factory):
 def served(project):
     base, root = project
     env = server_env(base / "run")
-    with mcp_session(root, env, base / "server.log") as session:
+    with mcp_session(root, env, base / "server.log", "reports,knowledge") as session:
         assert structured(session.call("refresh_context",
                                        {"paths": ["."], "async": False}))["status"] == "completed"
         session.env = env

@@ -309,6 +309,7 @@ EFFECTS: dict[str, Effect] = {
     "ui.progress_log_lines": Effect(10, ui),
     # ----- [mcp]
     "mcp.compatibility": Effect("seed002", tools),
+    "mcp.tools": Effect(["memory"], tools),
     # ----- [stash]
     "stash.enabled": Effect(False, retrieved),
     "stash.similarity_weight": Effect(1.0, retrieved),

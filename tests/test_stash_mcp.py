@@ -45,7 +45,8 @@ def _segment(text: str, kind: str, **extra) -> dict:
 def test_stash_work_retrieve_a_day_later_and_merge_over_mcp(tmp_path):
     root = make_repo(tmp_path / "repo", REPO)
     env = server_env(tmp_path / "run")
-    with mcp_session(root, {**env, "CONTEXTD_NOW": DAY0}, tmp_path / "day0.log") as agent:
+    with mcp_session(root, {**env, "CONTEXTD_NOW": DAY0}, tmp_path / "day0.log",
+                     "memory") as agent:
         names = {tool.name for tool in agent.list_tools()}
         assert {"stash_context", "retrieve_stashed_context", "merge_stashed_context",
                 "list_stashed_context", "delete_stashed_context",
@@ -69,7 +70,8 @@ def test_stash_work_retrieve_a_day_later_and_merge_over_mcp(tmp_path):
         assert structured(agent.call("list_stashed_context", {"session_id": SESSION}))[
             "total"] == 2  # the bad calls wrote nothing
 
-    with mcp_session(root, {**env, "CONTEXTD_NOW": DAY1}, tmp_path / "day1.log") as agent:
+    with mcp_session(root, {**env, "CONTEXTD_NOW": DAY1}, tmp_path / "day1.log",
+                     "memory") as agent:
         crash = structured(agent.call("retrieve_stashed_context", {
             "query": "invoice total crashed because a line had no price",
             "session_id": SESSION, "min_similarity": 0.4}))
@@ -170,7 +172,8 @@ def test_three_servers_stash_at_once_and_an_owner_killed_midway_loses_nothing(tm
     root = make_repo(tmp_path / "repo", REPO)
     env = server_env(tmp_path / "run")
     with ExitStack() as stack:
-        servers = [stack.enter_context(mcp_session(root, env, tmp_path / f"server{i}.log"))
+        servers = [stack.enter_context(mcp_session(root, env, tmp_path / f"server{i}.log",
+                                                   "memory"))
                    for i in range(3)]
         owner = _owner_pid(servers[0])
         killed = next(s for s in servers

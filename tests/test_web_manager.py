@@ -159,7 +159,7 @@ def test_busy_port_is_one_line(tmp_path):
 def test_mcp_tools_open_list_and_stop_a_manager(tmp_path):
     root = make_repo(tmp_path / "repo", {"a.py": "def alpha():\n    return 1\n"})
     env = server_env(tmp_path / "run")
-    with mcp_session(root, env, tmp_path / "server.log") as client:
+    with mcp_session(root, env, tmp_path / "server.log", "admin") as client:
         opened = structured(client.call("open_index_manager", {}))
         assert opened["started"] is True and opened["manager"]["url"].startswith(
             "http://127.0.0.1:")
@@ -220,7 +220,7 @@ def test_open_index_manager_from_a_folder_holding_a_contextd_folder(tmp_path):
     (workdir / "contextd").mkdir(parents=True)
     (workdir / "contextd" / "__init__.py").write_text("raise ImportError('the wrong contextd')\n")
     params = StdioServerParameters(
-        command=sys.executable, args=["-P", "-m", "contextd", "serve", "--root", str(root)],
+        command=sys.executable, args=["-P", "-m", "contextd", "serve", "--root", str(root), "--tools", "admin"],
         env=server_env(tmp_path / "run"), cwd=str(workdir))
     with start_blocking_portal() as portal, open(tmp_path / "server.log", "a") as err:
         with portal.wrap_async_context_manager(_session(params, err)) as raw:

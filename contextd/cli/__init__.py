@@ -35,6 +35,7 @@ COMMANDS = {
     "refresh": "contextd.cli.index_cmds:refresh",
     "watch": "contextd.cli.index_cmds:watch",
     "query": "contextd.cli.query_cmds:query_command",
+    "related": "contextd.cli.related_cmd:related_command",
     "stats": "contextd.cli.query_cmds:stats_command",
     "serve": "contextd.cli.serve_cmd:serve",
     "plugins": "contextd.cli.plugins_cmd:plugins_command",

@@ -143,6 +143,9 @@ def _waited(response: QueryResponse) -> str:
               "side by side: what contextual retrieval changes here.")
 @click.option("--expect", "expect", multiple=True, help="With --ab: a file that answers "
               "TEXT; its rank with and without prefixes is shown (repeatable).")
+@click.option("--repo", metavar="GIT_URL_OR_PATH", help="Search this repository instead of "
+              "the project here: a folder, or a git URL cloned on first use; its index lives "
+              "in the cache (~/.cache/contextd/repos/), never in the repository.")
 @pass_state
 def query_command(state: CliState, text: str, k: int | None, providers: tuple[str, ...],
                   budget: int | None, paths: tuple[str, ...], excludes: tuple[str, ...],
@@ -153,7 +156,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
                   memory_min_similarity: float | None, as_block: bool, by_file: bool,
                   as_prompt: bool, task_id: str, task_type: str | None,
                   complexity: int | None, description: str | None, ab: bool,
-                  expect: tuple[str, ...]) -> None:
+                  expect: tuple[str, ...], repo: str | None) -> None:
     """Search the project's context for TEXT.
 
     \b
@@ -165,6 +168,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
       contextd query "session timeout" --project backend --project frontend
       contextd query "Fix token refresh" --prompt --task-type BUGFIX --complexity 5
       contextd query "where are tokens refreshed" --ab
+      contextd query "how is a redirect followed" --repo https://github.com/encode/httpx
     """
     if not text.strip():
         raise UsageError("the query is empty; say what you are looking for, e.g. "
@@ -173,6 +177,11 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
         raise UsageError("--files, --render, --prompt and --ab exclude each other")
     if expect and not ab:
         raise UsageError("--expect goes with --ab")
+    if repo is not None:
+        from contextd.cli.repo_source import prepared_repository
+
+        root, config = prepared_repository(repo)
+        state.root, state.config_path, state._project = str(root), str(config), None
     if ab:
         return _ab_command(state, text, k, expect)
     task = {"task_id": task_id, "title": text, "description": description,
@@ -273,7 +282,7 @@ def _print_ab(data: dict[str, Any]) -> None:
                    "prefix (kept for the next comparison)", err=True)
 
 
-def _print_stats(data: Any) -> None:
+def _print_stats(data: Any, background_log: Path) -> None:
     storage = data.storage
     click.echo(f"files: {storage.get('total_files')}  chunks: {storage.get('total_chunks')}  "
                f"database: {storage.get('db_size_mb')} MB  last indexed: "
@@ -310,8 +319,18 @@ def _print_stats(data: Any) -> None:
         role = (" (this process)" if owner.get("this_process")
                 else " (stop it with 'contextd stop')")
         click.echo(f"owner: pid {owner['pid']}{role}{memory}")
+        click.echo(f"owner log: {_owner_log(owner, background_log)}")
     for problem in indexing.get("problem_files") or []:
         click.echo(f"  not indexed as written: {shown(problem['path'])}: {problem['reason']}")
+
+
+def _owner_log(owner: dict[str, Any], background_log: Path) -> str:
+    """Where the owner writes its job lines: owner.log for a background owner, else its
+    stderr (an MCP server's goes to the agent's log), with where a background one would."""
+    logged = owner.get("log") or "stderr"
+    if logged != "stderr":
+        return shown(logged)
+    return f"its stderr (a background owner logs to {shown(background_log)})"
 
 
 def _print_embedding(embedding: dict[str, Any]) -> None:
@@ -336,9 +355,13 @@ def _print_embedding(embedding: dict[str, Any]) -> None:
 @pass_state
 def stats_command(state: CliState) -> None:
     """Show providers, index size, languages and query performance."""
+    from contextd.crypto import side_file
+    from contextd.runtime.background import OWNER_LOG
+
     engine = open_engine(state, reads_only=True)
     try:
         data = engine.stats()
     finally:
         engine.close()
-    emit(state, data, _print_stats)
+    background_log = side_file(state.project(), OWNER_LOG)
+    emit(state, data, lambda shown_data: _print_stats(shown_data, background_log))

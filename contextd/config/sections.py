@@ -316,7 +316,8 @@ class BootstrapConfig:
     fail_fast: bool = _opt(False, help="Stop at the first file that fails.")
     show_progress: bool = _opt(True, help="Show progress while indexing.")
     progress_interval_seconds: int = _opt(10, min=1, help="Seconds between progress lines "
-                                                          "when not on a terminal.")
+                                                          "when not on a terminal, and in "
+                                                          "the owner's log.")
 
 
 @dataclass(frozen=True)
@@ -594,11 +595,24 @@ class OwnerConfig:
 
 
 # ----- [mcp]: the MCP server's tool list ---------------------------------------------------
+# The opt-in tool groups of ``contextd serve`` (contextd.mcp.tool_kinds says which tool is in
+# which; docs/MCP_TOOLS.md lists them). The core tools (query_context, refresh_context,
+# get_context_stats) are always offered; "all" turns every group on.
+MCP_TOOL_GROUPS = ("admin", "memory", "knowledge", "reports", "contextual", "related")
+
+
 @dataclass(frozen=True)
 class McpConfig:
+    tools: list[str] = _opt([], choices=(*MCP_TOOL_GROUPS, "all"),
+                            help="Tool groups `contextd serve` offers beside the core tools "
+                                 "(query_context, refresh_context, get_context_stats): admin, "
+                                 "memory, knowledge, reports, contextual, related, or all; "
+                                 "`serve --tools` overrides it. Every tool listed costs an "
+                                 "agent context on each request, so the default is none.")
     compatibility: str = _opt("none", choices=("none", "seed002"),
                               help="Extra tool names for agents written against another "
-                                   "server: seed002 adds rebuild_index, index_status, "
+                                   "server: seed002 offers every tool group and adds "
+                                   "rebuild_index, index_status, "
                                    "cancel_index_generation, reinitialize_schema and the "
                                    "deprecated generate_report; none keeps the list short "
                                    "(every tool's description costs an agent context).")

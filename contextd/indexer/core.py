@@ -351,14 +351,17 @@ class Indexer:
             self.store.progress_clear()
             return dropped
 
-    def follow_vectors(self) -> VectorFollower:
+    def follow_vectors(self, progress: Callable[[], Progress] | None = None
+                       ) -> VectorFollower:
         """From now on, a run that is not a whole-project one (a refresh, a catch-up, a
         watcher batch; a push still embeds its one file) returns once its chunks are
         written, and their vectors follow in the background
-        (:mod:`contextd.indexer.embed_follow`). For a process that stays up to compute them:
-        the owner."""
+        (:mod:`contextd.indexer.embed_follow`), each round reported to a ``progress()``
+        sink. For a process that stays up to compute them: the owner."""
         if self.follower is None:
-            self.follower = VectorFollower(lambda cancel: self.embed_pending(cancel=cancel))
+            self.follower = VectorFollower(
+                lambda cancel, sink: self.embed_pending(cancel=cancel, progress=sink),
+                progress)
         return self.follower
 
     def embed_pending(self, cancel: threading.Event | None = None,

@@ -16,15 +16,20 @@ import logging
 import threading
 from typing import Callable
 
+from contextd.indexer.progress import Progress
+
 log = logging.getLogger(__name__)
 
 
 class VectorFollower:
-    """One thread at a time running ``embed(cancel)`` (the indexer's ``embed_pending``)
-    until no run has asked for vectors since it last started."""
+    """One thread at a time running ``embed(cancel, progress)`` (the indexer's
+    ``embed_pending``) until no run has asked for vectors since it last started. Each round
+    reports to a fresh ``progress()`` sink (the owner's job log), which it finishes."""
 
-    def __init__(self, embed: Callable[[threading.Event], int]):
+    def __init__(self, embed: Callable[[threading.Event, Progress | None], int],
+                 progress: Callable[[], Progress] | None = None):
         self._embed = embed
+        self._progress = progress
         self._guard = threading.Lock()
         self._wanted = False
         self._thread: threading.Thread | None = None
@@ -55,7 +60,11 @@ class VectorFollower:
                     return
                 self._wanted = False
             try:
-                self._embed(self.stopped)
+                progress = self._progress() if self._progress is not None else None
+                embedded = self._embed(self.stopped, progress)
+                if progress is not None:
+                    progress.finish(f"{embedded:,} chunks embedded"
+                                    + (" (stopped)" if self.stopped.is_set() else ""))
             except Exception as exc:  # the lexical index stands; the next run asks again
                 log.warning("vectors after a refresh stopped: %s", exc)
 

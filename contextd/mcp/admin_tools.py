@@ -19,9 +19,10 @@ from contextd.mcp.engine_handle import EngineHandle
 from contextd.mcp.tool_kinds import APPEND, DELETE, READ, SEED002, WRITE, tool
 
 
-
 class AdminTools:
     """Tools that act on the server's configuration and schema."""
+
+    GROUP = "admin"  # the tool group (`serve --tools admin`)
 
     def __init__(self, handle: EngineHandle):
         self.handle = handle

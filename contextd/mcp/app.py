@@ -15,7 +15,7 @@ import inspect
 import logging
 import queue
 import threading
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any, Callable, Iterable
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -23,6 +23,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from contextd.config.sections import McpConfig
 from contextd.errors import ContextdError, JobConflictError
 from contextd.boundary.path_args import RefusedPath, refusal_text
 from contextd.mcp import render
@@ -36,24 +37,38 @@ from contextd.mcp.schemas import (
     RebuildResult, RefreshResult, Scope, StatsResult,
 )
 from contextd.mcp.stash_tools import StashTools
-from contextd.mcp.tool_kinds import DELETE, READ, WRITE, tool, tools_of
+from contextd.records import to_dict
+from contextd.mcp.tool_kinds import (
+    CORE, DELETE, READ, SEED002, WRITE, DeclaredTool, chosen_groups, tool, tools_of,
+)
 
 log = logging.getLogger("contextd.mcp")
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
-TOOL_GROUP = "Project context and indexing"
-
-INSTRUCTIONS = """\
-contextd indexes this project (code, docs, config) and answers with the few snippets that
-matter, ranked and cut to a token budget. Call query_context before reading files blindly;
-call refresh_context after editing files if results look stale (a watcher normally keeps the
-index current within a second). get_context_stats says what is indexed and whether indexing
-or the embedding model is still warming up. To research a question and write it up:
-search_knowledge (keeps results in a session), get_search_results (full text), then
-create_rag_report (a cited Markdown report; get_template_schema shows a template's variables).
-Agent memory: stash_context what you may need again (a traceback, a decision),
-retrieve_stashed_context it later by meaning, and merge_stashed_context it back. After an
-edit of context.toml, reload_config applies it without a restart."""
+# What the server tells an agent at the handshake, one paragraph per group it offers.
+INSTRUCTIONS = {
+    CORE: "contextd indexes this project (code, docs, config) and answers with the few "
+          "snippets that matter, ranked and cut to a token budget. Call query_context before "
+          "reading files blindly or grepping for a concept; call refresh_context after editing "
+          "files if results look stale (a watcher normally keeps the index current within a "
+          "second). get_context_stats says what is indexed and whether indexing or the "
+          "embedding model is still warming up.",
+    "reports": "To research a question and write it up: search_knowledge (keeps results in a "
+               "session), get_search_results (full text), then create_rag_report (a cited "
+               "Markdown report; get_template_schema shows a template's variables).",
+    "memory": "Agent memory: stash_context what you may need again (a traceback, a decision), "
+              "retrieve_stashed_context it later by meaning, and merge_stashed_context it back.",
+    "knowledge": "Knowledge contexts hold documents beside the code (knowledge_add); "
+                 "knowledge_search searches them, query_context's contexts adds them to a "
+                 "project search.",
+    "contextual": "Contextual retrieval: reindex_with_context adds a context line to each "
+                  "chunk; report_token_usage and get_token_reduction_report measure the "
+                  "tokens saved.",
+    "related": "find_related lists the code most like a function (near-copies that need "
+               "the same change, code calling the same helpers).",
+    "admin": "After an edit of context.toml, reload_config applies it without a restart; "
+             "rebuild_context re-creates a corrupt index; open_index_manager opens the web "
+             "Index Manager.",
+}
 
 
 def _tool_errors(function: Callable) -> Callable:
@@ -124,52 +139,91 @@ def _strict(tool: Tool) -> Tool:
         "model_config": ConfigDict(**{**base.model_config, "extra": "forbid",
                                       "strict": True})})
     tool.fn_metadata.arg_model = strict
-    tool.parameters = strict.model_json_schema(by_alias=True)
+    tool.parameters = without_titles(strict.model_json_schema(by_alias=True))
+    if tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_schema = without_titles(tool.fn_metadata.output_schema)
     return tool
 
 
-def _compatibility(handle: EngineHandle) -> str:
-    """``[mcp] compatibility`` of the project; a configuration that does not load gives the
-    default list (the engine then reports the error to every call)."""
+def without_titles(schema: Any) -> Any:
+    """A JSON Schema without pydantic's ``title`` keywords (``"title": "Maxtokens"`` beside
+    ``maxTokens``): they say nothing the property name does not, and an agent reads every
+    schema of ``tools/list`` on every request. A property *named* title is kept."""
+    if isinstance(schema, list):
+        return [without_titles(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    lean = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs"):  # names of properties or definitions, not keywords
+            lean[key] = {name: without_titles(sub) for name, sub in value.items()}
+        elif key != "title":
+            lean[key] = without_titles(value)
+    return lean
+
+
+def _mcp_config(handle: EngineHandle) -> McpConfig:
+    """``[mcp]`` of the project; a configuration that does not load gives the defaults (the
+    engine then reports the error to every call)."""
     from contextd.config.project import Project
 
     try:
-        return Project.open(handle.root, handle.config_path).config.mcp.compatibility
+        return Project.open(handle.root, handle.config_path).config.mcp
     except (ContextdError, OSError):
-        return "none"
+        return McpConfig()
 
 
-def registered_tools(handle: EngineHandle) -> list[Tool]:
-    """Every tool of the server, in the order ``tools/list`` answers them: the context tools
-    here, then each capability's own (Index Manager, agent memory, knowledge base, search
-    sessions and reports, administration): each class's methods marked ``@tool``, in the
-    order they are written, all with the same error handling and strictness.
-    The reference in docs/MCP_TOOLS.md is generated from this list
-    (:mod:`contextd.mcp.reference`)."""
+def offered_groups(handle: EngineHandle, tools: Iterable[str] | None = None) -> frozenset[str]:
+    """The tool groups the server offers: ``tools`` (``serve --tools``) if given, else
+    ``[mcp] tools``; the core always, and every group under the seed002 compatibility
+    profile, which promises its agents the full set."""
+    config = _mcp_config(handle)
+    if config.compatibility == SEED002:
+        return chosen_groups(["all"])
+    return chosen_groups(config.tools if tools is None else tools)
+
+
+def declared_tools(handle: EngineHandle) -> list[DeclaredTool]:
+    """Every tool the server can offer (all groups) under the project's compatibility
+    profile, in the order ``tools/list`` answers them: the context tools here, then each
+    capability's own (Index Manager, agent memory, knowledge base, contextual retrieval,
+    search sessions and reports, administration)."""
     from contextd.mcp.session_tools import SessionTools
 
     owners = (ContextTools(handle), ManagerTools(handle.root, handle.config_path),
               StashTools(handle), KnowledgeTools(handle), ContextualTools(handle),
               SessionTools(handle), AdminTools(handle))
-    profile = _compatibility(handle)
-    tools = [found for owner in owners for found in tools_of(owner, profile)]
+    profile = _mcp_config(handle).compatibility
+    return [found for owner in owners for found in tools_of(owner, profile)]
+
+
+def registered_tools(handle: EngineHandle, tools: Iterable[str] | None = None) -> list[Tool]:
+    """The tools of the groups :func:`offered_groups` names, all with the same error
+    handling and strictness. The reference in docs/MCP_TOOLS.md is generated from the full
+    list (:mod:`contextd.mcp.reference`)."""
+    groups = offered_groups(handle, tools)
     # Descriptions without the docstrings' indentation: agents pay for every space.
-    return [_strict(ContextdTool.from_function(_tool_errors(function), name=name,
-                                               description=inspect.cleandoc(function.__doc__ or ""),
-                                               annotations=annotations))
-            for name, function, annotations in tools]
+    return [_strict(ContextdTool.from_function(_tool_errors(found.function), name=found.name,
+                                               description=inspect.cleandoc(
+                                                   found.function.__doc__ or ""),
+                                               annotations=found.annotations))
+            for found in declared_tools(handle) if found.group in groups]
 
 
-def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
-    """The server with every tool of :func:`registered_tools` and the template resources,
-    talking to the engine behind ``handle``."""
+def build_app(handle: EngineHandle, log_level: str = "WARNING",
+              tools: Iterable[str] | None = None) -> MCPServer:
+    """The server with the tools of :func:`registered_tools` (``tools``: the groups of
+    ``serve --tools``; None: ``[mcp] tools``) and the template resources, talking to the
+    engine behind ``handle``."""
     from contextd.mcp import session_tools
 
+    groups = offered_groups(handle, tools)
+    instructions = "\n\n".join(text for group, text in INSTRUCTIONS.items() if group in groups)
     resources = session_tools.template_resources(handle)
     app = session_tools.ListingServer("contextd", version=importlib.metadata.version("contextd"),
-                                      instructions=INSTRUCTIONS, log_level=log_level,
+                                      instructions=instructions, log_level=log_level,
                                       middleware=[start_after_handshake(handle)],
-                                      tools=registered_tools(handle),
+                                      tools=registered_tools(handle, tools),
                                       listers=(resources.listing,))
     session_tools.register_resources(app, resources)
     return app
@@ -178,6 +232,8 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING") -> MCPServer:
 class ContextTools:
     """The tool functions; their signatures and docstrings are the tools' schemas and
     descriptions, written for the agent that calls them."""
+
+    GROUP = CORE  # the rebuild jobs are in the admin group
 
     def __init__(self, handle: EngineHandle):
         self.handle = handle
@@ -203,14 +259,16 @@ class ContextTools:
             "its own, their best hits fused under one budget; ['*'] = all. Each hit names "
             "its project. Omitted: the whole index."))] = None,
     ) -> Annotated[CallToolResult, QueryResult]:
-        """Search this project's index for the code and documentation relevant to a question.
+        """Find the code and docs of this project that answer a question, ranked and cut
+        to a token budget.
 
-        Use it before opening files to find where something is implemented, defined, called
-        or documented. Returns ranked snippets (file path, line range, symbol label, chunk
-        kind, language, score 0-1, the snippet text) that fit together in a token budget
-        (filters.maxTokens; default from the project configuration, at most 6000), so the
-        answer never floods your context. Lexical and symbol matches are available at once;
-        semantic matches join when the embedding model has loaded (a note says so).
+        Prefer it to grep and to opening files when you look for a concept, a behaviour, or
+        where something is implemented, defined, called, configured or documented; grep is
+        for an exact string you already know. Returns snippets (file path, line range,
+        symbol, kind, language, score 0-1, text) that fit together in filters.maxTokens
+        (default from context.toml, at most 6000), often enough to answer without reading
+        whole files. Lexical matches answer at once; semantic ones join when the embedding
+        model has loaded (a note says so).
         """
         engine = self.handle.get()
         filters = filters or Filters()
@@ -232,14 +290,13 @@ class ContextTools:
             "true: queue the refresh and return at once; false: wait until it is done."))]
         = True,
     ) -> Annotated[CallToolResult, RefreshResult]:
-        """Re-index files you (or a tool) just changed, so query_context sees the new text.
+        """Re-index files you just changed, so query_context sees the new text.
 
-        A file watcher normally does this within a second; use this when results look stale,
+        A file watcher normally does this within a second; call it when answers look stale,
         after a bulk change (checkout, code generation), or with force=true to re-chunk.
-        Deleted paths are removed from the index. Returns status 'queued' (async, default)
-        or 'completed' with the indexing report; paths that cannot be used (outside the
-        root, a link leading out of it, too long, control characters, missing and not
-        indexed) are listed in 'refused' with a reason each.
+        Deleted paths leave the index. Returns status 'queued' (async, the default) or
+        'completed' with the indexing report; paths it cannot use (outside the root,
+        missing...) are listed in 'refused' with a reason each.
         """
         engine = self.handle.get()
         # The owner's check (it knows what is indexed): both forms refuse alike, before queuing.
@@ -260,19 +317,19 @@ class ContextTools:
 
     @tool(READ)
     def get_context_stats(self) -> Annotated[CallToolResult, StatsResult]:
-        """Report the health and contents of this project's context index.
+        """Say what this project's index holds and whether it is ready.
 
-        Use it when results look wrong or empty, or to see what is indexed. Returns whether
-        context is enabled, the providers and their availability (semantic search waits for
-        the embedding model), storage (files, chunks, embeddings, database size, last
-        indexed), query performance, chunks per language, indexing progress ("N / M files",
-        embeddings pending), recent jobs, and which process owns the database.
+        Call it when query_context answers look empty, stale or wrong. Returns the files,
+        chunks and embeddings indexed, indexing progress ("N / M files", embeddings
+        pending, problem files), each provider's availability (semantic search waits for
+        the embedding model), chunks per language, recent jobs, query figures, and the
+        process that owns the index.
         """
         engine = self.handle.get()
         result = render.stats_result(engine.stats(), engine.project.config)
         return _answer(result, render.stats_text(result))
 
-    @tool(DELETE)
+    @tool(DELETE, group="admin")
     def rebuild_context(
         self,
         confirm: Annotated[bool, Field(description=(
@@ -311,7 +368,7 @@ class ContextTools:
         answer = render.rebuild_result(result, partial=bool(paths))
         return _answer(answer, answer.message)
 
-    @tool(READ)
+    @tool(READ, group="admin")
     def get_rebuild_status(
         self,
         job_id: Annotated[str, Field(validation_alias="jobId", min_length=1, description=(
@@ -327,7 +384,7 @@ class ContextTools:
         answer = render.job_status_result(status, include_logs)
         return _answer(answer, answer.message)
 
-    @tool(WRITE)
+    @tool(WRITE, group="admin")
     def cancel_rebuild(
         self,
         job_id: Annotated[str, Field(validation_alias="jobId", min_length=1, description=(
@@ -339,6 +396,25 @@ class ContextTools:
         status = self.handle.get().cancel_job(job_id)
         answer = render.job_status_result(status, include_logs=False)
         return _answer(answer, answer.message)
+
+
+    @tool(READ, group="related")
+    def find_related(
+        self,
+        path: Annotated[str, Field(min_length=1, description=(
+            "File relative to the project root, e.g. 'src/billing/invoice.py'."))],
+        line: Annotated[int, Field(ge=1, description=(
+            "A line inside the function or chunk to start from."))],
+        k: Annotated[int, Field(ge=1, le=100, description="Most results.")] = 10,
+    ) -> dict[str, Any]:
+        """Find the code most like the function (or chunk) at path:line, across the project.
+
+        Use it before changing a function, to find its near-copies (the same shape under
+        other names) that need the same change, and code calling the same helpers alike.
+        Returns the target and hits best first: location, label, score, shape, calls and
+        meaning likeness (0-1), why (near-copy, calls alike, similar) and the first lines.
+        """
+        return to_dict(self.handle.get().related(path, line, k))
 
 
 class RefreshQueue:

@@ -50,6 +50,8 @@ def _search_text(data: dict[str, Any]) -> str:
 class ContextualTools:
     """The tool functions; signatures and docstrings are the schemas and descriptions."""
 
+    GROUP = "contextual"  # the tool group (`serve --tools contextual`)
+
     def __init__(self, handle: Any):
         self.handle = handle
 

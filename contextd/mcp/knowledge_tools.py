@@ -23,9 +23,6 @@ from contextd.mcp.render import listing
 from contextd.mcp.render import default_budget
 from contextd.mcp.tool_kinds import DELETE, READ, WRITE, tool
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
-TOOL_GROUP = "Knowledge base"
-
 _CONTEXTS = ("Context names; each entry may also be comma-separated "
              "('aws-architecture,healthcare-compliance').")
 
@@ -44,6 +41,8 @@ def _context_line(info: ContextInfo) -> str:
 
 class KnowledgeTools:
     """The tool functions; signatures and docstrings are the schemas and descriptions."""
+
+    GROUP = "knowledge"  # the tool group (`serve --tools knowledge`)
 
     def __init__(self, handle):
         self.handle = handle

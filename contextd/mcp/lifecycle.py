@@ -33,13 +33,16 @@ log = logging.getLogger("contextd.mcp")
 # The background start happens at the latest this long after the transport is up, so an
 # HTTP server nobody has called yet still indexes and watches.
 BACKGROUND_START_S = 2.0
+
+
 def serve(root: str | None, config_path: str | None, http_port: int | None = None,
-          verbose: int = 0) -> None:
-    """Run the MCP server until the client goes away or a signal arrives."""
+          verbose: int = 0, tools: list[str] | None = None) -> None:
+    """Run the MCP server until the client goes away or a signal arrives; ``tools``: the
+    tool groups to offer beside the core (None: ``[mcp] tools``)."""
     if http_port is not None:
         check_port_free(http_port)
     handle = EngineHandle(root, config_path)
-    app = build_app(handle, log_level="DEBUG" if verbose > 1 else "WARNING")
+    app = build_app(handle, log_level="DEBUG" if verbose > 1 else "WARNING", tools=tools)
     client_gone = False
     try:
         if http_port is None:

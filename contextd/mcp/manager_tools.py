@@ -13,9 +13,6 @@ from contextd.config.project import Project
 from contextd.web import registry
 from contextd.mcp.tool_kinds import READ, WRITE, tool
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
-TOOL_GROUP = "The web Index Manager"
-
 
 class ManagerInfo(BaseModel):
     """A running Index Manager."""
@@ -64,6 +61,8 @@ def _answer(model: BaseModel, text: str) -> CallToolResult:
 
 class ManagerTools:
     """The tool functions; signatures and docstrings are the tools' schemas."""
+
+    GROUP = "admin"  # the tool group (`serve --tools admin`)
 
     def __init__(self, root: str | None, config_path: str | None):
         self.root = root

@@ -5,20 +5,20 @@ parameter lists). This module writes the reference from what ``tools/list`` answ
 order: each tool's description, its annotations, its parameters with types, defaults and
 constraints (nested objects flattened to ``scope.paths`` rows), and its answer's fields.
 ``contextd docs mcp`` prints it; ``tests/test_docs.py`` fails when the committed file differs.
-Tools are grouped under their module's ``TOOL_GROUP`` (else its docstring's first line), so a
-new tools module needs nothing here.
+Tools are grouped by the group ``serve --tools`` turns on (:data:`GROUP_TITLES`), each group
+where its first tool is listed.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 from typing import Any
 
 from mcp.server.mcpserver.tools import Tool
 
-from contextd.mcp.app import registered_tools
+from contextd.mcp.app import declared_tools, registered_tools
 from contextd.mcp.engine_handle import EngineHandle
+from contextd.mcp.tool_kinds import CORE, GROUP_TITLES
 
 HEADER = """\
 # MCP tool reference
@@ -26,7 +26,10 @@ HEADER = """\
 <!-- Generated from the tool registry by `contextd docs mcp > docs/MCP_TOOLS.md`; do not edit.
      A tool's text lives in its docstring and parameter schema (contextd/mcp/*_tools.py). -->
 
-Every tool of `contextd serve`, in the order `tools/list` answers them. Parameters marked
+Every tool of `contextd serve`, by group. By default the server offers only the core tools:
+every listed tool costs an agent context on every request. The other groups are turned on
+with `contextd serve --tools GROUP,...` (or `all`) or `[mcp] tools = ["GROUP", ...]` in
+context.toml; `[mcp] compatibility = "seed002"` offers them all. Parameters marked
 *required* must be given; unknown parameters are refused (`additionalProperties: false`).
 Nested objects are flattened: `scope.paths` is the `paths` field of the `scope` object, and
 `segments[].text` the `text` field of each item of the `segments` list. How to register the
@@ -40,29 +43,28 @@ ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWor
 def tool_reference() -> str:
     """The whole reference as Markdown. Builds the tools without starting anything: the
     engine handle is never asked for its engine, so no database or model is opened."""
-    tools = registered_tools(EngineHandle(root=None, config_path=None))
+    handle = EngineHandle(root=None, config_path=None)
+    tools = registered_tools(handle, tools=["all"])
+    offered = {found.name: found.group for found in declared_tools(handle)}
     groups: dict[str, list[Tool]] = {}
     for tool in tools:
-        groups.setdefault(_group(tool), []).append(tool)
+        groups.setdefault(offered[tool.name], []).append(tool)
     parts = [HEADER, _summary(groups)]
     for group, members in groups.items():
-        parts.append(f"## {group}\n")
+        parts.append(f"## {GROUP_TITLES[group]}\n")
         parts.extend(_tool_section(tool) for tool in members)
     return "\n".join(parts).rstrip() + "\n"
 
 
-def _group(tool: Tool) -> str:
-    module = importlib.import_module(tool.fn.__module__)
-    declared = getattr(module, "TOOL_GROUP", None)
-    return declared or (module.__doc__ or module.__name__).strip().splitlines()[0]
-
-
 def _summary(groups: dict[str, list[Tool]]) -> str:
+    """One row per tool: its group of ``--tools`` (core: always offered) and its
+    description's first paragraph."""
     rows = ["| tool | group | what it does |", "| --- | --- | --- |"]
     for group, members in groups.items():
+        switch = "core (always)" if group == CORE else f"`{group}`"
         for tool in members:
             first = (tool.description or "").strip().split("\n\n")[0]
-            rows.append(f"| [`{tool.name}`](#{tool.name}) | {group} | {_cell(first)} |")
+            rows.append(f"| [`{tool.name}`](#{tool.name}) | {switch} | {_cell(first)} |")
     return "\n".join(rows) + "\n"
 
 

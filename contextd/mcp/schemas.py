@@ -133,29 +133,21 @@ class StatsResult(BaseModel):
         "totalFiles, totalChunks, totalEmbeddings, dbSizeMB, lastIndexed, errors."))
     performance: dict[str, Any] = Field(description=(
         "queries, avgQueryLatencyMs, avgTokensPerQuery, providerLatencyMs, cacheHitRate "
-        "(share of recorded queries answered with a cache hit, from usage_metrics."
-        "cache_hits; null until a query records one)."))
+        "(null until a query records one)."))
     languages: dict[str, int] = Field(description="Chunks per language.")
     indexing: dict[str, Any] = Field(description=(
-        "state (idle, indexing, embedding), files indexed / total with ETA, embeddings "
-        "pending, the running embedding (done, pending, rate, ETA), files left out by an "
-        "interrupted run, problem_files (path and reason of files that failed or were "
-        "indexed as line windows), and a one-line text."))
+        "state (idle, indexing, embedding), files indexed / total, ETA, embeddings pending, "
+        "problem_files (path, reason), a one-line text."))
     recent_activity: list[dict[str, Any]] = Field(alias="recentActivity", description=(
         "The latest jobs (bootstrap, rebuilds) with their status and figures."))
     owner: dict[str, Any] = Field(description=(
-        "pid of the process that owns the database; this_process tells whether it is this "
-        "server; rss_mb and peak_rss_mb: that process's resident memory now and at its peak, "
-        "beside memory_limit_mb ([owner])."))
+        "The process owning the index: pid, this_process, rss_mb, peak_rss_mb, "
+        "memory_limit_mb, log (the file it logs its jobs to, or stderr)."))
     contextualizer: dict[str, Any] = Field(default_factory=dict, description=(
-        "strategy, contextualized_chunks in the index, and what this owner's contextualizer "
-        "did since it started (prefixes generated, cache hits, fallbacks; for llm: requests, "
-        "tokens, cost)."))
+        "strategy, contextualized_chunks, and what it did since the owner started."))
     embedding: dict[str, Any] = Field(default_factory=dict, description=(
-        "backend, identity (the vector space stored), dimension, query_backend (which "
-        "backend embeds queries, and why); for a remote server also endpoint, requests, "
-        "texts, tokens, retries, rate_limit_waits, rate_limit_wait_s, failures, "
-        "texts_per_second."))
+        "backend, identity, dimension, query_backend; for a remote server its endpoint and "
+        "request figures."))
 
 
 class RebuildResult(BaseModel):

@@ -30,9 +30,6 @@ from contextd.sessions.records import (
 )
 from contextd.mcp.tool_kinds import APPEND, READ, tool
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
-TOOL_GROUP = "Research sessions and reports"
-
 SCHEMA_MIME = "application/json"
 RESOURCE_URI = "template://{name}/schema"
 
@@ -58,6 +55,8 @@ def _answer(record: Any, text: str) -> CallToolResult:
 class SessionTools:
     """The tool functions; signatures and docstrings are the tools' schemas and
     descriptions, written for the agent that calls them."""
+
+    GROUP = "reports"  # the tool group (`serve --tools reports`)
 
     def __init__(self, handle: EngineHandle):
         self.handle = handle

@@ -22,9 +22,6 @@ from contextd.stash.model import (
 )
 from contextd.mcp.tool_kinds import APPEND, DELETE, READ, RESET, WRITE, tool
 
-# The heading of these tools in docs/MCP_TOOLS.md (contextd.mcp.reference).
-TOOL_GROUP = "Agent memory"
-
 TypeName = Literal[tuple(t.value for t in SegmentType)]  # type: ignore[valid-type]
 SESSION_HELP = (f"Your session id (default {DEFAULT_SESSION!r}); sessions are isolated, so use "
                 "the same one to stash and to retrieve.")
@@ -80,6 +77,8 @@ def _retrieve_text(result: RetrieveResult) -> str:
 
 class StashTools:
     """The tool functions; their signatures and docstrings are the tools' schemas."""
+
+    GROUP = "memory"  # the tool group (`serve --tools memory`)
 
     def __init__(self, handle: Any):
         self.handle = handle

@@ -4,9 +4,12 @@ the marked methods of each tool class, in the order they are written (:func:`too
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, NamedTuple
 
 from mcp_types import ToolAnnotations
+
+from contextd.config.sections import MCP_TOOL_GROUPS
+from contextd.errors import UsageError
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # Writes that add or change and may be repeated to the same effect.
@@ -25,26 +28,67 @@ RESET = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_
 # (docs/MCP.md).
 SEED002 = "seed002"
 
+# The tools every server offers: what an agent needs on every task. Every other tool is in
+# one of the opt-in groups of ``[mcp] tools`` / ``serve --tools`` (MCP_TOOL_GROUPS), because
+# each listed tool costs the agent context on every request (issue 39).
+CORE = "core"
+# The heading of each group in docs/MCP_TOOLS.md (contextd.mcp.reference).
+GROUP_TITLES = {
+    CORE: "Core tools (always offered)",
+    "admin": "`admin`: index jobs, configuration, the web Index Manager",
+    "memory": "`memory`: agent memory",
+    "knowledge": "`knowledge`: knowledge contexts",
+    "contextual": "`contextual`: contextual retrieval and token usage",
+    "reports": "`reports`: research sessions and reports",
+    "related": "`related`: code like a given location",
+}
 
-def tool(kind: ToolAnnotations, *, profile: str | None = None
+
+class DeclaredTool(NamedTuple):
+    name: str
+    function: Callable[..., Any]
+    annotations: ToolAnnotations
+    group: str
+
+
+def tool(kind: ToolAnnotations, *, profile: str | None = None, group: str | None = None
          ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Mark a tool class's method as an MCP tool named after it; its signature and docstring
     are the tool's schema and description. ``profile``: offered only under that
-    ``[mcp] compatibility``."""
+    ``[mcp] compatibility``. ``group``: the tool group it belongs to, when not its class's
+    ``GROUP``."""
     def mark(method: Callable[..., Any]) -> Callable[..., Any]:
-        method.mcp_tool = (kind, profile)  # type: ignore[attr-defined]
+        method.mcp_tool = (kind, profile, group)  # type: ignore[attr-defined]
         return method
 
     return mark
 
 
-def tools_of(owner: Any, compatibility: str) -> list[tuple[str, Callable[..., Any],
-                                                          ToolAnnotations]]:
-    """(name, bound method, annotations) of the marked methods of ``owner``'s class, in the
-    order they are written, those of another compatibility profile left out."""
+def tools_of(owner: Any, compatibility: str) -> list[DeclaredTool]:
+    """The marked methods of ``owner``'s class, bound, in the order they are written, those
+    of another compatibility profile left out."""
     found = []
     for name, member in vars(type(owner)).items():
-        kind, profile = getattr(member, "mcp_tool", (None, None))
+        kind, profile, group = getattr(member, "mcp_tool", (None, None, None))
         if kind is not None and profile in (None, compatibility):
-            found.append((name, getattr(owner, name), kind))
+            group = group or type(owner).GROUP
+            if group not in (CORE, *MCP_TOOL_GROUPS):
+                raise ValueError(f"{name}: {group!r} is not a tool group")
+            found.append(DeclaredTool(name, getattr(owner, name), kind, group))
     return found
+
+
+def chosen_groups(names: Iterable[str]) -> frozenset[str]:
+    """The groups a ``--tools`` list or ``[mcp] tools`` turns on, the core always among
+    them; ``all`` is every group. An unknown name is refused with the known ones."""
+    chosen = {CORE}
+    for name in names:
+        name = name.strip()
+        if name == "all":
+            chosen.update(MCP_TOOL_GROUPS)
+        elif name in MCP_TOOL_GROUPS:
+            chosen.add(name)
+        elif name:
+            raise UsageError(f"unknown MCP tool group {name!r}: the groups are "
+                              f"{', '.join(MCP_TOOL_GROUPS)} (or all)")
+    return frozenset(chosen)

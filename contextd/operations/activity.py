@@ -23,6 +23,7 @@ def stats(engine) -> EngineStats:
     tokens, retries and rate-limit waits), indexing progress ("N / M files") and recent
     jobs."""
     from contextd.embedders.registry import embedding_stats
+    from contextd.runtime.job_log import destination
     from contextd.runtime.process_memory import memory_figures
 
     module = engine.module.stats()
@@ -44,8 +45,10 @@ def stats(engine) -> EngineStats:
         languages=module["languages"], contextualizer=module["contextualizer"],
         embedding=embedding_stats(engine.project.config.embedding), indexing=indexing,
         recent_jobs=recent_jobs,
-        # The process holding the index: what it costs in memory (the owner, for a client).
-        owner=memory_figures(engine.project.config.owner.memory_limit_mb))
+        # The process holding the index: what it costs in memory (the owner, for a client),
+        # and where it logs its jobs (a background owner: owner.log; else its stderr).
+        owner={**memory_figures(engine.project.config.owner.memory_limit_mb),
+               "log": str(destination()) if destination() else "stderr"})
 
 
 @operation()

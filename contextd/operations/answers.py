@@ -1,13 +1,16 @@
-"""Operations that answer: queries, search sessions, contextual retrieval and the token
-usage agents report."""
+"""Operations that answer: queries, code related to a location, search sessions, contextual
+retrieval and the token usage agents report."""
 
 from __future__ import annotations
 
+import os
+import posixpath
 from typing import Any, Sequence
 
 from contextd.errors import UsageError
 from contextd.operations.declare import operation
 from contextd.query.records import QueryRequest, QueryResponse
+from contextd.query.related import RelatedResult
 from contextd.records import to_dict
 from contextd.sessions.records import SearchRequest, SearchResults, SearchSession, SessionList
 
@@ -125,3 +128,31 @@ def report_task_usage(engine, task_id: str, op: str, tokens_input: int, tokens_o
 def token_reduction(engine) -> dict[str, Any]:
     """The token-reduction report over every reported task run."""
     return engine.module.token_reduction()
+
+
+@operation(mcp=("find_related",), cli=("related",))
+def related(engine, path: str, line: int, k: int = 10,
+            wait_for_model: bool = True) -> RelatedResult:
+    """The code most like the chunk at ``path``:``line`` (project-relative): near-copies and
+    code that calls alike (:mod:`contextd.query.related`), compared by the vectors the index
+    holds when the model is ready (``wait_for_model``: load it first, at most
+    MODEL_WAIT_S)."""
+    from contextd.query.pipeline import MODEL_WAIT_S
+    from contextd.query.related import related_in
+
+    if k < 1 or line < 1:
+        raise UsageError(f"k and line start at 1 (got k={k}, line={line})")
+    if os.path.isabs(path):  # inside the root, as the catalog names it
+        path = os.path.relpath(path, engine.project.root).replace(os.sep, "/")
+    path = posixpath.normpath(path.strip())
+    module = engine.module
+    semantic = module.pipeline.provider("semantic")
+    if wait_for_model and semantic is not None:
+        module.embedder.wait(MODEL_WAIT_S)
+
+    def vectors_of(chunk_ids: Sequence[str]) -> dict[str, Any]:
+        if semantic is None or not semantic.is_available():
+            return {}
+        return semantic.vectors(chunk_ids)
+
+    return related_in(module.catalog, vectors_of, path, line, k)

@@ -184,8 +184,11 @@ def run_background_owner(project: Project) -> None:
     watch, and leave after ``idle_exit_seconds`` without calls once nothing is running.
     Leaves at once when another long-running process (an MCP server) owns the index: that
     one does the work."""
+    from contextd.runtime.job_log import log_to_owner_file
     from contextd.runtime.owner import connect
 
+    log_to_owner_file(side_file(project, OWNER_LOG))
+    log.info("background owner started for %s", project.root)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: stop.set())

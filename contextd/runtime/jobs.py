@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from contextd.errors import JobConflictError, UsageError
 from contextd.boundary.path_args import refusal_text
-from contextd.indexer.progress import Progress, format_duration
+from contextd.indexer.progress import Progress, TeeProgress, format_duration
+from contextd.runtime.job_log import JobLog
 from contextd.store.base import IndexStore, Job
 
 if TYPE_CHECKING:
@@ -290,8 +291,11 @@ class JobRunner:
                 self._log(job_id, f"dropped {dropped:,} files from the index")
                 if not keep_errors:
                     self._clear_errors(prefixes)
-                # The bootstrap keeps the job row's figures (files, chunks, current file).
-                report = self.indexer.bootstrap(prefixes, progress=progress, cancel=cancel,
+                # The bootstrap keeps the job row's figures (files, chunks, current file); the
+                # job log gets its start, progress and end lines.
+                sink = TeeProgress(progress, JobLog(
+                    self.indexer.config.bootstrap.progress_interval_seconds))
+                report = self.indexer.bootstrap(prefixes, progress=sink, cancel=cancel,
                                                 job_id=job_id, mode="rebuild")
             self._log(job_id, report.summary)
             left_out: list[str] = []

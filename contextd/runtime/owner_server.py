@@ -212,9 +212,13 @@ class OwnerDuties:
                              daemon=True)]
 
     def start(self) -> "OwnerDuties":
+        from contextd.runtime.job_log import JobLog
+
         # This process stays up: a refresh or a watcher batch returns once its chunks are
-        # written, their vectors follow (no command waits behind the embedding backlog).
-        self.engine.indexer.follow_vectors()
+        # written, their vectors follow (no command waits behind the embedding backlog),
+        # each round logged as the "embedding" job.
+        interval = self.engine.project.config.bootstrap.progress_interval_seconds
+        self.engine.indexer.follow_vectors(lambda: JobLog(interval))
         for thread in self._threads:
             thread.start()
         if self.engine.project.config.storage.backup_enabled:
@@ -235,8 +239,10 @@ class OwnerDuties:
         return any(thread.is_alive() for thread in self._threads)
 
     def _keep_current(self) -> None:
+        from contextd.runtime.job_log import JobLog
         from contextd.runtime.watcher import Watcher
 
+        interval = self.engine.project.config.bootstrap.progress_interval_seconds
         try:
             if self.engine.project.config.watcher.enabled:
                 self._watcher = Watcher(self.engine.project, self.engine.indexer).start()
@@ -244,7 +250,8 @@ class OwnerDuties:
             # Chunks first (lexical and symbol answers at once), then the vectors outside
             # the run lock, so a client's catch-up or a watcher batch never waits for them.
             if not self._stopped.is_set():
-                report = self.engine.indexer.ensure_indexed(cancel=self._stopped, embed=False)
+                report = self.engine.indexer.ensure_indexed(cancel=self._stopped, embed=False,
+                                                            progress=JobLog(interval))
                 if self._watcher is not None and not report.cancelled:
                     self.engine.watcher = self._watcher
             if not self._stopped.is_set():  # by the follower: one embedding loop at a time
