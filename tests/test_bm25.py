@@ -119,3 +119,19 @@ def test_term_count_is_safe_while_another_thread_adds_documents():
     thread.join()
     assert counts == sorted(counts)
     assert index.term_count() == 2001 + 5 * added
+
+
+def test_code_tokens_read_identifiers_and_numbers_as_the_alternation_does():
+    """Tokens come from runs of identifier characters (issue 37: faster than matching the
+    identifier/number alternation); a run's leading digits must still be a number of their
+    own and the rest an identifier, exactly as the alternation split the text."""
+    import re
+
+    from contextd.providers.fulltext import _identifier_tokens
+
+    alternation = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+    source = textwrap.dedent(inspect.getsource(BM25Index)) + (
+        "\nraise HTTP404NotFound(2fa_code, 404NotFound, 0x1F, __init__, v2, 12_34, é9ab)\n")
+    expected = [t for word in alternation.findall(source) for t in _identifier_tokens(word)]
+    assert code_tokens(source) == expected
+    assert code_tokens("404NotFound 2fa") == ["404", *_identifier_tokens("NotFound"), "fa"]

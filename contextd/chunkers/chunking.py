@@ -124,8 +124,14 @@ def decode_text(data: bytes) -> tuple[str, tuple[str, ...]]:
 
 def effective_settings(config: ContextConfig, language: str) -> LanguageChunking:
     """A language's chunking settings with max_tokens capped at the model's window."""
-    settings = config.chunking_for(language)
-    window = max(16, config.embedding.max_seq_length - CONTEXT_PREFIX_TOKENS)
+    return _capped(config.chunking_for(language),
+                   max(16, config.embedding.max_seq_length - CONTEXT_PREFIX_TOKENS))
+
+
+@functools.lru_cache(maxsize=64)
+def _capped(settings: LanguageChunking, window: int) -> LanguageChunking:
+    """``settings`` with max_tokens at most ``window``: cached, since rebuilding the frozen
+    settings for every file chunked showed in the chunking stage's profile (issue 37)."""
     if settings.max_tokens > window:
         settings = dataclasses.replace(settings, max_tokens=window)
     return settings

@@ -16,6 +16,7 @@ tries again.
 
 from __future__ import annotations
 
+import functools
 import threading
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
@@ -113,10 +114,12 @@ class ContextStage:
         else:
             prefixes, fallen_back = [""] * len(chunks), set()
         generated = bool(getattr(self.primary, "caches_prefixes", False))
+        # The chunks of one file share most of their prefixes (one per class or section).
+        prefix_tokens = functools.lru_cache(maxsize=None)(estimate_tokens)
         out = [IndexText(f"{p}{PREFIX_SEPARATOR}{c.text}", True,
                          prefix_quality(p, c, self.settings,
                                         generated=generated and i not in fallen_back),
-                         estimate_tokens(p)) if p else IndexText(c.text)
+                         prefix_tokens(p)) if p else IndexText(c.text)
                for i, (p, c) in enumerate(zip(prefixes, chunks))]
         with self._lock:
             self.counters.chunks += len(chunks)

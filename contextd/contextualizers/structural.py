@@ -245,7 +245,7 @@ def outline_python(document: str) -> DocumentOutline:
     file a second time (the chunker has already parsed it with tree-sitter) cost more than the
     whole chunker. A test checks the result against ``ast`` over the standard library."""
     lines = document.split("\n")
-    offsets = list(itertools.accumulate((len(line) + 1 for line in lines), initial=0))
+    offsets = _line_offsets(lines)
     in_string = _lines_inside_strings(document, offsets)
     classes = []
     for match in _PY_CLASS_RE.finditer(document):
@@ -274,6 +274,12 @@ def outline_python(document: str) -> DocumentOutline:
     first = next((n for n, line in enumerate(lines) if line.strip()
                   and not line.lstrip().startswith("#")), None)
     return DocumentOutline(first_sentence(_docstring_at(document, offsets, first)), classes)
+
+
+def _line_offsets(lines: list[str]) -> list[int]:
+    """Offset of each line's start in the text ``lines`` were split from (one newline each),
+    and one past the end: summed in C, where a loop over the lines cost most of an outline."""
+    return list(itertools.accumulate(map((1).__add__, map(len, lines)), initial=0))
 
 
 def _lines_inside_strings(document: str, offsets: list[int]) -> set[int]:
@@ -314,9 +320,7 @@ def outline_generic(document: str) -> DocumentOutline:
     above them, their extent taken up to the next top-level class (a cheap, language-blind
     approximation; chunk.parent confirms it where the chunker knows better)."""
     lines = document.splitlines()
-    line_starts = [0]
-    for text in lines:
-        line_starts.append(line_starts[-1] + len(text) + 1)
+    line_starts = _line_offsets(lines)
     found = []
     for match in _CLASS_RE.finditer(document):
         index = bisect.bisect_right(line_starts, match.start()) - 1
@@ -390,11 +394,21 @@ def line_tokens(line: str) -> int:
     return estimate_tokens(line + "\n")
 
 
-def fit_lines(lines: list[str], budget: int, line_cost: Callable[[str], int] = line_tokens
-              ) -> str:
+def cut_line(line: str, budget: int) -> str:
+    """``line`` cut by words to fit ``budget`` estimated tokens and marked cut (" ..."), or
+    "" when too few of its words would survive."""
+    words = line.split()
+    keep = _words_that_fit(words, budget)
+    return " ".join(words[:keep]) + " ..." if keep > MIN_TRIMMED_WORDS else ""
+
+
+def fit_lines(lines: list[str], budget: int, line_cost: Callable[[str], int] = line_tokens,
+              cut: Callable[[str, int], str] = cut_line) -> str:
     """Join ``lines`` while they fit ``budget`` estimated tokens; a line that does not fit is
-    cut by words (when enough of it survives) and ends the prefix. ``line_cost`` may be a
-    cache: the chunks of one file share most of their prefix lines."""
+    cut by words (when enough of it survives) and ends the prefix. ``line_cost`` and ``cut``
+    may be caches: the chunks of one file share most of their prefix lines, and cutting the
+    same long module summary anew for each chunk was most of the contextualizer's time on a
+    Go project (a license header's first sentence; issue 37)."""
     kept: list[str] = []
     spent = 0
     for line in lines:
@@ -403,10 +417,9 @@ def fit_lines(lines: list[str], budget: int, line_cost: Callable[[str], int] = l
             kept.append(line)
             spent += cost
             continue
-        words = line.split()
-        keep = _words_that_fit(words, budget - spent)
-        if keep > MIN_TRIMMED_WORDS:
-            kept.append(" ".join(words[:keep]) + " ...")
+        trimmed = cut(line, budget - spent)
+        if trimmed:
+            kept.append(trimmed)
         break
     return "\n".join(kept)
 
@@ -446,12 +459,13 @@ class StructuralContextualizer:
             return []
         outlines: dict[str, DocumentOutline] = {}
         line_cost = functools.lru_cache(maxsize=None)(line_tokens)
+        cut = functools.lru_cache(maxsize=None)(cut_line)
         out = []
         for chunk in chunks:
             doc = outlines.get(chunk.language)
             if doc is None:
                 doc = outlines[chunk.language] = outline(document, chunk.language)
             budget = min(self.max_prefix_tokens, self.window - chunk.tokens)
-            out.append(fit_lines(prefix_lines(chunk, path, doc), budget, line_cost)
+            out.append(fit_lines(prefix_lines(chunk, path, doc), budget, line_cost, cut)
                        if budget > 0 else "")
         return out

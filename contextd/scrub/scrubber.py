@@ -45,6 +45,12 @@ _QUOTED_ASSIGNMENT = re.compile(
     rf"""(?ix)\b(?P<key>{_KEY_NAME})\b["']?(?:\s*:\s*[a-z_][\w.\[\]<>|]*)?\s*(?::=|=>|[:=])\s*
          (?:[bru]{{1,2}}(?=["']))?(?P<q>["'`])(?P<value>(?:(?!(?P=q))[^\\\n]|\\.){{1,}})(?P=q)""")
 
+# What both assignment rules need, checked first: a secret's name ending a word, then (past
+# a quote and blanks) the ``:`` or ``=`` that every assignment form starts with. One linear
+# search; the rules themselves try a lazy name prefix at every word of the line, which on a
+# line of long words cost most of the scrubbing (issue 37). A line it misses matches neither.
+_ASSIGNED_NAME = re.compile(rf"""(?i)(?:{STRONG_NAME}|{WEAK_NAME})\b["']?\s*[:=]""")
+
 # ``f("name", "value")``: a setting passed as a call's first two arguments (``props.put``,
 # ``os.Setenv``); a tuple or list of names is no such pair.
 _QUOTED_PAIR = re.compile(
@@ -255,7 +261,7 @@ class _Redactor:
             line = self.sub(_TOKEN_FORMATS, line, lambda m: "XXXXXXXX" not in m.group(0))
         if "bearer" in lower or "basic" in lower or "token" in lower:
             line = self.sub(_AUTH_HEADER, line, lambda m: _credential_like(m.group("value")))
-        if "=" in line or ":" in line:
+        if ("=" in line or ":" in line) and _ASSIGNED_NAME.search(line):
             if "'" in line or '"' in line or "`" in line:
                 line = self.sub(_QUOTED_ASSIGNMENT, line, lambda m: _named_value_is_secret(
                     m.group("key"), m.group("value"), kind, quoted=True))
