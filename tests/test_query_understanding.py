@@ -94,6 +94,24 @@ def test_boosts_prefer_definitions_and_source_over_tests_and_vendored():
     assert boost_factor(in_tests, about_tests, SETTINGS) == 1.0
 
 
+def test_a_lookup_lifts_the_definition_it_names_whole_above_methods_of_that_name():
+    """saleor's lookup ``order_created``: the plugins' methods so named had a third
+    provider's vote (git history) and outranked the function in ``order/actions.py``; an
+    import block naming ``resolve_checkout_lines`` outranked its definition."""
+    lookup = understand("order_created", SETTINGS)
+    function = snippet("order/actions.py", "order_created", 0.6)
+    method = snippet("plugins/webhook.py", "WebhookPlugin.order_created", 1.0)
+    imports = snippet("graphql/schema.py", "imports", 0.9)
+    ranked = apply_boosts([method, imports, function], lookup, SETTINGS)
+    assert [s.file_path for s in ranked] == ["order/actions.py", "plugins/webhook.py",
+                                             "graphql/schema.py"]
+    assert boost_factor(method, lookup, SETTINGS) == pytest.approx(
+        SETTINGS.definition_over_reference ** 0.5)
+    dotted = understand("WebhookPlugin.order_created", SETTINGS)
+    assert apply_boosts([function, method], dotted, SETTINGS)[0].file_path == \
+        "plugins/webhook.py"
+
+
 def test_file_aggregation_rewards_several_relevant_chunks():
     hits = aggregate_files([snippet("a.py", "x", 0.9), snippet("b.py", "y", 0.8),
                             snippet("b.py", "z", 0.7), snippet("b.py", "w", 0.1)], SETTINGS)
