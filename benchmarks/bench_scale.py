@@ -345,13 +345,14 @@ _NO_WORD_RE = re.compile(r"^\W*$")
 
 
 def query_text(message: str) -> str:
-    """A commit message as the query of its change request: its lines, trailers and
-    separators left out; empty for a merge ("Merge commit from fork" names no change)."""
+    """A commit message as the query of its change request: its lines (one a line, as an
+    agent pastes it: the first is its title), trailers and separators left out; empty for a
+    merge ("Merge commit from fork" names no change)."""
     lines = [line.strip() for line in message.split("\n")
              if not _TRAILER_RE.match(line) and not _NO_WORD_RE.match(line)]
     if not lines or lines[0].lower().startswith("merge "):
         return ""
-    return " ".join(lines)[:MAX_QUERY_CHARS]
+    return "\n".join(lines)[:MAX_QUERY_CHARS]
 
 
 def sample_commits(root: Path, count: int, skip: int = 0

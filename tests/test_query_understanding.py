@@ -11,6 +11,7 @@ from contextd.providers import ProviderQuery
 from contextd.query.understanding import (
     aggregate_files, apply_boosts, boost_factor, dense_query, split_identifier, understand,
 )
+from contextd.query.intent import QueryIntent
 from contextd.records import ContextSnippet, ProviderType
 
 SETTINGS = RankingConfig()
@@ -110,6 +111,20 @@ def test_a_lookup_lifts_the_definition_it_names_whole_above_methods_of_that_name
     dotted = understand("WebhookPlugin.order_created", SETTINGS)
     assert apply_boosts([function, method], dotted, SETTINGS)[0].file_path == \
         "plugins/webhook.py"
+
+
+def test_tests_named_in_a_commit_body_leave_the_change_about_its_source():
+    """saleor's checkoutCreate commit lists "Add tests for ..." in its body: its tests still
+    step back; a title that names tests asks for them."""
+    message = ("feat(checkout): make lines optional in checkoutCreate\n"
+               "The `lines` input field is no longer required.\n"
+               "- Add tests for omitted and explicitly empty `lines`")
+    change = understand(message, SETTINGS)
+    assert not change.about_tests and change.intent is QueryIntent.IMPLEMENTATION
+    in_tests = snippet("tests/test_checkout_create.py", "test_lines", 0.5)
+    assert boost_factor(in_tests, change, SETTINGS) < SETTINGS.source_over_tests
+    assert understand("Add tests for omitted checkout lines", SETTINGS).about_tests
+    assert understand("test_checkout_create is flaky", SETTINGS).about_tests
 
 
 def test_file_aggregation_rewards_several_relevant_chunks():

@@ -180,11 +180,21 @@ def understand(task: str, settings: RankingConfig) -> UnderstoodQuery:
             if len(low) >= MIN_WORD_LENGTH and low not in STOP_WORDS and low not in lexical:
                 lexical.append(low)
     lexical += [f.lower() for f in files if f.lower() not in lexical]
-    about_tests = any(w in _TEST_WORDS for w in lexical)
+    about_tests = asks_about_tests(task)
     symbols = symbols[:settings.max_symbol_candidates]
     return UnderstoodQuery(original, dense_query(task), " ".join(lexical), tuple(symbols),
                            files, quoted, about_tests, classify(original, about_tests),
                            ExactQuery.of(original, symbols), prose, every_word)
+
+
+def asks_about_tests(task: str) -> bool:
+    """Whether the task's first line names tests ("Add a test for merge_cookies",
+    ``test_retry`` is flaky). A commit message's or an issue's body lists what came with the
+    change ("- Add tests for omitted lines"): that does not make the change about its tests,
+    and read so, saleor's ``checkoutCreate`` change ranked its test file first."""
+    title = _BOILERPLATE_RE.sub("", task.strip()).split("\n", 1)[0]
+    return any(w in _TEST_WORDS for token in _TOKEN_RE.findall(title)
+               for w in (token.rstrip("()").lower(), *split_identifier(token)))
 
 
 def matches_any(path: str, patterns: Sequence[str]) -> bool:
