@@ -70,7 +70,9 @@ _DEFINITION_KINDS = frozenset({ChunkKind.CODE_FUNCTION.value, ChunkKind.CODE_CLA
 _DOC_LANGUAGES = frozenset({"markdown", "rst", "text"})
 # Files whose path words the path boost reads: a module's name is often the only place its
 # topic is written, while a document's headings and a config file's keys already say theirs
-# to BM25 (a docs page named after the question outranked the code with it).
+# to BM25 (a docs page named after the question outranked the code with it). A test file's
+# path names the code it tests, not the code a change request changes: for one it is not read
+# (saleor's test_clearorders.py came before management/commands/clearorders.py).
 _CODE_ROLES = frozenset({FileRole.SOURCE, FileRole.TEST})
 MIN_WORD_LENGTH = 2
 
@@ -228,7 +230,8 @@ def boost_factor(snippet: ContextSnippet, query: UnderstoodQuery, settings: Rank
         factor *= 1 + settings.name_words_boost * name_words_share(snippet.label,
                                                                    query.prose_stems)
     role = file_role(snippet.file_path, snippet.language)
-    if path_words is not None and role in _CODE_ROLES:
+    if path_words is not None and role in _CODE_ROLES and not (
+            role is FileRole.TEST and query.intent is QueryIntent.IMPLEMENTATION):
         factor *= 1 + settings.path_words_boost * path_words.share(snippet.file_path,
                                                                    query.word_stems)
     if query.intent is QueryIntent.IMPLEMENTATION:
