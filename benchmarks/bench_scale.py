@@ -348,13 +348,14 @@ _NO_WORD_RE = re.compile(r"^\W*$")
 
 
 def query_text(message: str) -> str:
-    """A commit message as the query of its change request: its lines, trailers and
-    separators left out; empty for a merge ("Merge commit from fork" names no change)."""
+    """A commit message as the query of its change request: its lines (one a line, as an
+    agent pastes it: the first is its title), trailers and separators left out; empty for a
+    merge ("Merge commit from fork" names no change)."""
     lines = [line.strip() for line in message.split("\n")
              if not _TRAILER_RE.match(line) and not _NO_WORD_RE.match(line)]
     if not lines or lines[0].lower().startswith("merge "):
         return ""
-    return " ".join(lines)[:MAX_QUERY_CHARS]
+    return "\n".join(lines)[:MAX_QUERY_CHARS]
 
 
 def sample_commits(root: Path, count: int, skip: int = 0
@@ -409,9 +410,31 @@ def checkout_tree(root: Path, commit: str) -> Path:
     history up to there (``git log`` from HEAD, which the git-history provider reads, shows
     nothing after it)."""
     target = root.parent / ".history" / f"{root.name}-{commit[:12]}-checkout"
-    if not target.exists():
+    if target.exists():
+        return target
+    missing = missing_blobs(root, commit)
+    if not missing:
         _git(root, "worktree", "add", "--quiet", "--detach", str(target), commit)
+        return target
+    # A mirror fetched with a size limit lacks some large blobs (prometheus:
+    # tsdb/testdata/20kseries.json): those paths are left out of a sparse checkout.
+    print(f"  checkout of {commit[:10]} without {len(missing)} file(s) whose blobs the "
+          f"mirror lacks: {', '.join(missing[:3])}")
+    _git(root, "worktree", "add", "--quiet", "--detach", "--no-checkout", str(target), commit)
+    _git(target, "sparse-checkout", "set", "--no-cone", "/*", *(f"!/{p}" for p in missing))
+    _git(target, "read-tree", "-mu", "HEAD")
     return target
+
+
+def missing_blobs(root: Path, commit: str) -> list[str]:
+    """Paths of ``commit``'s tree whose blobs the repository does not hold."""
+    entries = [line.split("\t", 1) for line in
+               _git(root, "ls-tree", "-r", "--full-tree", commit).splitlines()]
+    blobs = [(meta.split()[2], path) for meta, path in entries if meta.split()[1] == "blob"]
+    found = subprocess.run(["git", "-C", str(root), "cat-file", "--batch-check"],
+                           input="".join(f"{sha}\n" for sha, _p in blobs),
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    return [path for (_sha, path), line in zip(blobs, found) if line.endswith(" missing")]
 
 
 @dataclasses.dataclass

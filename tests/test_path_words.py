@@ -76,6 +76,25 @@ def test_only_code_paths_are_boosted():
     assert doc == boost_factor(_snippet("docs/status_codes.md", "markdown"), query, SETTINGS)
 
 
+def test_a_test_files_path_does_not_step_a_change_request_forward():
+    """saleor's "fix(clearorders): crash when ..." named core/tests/commands/test_clearorders.py
+    as plainly as management/commands/clearorders.py: the test's path names the code it
+    tests, so for a change request only the source's path counts (a question still reads
+    both)."""
+    words = PathWords(["core/commands/clearorders.py", "core/tests/test_clearorders.py",
+                       *(f"core/module_{i}.py" for i in range(20))])
+    test = _snippet("core/tests/test_clearorders.py", "python")
+    change = understand("fix(clearorders): clearorders crashes on an assigned delivery",
+                        SETTINGS)
+    source = boost_factor(_snippet("core/commands/clearorders.py", "python"), change,
+                          SETTINGS, words)
+    assert source > 1.0
+    assert boost_factor(test, change, SETTINGS, words) == boost_factor(test, change, SETTINGS)
+    question = understand("clearorders deletes the orders", SETTINGS)
+    assert boost_factor(test, question, SETTINGS, words) > boost_factor(test, question,
+                                                                         SETTINGS)
+
+
 SHOP = {
     # The module the request is about: its code never writes "redirect".
     "shop/redirects/api.py": '''"""Endpoints of one kind of record."""

@@ -11,6 +11,7 @@ from contextd.providers import ProviderQuery
 from contextd.query.understanding import (
     aggregate_files, apply_boosts, boost_factor, dense_query, split_identifier, understand,
 )
+from contextd.query.intent import QueryIntent
 from contextd.records import ContextSnippet, ProviderType
 
 SETTINGS = RankingConfig()
@@ -92,6 +93,38 @@ def test_boosts_prefer_definitions_and_source_over_tests_and_vendored():
                                          "test_merge", "helper"]
     about_tests = understand("Add a test for merge_cookies", SETTINGS)
     assert boost_factor(in_tests, about_tests, SETTINGS) == 1.0
+
+
+def test_a_lookup_lifts_the_definition_it_names_whole_above_methods_of_that_name():
+    """saleor's lookup ``order_created``: the plugins' methods so named had a third
+    provider's vote (git history) and outranked the function in ``order/actions.py``; an
+    import block naming ``resolve_checkout_lines`` outranked its definition."""
+    lookup = understand("order_created", SETTINGS)
+    function = snippet("order/actions.py", "order_created", 0.6)
+    method = snippet("plugins/webhook.py", "WebhookPlugin.order_created", 1.0)
+    imports = snippet("graphql/schema.py", "imports", 0.9)
+    ranked = apply_boosts([method, imports, function], lookup, SETTINGS)
+    assert [s.file_path for s in ranked] == ["order/actions.py", "plugins/webhook.py",
+                                             "graphql/schema.py"]
+    assert boost_factor(method, lookup, SETTINGS) == pytest.approx(
+        SETTINGS.definition_over_reference ** 0.5)
+    dotted = understand("WebhookPlugin.order_created", SETTINGS)
+    assert apply_boosts([function, method], dotted, SETTINGS)[0].file_path == \
+        "plugins/webhook.py"
+
+
+def test_tests_named_in_a_commit_body_leave_the_change_about_its_source():
+    """saleor's checkoutCreate commit lists "Add tests for ..." in its body: its tests still
+    step back; a title that names tests asks for them."""
+    message = ("feat(checkout): make lines optional in checkoutCreate\n"
+               "The `lines` input field is no longer required.\n"
+               "- Add tests for omitted and explicitly empty `lines`")
+    change = understand(message, SETTINGS)
+    assert not change.about_tests and change.intent is QueryIntent.IMPLEMENTATION
+    in_tests = snippet("tests/test_checkout_create.py", "test_lines", 0.5)
+    assert boost_factor(in_tests, change, SETTINGS) < SETTINGS.source_over_tests
+    assert understand("Add tests for omitted checkout lines", SETTINGS).about_tests
+    assert understand("test_checkout_create is flaky", SETTINGS).about_tests
 
 
 def test_file_aggregation_rewards_several_relevant_chunks():
