@@ -393,7 +393,8 @@ def test_a_rebuild_on_a_just_started_server_counts_every_file(tmp_path, tool, ar
     them unchanged and answered "0 files". It waits for the bootstrap now, then rebuilds
     the 19 files, and says so."""
     root = make_repo(tmp_path / "repo", NINETEEN_FILES)
-    with mcp_session(root, server_env(tmp_path / "run"), tmp_path / "server.log") as session:
+    with mcp_session(root, server_env(tmp_path / "run"), tmp_path / "server.log",
+                     tools="admin,contextual") as session:
         answer = structured(session.call(tool, arguments))
         if tool == "rebuild_context":
             assert answer["status"] == "completed", answer
