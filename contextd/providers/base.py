@@ -217,12 +217,21 @@ class ContextProvider:
         Must be cheap: it is asked once per query, beside the query itself."""
         return 1.0
 
+    @property
+    def memory_index(self) -> Any:
+        """The in-memory structure this provider answers from (the chunk catalog, a BM25
+        index: anything with ``sync(generation)``), which :meth:`catch_up` and
+        :meth:`warm_up` bring up to date with the store; None: none of its own."""
+        return None
+
     def catch_up(self, generation: int | None) -> None:
-        """Bring in-memory state up to date with the store at ``generation`` (default:
-        nothing to do). The runner calls it before the provider's ``timeout_ms`` starts: on a
-        never-queried index this loads or builds a whole index, which is not the slowness the
-        timeout guards against, and cutting it off left the first answer without its lexical
-        results."""
+        """Bring in-memory state up to date with the store at ``generation`` (default: sync
+        :attr:`memory_index`, if any). The runner calls it before the provider's
+        ``timeout_ms`` starts: on a never-queried index this loads or builds a whole index,
+        which is not the slowness the timeout guards against, and cutting it off left the
+        first answer without its lexical results."""
+        if self.memory_index is not None:
+            self.memory_index.sync(generation)
 
     def query(self, query: ProviderQuery, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
@@ -231,7 +240,10 @@ class ContextProvider:
         raise NotImplementedError
 
     def warm_up(self) -> None:
-        """Build in-memory state ahead of the first query (default: nothing to build)."""
+        """Build in-memory state ahead of the first query (default: :attr:`memory_index`
+        brought up to the store's newest rows, if there is one)."""
+        if self.memory_index is not None:
+            self.memory_index.sync()
 
     def stats(self) -> dict[str, Any]:
         """Provider-specific figures for ``contextd stats``."""

@@ -612,11 +612,10 @@ class FullTextProvider(ContextProvider):
         super().initialize(context)
         self.index = FullTextIndex(context.catalog, saved_index_path(context))
 
-    def warm_up(self) -> None:
-        self.index.sync()
-
-    def catch_up(self, generation: int | None) -> None:
-        self.index.sync(generation)
+    @property
+    def memory_index(self) -> FullTextIndex | None:
+        """The BM25 index over the catalog's chunks."""
+        return self.index
 
     def answers_from_memory(self, generation: int | None) -> bool:
         return (self.index is not None and self.index.is_current(generation)

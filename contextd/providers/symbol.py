@@ -136,8 +136,10 @@ class SymbolProvider(ContextProvider):
         return {} if self.context is None or self.settings.index_ast else {
             "disabled": "index_ast = false in [providers.symbol]"}
 
-    def catch_up(self, generation: int | None) -> None:
-        self.context.catalog.sync(generation)
+    @property
+    def memory_index(self) -> Any:
+        """The chunk catalog: definitions and references are looked up in its rows."""
+        return self.context.catalog
 
     def query(self, query: ProviderQuery | str, scope: ContextScope, budget: TokenBudget
               ) -> list[ContextSnippet]:
