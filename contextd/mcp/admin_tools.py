@@ -1,10 +1,11 @@
-"""Seed 002's administration tools: ``reload_config`` for everyone, and the compatibility
-names an agent written against seed 002 calls (``[mcp] compatibility = "seed002"``).
+"""The administration tools: ``reload_config`` for everyone, and the compatibility names some
+agents call the index administration tools by (``[mcp] compatibility = "seed002"``, the name
+of that set of tools; docs/MCP.md).
 
 Why a profile rather than aliases always on: every tool's name, description and schema is
 sent to the agent and read on every turn, so five more names that do what ``rebuild_context``,
 ``get_context_stats``, ``cancel_rebuild`` and ``create_rag_report`` already do would cost
-every agent context for the few written against seed 002. Those set one line in context.toml.
+every agent context for the few that use those names. Those set one line in context.toml.
 Each compatibility tool is a thin layer over the same Engine methods as ours.
 """
 
@@ -46,7 +47,7 @@ class AdminTools:
             text += " Chunking or redaction changed: the next catch-up re-indexes every file."
         return {**result, "message": text}
 
-    # ----- seed 002's names (compatibility = "seed002") --------------------------------
+    # ----- the compatibility names (compatibility = "seed002") ---------------------------
     @tool(DELETE, profile=SEED002)
     def rebuild_index(
         self,
@@ -128,7 +129,7 @@ class AdminTools:
         file_name: Annotated[str | None, Field(max_length=200, description=(
             "Name of the file."))] = None,
     ) -> dict[str, Any]:
-        """DEPRECATED (seed 002): use create_rag_report. Writes the same cited Markdown
+        """DEPRECATED: use create_rag_report. Writes the same cited Markdown
         report from a search session's query, a summary and sections."""
         from contextd.sessions.records import ReportRequest
         from contextd.sessions.reports import create_report
@@ -144,5 +145,5 @@ class AdminTools:
             template=template, output_dir=output_dir, file_name=file_name))
         return {"path": result.path, "template": result.template,
                 "citations": result.citations, "warnings": list(result.warnings),
-                "deprecated": "generate_report is kept for seed 002 agents; use "
+                "deprecated": "generate_report is kept for older agents; use "
                               "create_rag_report", "preview": result.preview}

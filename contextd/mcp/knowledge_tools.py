@@ -1,6 +1,6 @@
 """The knowledge-base MCP tools: knowledge_context_create/list/show/delete, knowledge_add,
-knowledge_remove, knowledge_search (seed 000 spells them with hyphens; ours keep the
-underscore style of every other contextd tool, see docs/MCP.md).
+knowledge_remove, knowledge_search (some knowledge-base clients spell them with hyphens; ours
+keep the underscore style of every other contextd tool, see docs/MCP.md).
 
 Each is a thin layer over an Engine method (through the owner, like every tool); structured
 answers are the same records ``contextd kb ... --json`` prints. Adds over MCP are limited to

@@ -6,7 +6,7 @@ open DuckDB), the catch-up indexing and the model warm-up start in a background 
 the first request after the handshake has been answered, or after
 :data:`BACKGROUND_START_S` at the latest.
 
-Shutdown (seed 002, "Error Handling"): the server exits with status 0 when stdin closes (the
+Shutdown: the server exits with status 0 when stdin closes (the
 client went away) or on SIGTERM/SIGINT, and always releases the owner lock and removes its
 socket on the way out, so another process takes over at once. When stdin closes while the
 server, as the index's owner, is still catching up (files to read, vectors to compute), a

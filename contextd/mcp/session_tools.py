@@ -3,7 +3,7 @@
 Tools: search_knowledge, get_search_results, list_search_results (through the Engine, so
 every process of the project sees the same sessions), get_template_schema and
 create_rag_report (in this process: they need the project's files and configuration, not the
-database). Parameter names follow seed 002 (snake_case), as its clients expect.
+database). Parameter names are snake_case, as the clients of these tools expect.
 
 Resources: ``template://current/schema`` (the workspace default) and
 ``template://{name}/schema`` for every template. resources/list is computed at each call and

@@ -1,10 +1,10 @@
-"""The agent-memory MCP tools (seed 001 §9, adapted): contextd does not own the agent's
+"""The agent-memory MCP tools (docs/MCP.md, "Agent memory"): contextd does not own the agent's
 window, so the agent hands the text over when it stashes and takes it back when it merges.
 
 stash_context → retrieve_stashed_context → merge_stashed_context, plus list, delete and
 protect to keep memory tidy. Each is a thin layer over one Engine method (which runs in the
 project's owner process), answering with the same records as the CLI's ``--json`` and the
-Python API (:mod:`contextd.stash.model`). Field names follow seed 001 (snake_case).
+Python API (:mod:`contextd.stash.model`). Field names are snake_case, as in those records.
 """
 
 from __future__ import annotations
