@@ -102,7 +102,7 @@ def answers(root: Path) -> list[list[tuple[str, int, int, float]]]:
     """(path, first line, last line, score) of the top hits of each query."""
     engine = Engine(Project.open(root))
     try:
-        engine.module.warm_up(wait=True)
+        engine.module.pipeline.warm_up(wait=True)
         return [[(hit.file_path, hit.start_line, hit.end_line, hit.score)
                  for hit in engine.query(QueryRequest(query=query, k=5,
                                                       wait_for_model=True)).hits]
