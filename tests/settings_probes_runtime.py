@@ -43,7 +43,8 @@ SMALL_FILES = {
     "src/app.py": "def alpha(x):\n    return x + 1\n",
     "src/secrets.py": "password = \"hunter2-very-secret\"\nSESSION_TOKEN_NAME = 'tk_live_abcdef'\n",
     "docs/guide.md": "# Guide\n\nHow alpha works.\n",
-    "notes/broken.txt": b"valid start \xff\xfe invalid middle " + b"plain text " * 40,
+    # Neither UTF-8 nor Windows-1252 (0x81 and 0x8d are undefined there): a file that fails.
+    "notes/broken.txt": b"valid start \x81\x8d invalid middle " + b"plain text " * 40,
 }
 
 
