@@ -4,6 +4,8 @@ the same answers; a damaged backup is refused before anything is replaced."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import time
 
@@ -19,6 +21,7 @@ def _answer(root, env) -> list[tuple[str, int]]:
     return [(h["file_path"], h["start_line"]) for h in json.loads(done.stdout)["hits"]]
 
 
+@pytest.mark.slow
 def test_backup_delete_restore_answers_the_same(tmp_path) -> None:
     root = make_project(tmp_path / "proj", "[storage]\nbackup_enabled = true\nbackup_keep = 2\n"
                                            "[engine]\nrate_limit_per_s = 0\n")

@@ -69,6 +69,7 @@ def _catalog_memory(project, store) -> tuple[int, int, int]:
     return chunks, text_bytes, held
 
 
+@pytest.mark.slow
 def test_the_catalog_does_not_grow_with_the_length_of_the_texts(tmp_path):
     """Two projects alike in every way (files, chunks, symbols, references) but the length
     of their docstrings: the catalog of the one with 10 times more text holds about the

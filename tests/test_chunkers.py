@@ -329,6 +329,7 @@ def stdlib_files(count: int) -> list[str]:
 
 
 @pytest.mark.skipif(not os.path.isdir(STDLIB), reason="needs the CPython standard library")
+@pytest.mark.slow
 def test_invariants_and_determinism_over_real_stdlib_files() -> None:
     for path in [*stdlib_files(300), *glob.glob(os.path.join(STDLIB, "**", "*.txt"),
                                                   recursive=True)[:20]]:

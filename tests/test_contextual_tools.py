@@ -123,6 +123,7 @@ def test_seed_003_tools_over_mcp(project):
         assert progress["processed"] == progress["total_entities"] > 0
 
 
+@pytest.mark.slow
 def test_query_ab_and_prompt_on_the_cli(project):
     root, env, _ = project
     ab = _cli(root, env, "query", "where are login sessions cached", "--ab", "--k", "3",

@@ -303,6 +303,7 @@ def test_llm_reindex_resumes_after_kill(llm_server, tmp_path):
     assert {title for title, _ in again} >= {f"mod{n}.py" for n in range(3, 6)}
 
 
+@pytest.mark.slow
 def test_llm_through_the_indexer_caches_prefixes_across_a_rebuild(llm_server, tmp_path):
     """The real indexer (enough files for its worker-pool path) asks once per chunk; a full
     rebuild then asks nothing: the prefixes come from the store's cache."""
@@ -336,6 +337,7 @@ def test_llm_through_the_indexer_caches_prefixes_across_a_rebuild(llm_server, tm
         engine.close()
 
 
+@pytest.mark.slow
 def test_python_outline_agrees_with_ast_over_the_standard_library():
     """The Python outline reads classes, their extents and docstrings from the text; ``ast``
     is the reference. Real code no one here wrote; a few exotic quoting tricks may differ."""

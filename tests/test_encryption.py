@@ -69,6 +69,7 @@ def test_sealed_index_keys_backups_and_rotation(tmp_path) -> None:
     assert _query(root, env)[0] == "auth/tokens.py"
 
 
+@pytest.mark.slow
 def test_writes_survive_an_owner_killed_before_it_sealed(tmp_path) -> None:
     root = make_project(tmp_path / "proj", "[security]\nencrypt_db = true\n")
     env = env_for(tmp_path / "run", CONTEXTD_DB_KEY=KEY)
@@ -93,6 +94,7 @@ def _crash_after_indexing(root: Path, env: dict, name: str, text: str) -> None:
     assert subprocess.run([sys.executable, "-c", script], env=env, timeout=120).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_crashed_owners_copy_opens_only_with_the_right_key(tmp_path) -> None:
     """Issue 28: the leftover copy was reopened with any key, and sealed with it on exit."""
     root = make_project(tmp_path / "proj", "[security]\nencrypt_db = true\n")
@@ -141,6 +143,7 @@ def test_a_copy_left_before_the_first_seal_opens_only_with_the_right_key(tmp_pat
     store.close()
 
 
+@pytest.mark.slow
 def test_rotation_reencrypts_the_database_a_restore_replaced(tmp_path) -> None:
     root = make_project(tmp_path / "proj", "[security]\nencrypt_db = true\n")
     env = env_for(tmp_path / "run", CONTEXTD_DB_KEY=KEY, NEW_DB_KEY="a brand new key of ours")

@@ -67,6 +67,7 @@ def test_the_filesystem_root_is_refused_before_anything_is_created(tmp_path, run
     assert not Path("/.contextd").exists()
 
 
+@pytest.mark.slow
 def test_global_options_work_after_the_subcommand_with_one_meaning(repo, tmp_path, runtime):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -91,6 +92,7 @@ def test_global_options_work_after_the_subcommand_with_one_meaning(repo, tmp_pat
     assert ".contextd" not in status.stdout
 
 
+@pytest.mark.slow
 def test_queries_that_cannot_answer_say_why(repo, runtime):
     assert run(repo, runtime, "refresh").returncode == 0
     line = one_line_error(run(repo, runtime, "query", "  "), code=2)
@@ -117,6 +119,7 @@ def test_queries_that_cannot_answer_say_why(repo, runtime):
     assert "none fits the token budget of 1 tokens" in tiny.stderr
 
 
+@pytest.mark.slow
 def test_a_failed_file_is_named_with_its_reason_and_not_retried_until_it_changes(repo,
                                                                                  runtime):
     # Shift-JIS: neither UTF-8 nor Windows-1252 (a Latin-1 file is read as Windows-1252).
@@ -170,6 +173,7 @@ def _stats(repo: Path, runtime: Path) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_the_first_index_is_one_line_and_resumable(repo, runtime):
     files = 2000  # a few seconds of chunking even on a quiet machine
     _many_files(repo, files)
@@ -309,6 +313,7 @@ def test_a_first_query_answers_at_once_and_the_background_owner_finishes(repo, r
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_a_first_query_on_a_large_project_reads_source_first_and_answers_in_time(repo,
                                                                                  runtime):
     """A first query does not read a 2,000-file project to its end before answering (issue
@@ -349,6 +354,7 @@ def test_a_first_query_on_a_large_project_reads_source_first_and_answers_in_time
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_a_command_that_loaded_its_indexes_slowly_leaves_a_warm_owner(repo, runtime):
     """A cold command on a large, fully indexed project spends seconds loading its indexes
     (fastapi: 2.5 s of a 3.9 s answer); one whose load took longer than [owner]
@@ -431,6 +437,7 @@ def _words(seed: int, count: int = 150) -> str:
                     for k in range(count))
 
 
+@pytest.mark.slow
 def test_contextd_stop_ends_a_background_owner_mid_embedding_promptly(repo, runtime):
     """SIGTERM used to wait for the embedding window under way (8-23 s on a loaded machine);
     the owner now gives that window up and exits within CLOSE_WAIT_S, and ``contextd stop``

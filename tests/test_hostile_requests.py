@@ -281,6 +281,7 @@ def small_manager(tmp_path_factory):
         yield manager
 
 
+@pytest.mark.slow
 def test_index_manager_answers_hostile_buttons(small_manager):
     status, _, payload = small_manager.request("POST", "/api/jobs/no-such-job/cancel", {})
     assert status == 404 and b"no job 'no-such-job'" in payload

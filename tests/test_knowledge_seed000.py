@@ -4,6 +4,8 @@ by offline OCR, documents listed across contexts, and ``max_contexts``."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import subprocess
 import sys
@@ -20,6 +22,7 @@ def cli(root: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env, timeout=600)
 
 
+@pytest.mark.slow
 def test_a_scanned_pdf_is_read_by_ocr_and_found(tmp_path):
     root = make_repo(tmp_path / "repo")
     env = server_env(tmp_path / "run")
@@ -35,6 +38,7 @@ def test_a_scanned_pdf_is_read_by_ocr_and_found(tmp_path):
     assert "archive bucket" in top["snippet"]
 
 
+@pytest.mark.slow
 def test_force_ocr_metadata_listing_and_min_relevance_over_mcp(tmp_path):
     root = make_repo(tmp_path / "repo")
     env = server_env(tmp_path / "run")

@@ -73,6 +73,7 @@ def _docs(answer: dict) -> set[str]:
     return {Path(hit["document"]).name for hit in answer["hits"]}
 
 
+@pytest.mark.slow
 def test_seed_scenarios_over_mcp_and_the_cli_against_the_same_owner(project, mcp):
     root, lib, env, base = project
     # Scenario 1: separate contexts, scoped search.
@@ -230,6 +231,7 @@ def test_cli_add_reports_unreadable_files_and_exits_1(project, tmp_path):
 DOCUMENTS = 120
 
 
+@pytest.mark.slow
 def test_an_add_killed_mid_way_leaves_whole_documents_and_resumes(tmp_path):
     """SIGKILL the process adding a folder while it writes: every stored document has its
     chunks and memberships (one transaction each), nothing half-written remains, and adding

@@ -8,6 +8,8 @@ CLI as subprocesses, ``query_context`` over MCP stdio) with the real embedding m
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import re
 import subprocess
@@ -50,6 +52,7 @@ def test_readme_memory_example_prints_the_traceback(tmp_path):
     assert "KeyError: 'platinum'" in run.stdout
 
 
+@pytest.mark.slow
 def test_readme_stash_search_example_finds_the_trace(tmp_path):
     root = make_repo(tmp_path / "repo", REPO)
     env = server_env(tmp_path / "run")
@@ -74,6 +77,7 @@ def _long_log(lines: int = 400) -> str:
     return "\n".join(body)
 
 
+@pytest.mark.slow
 def test_a_long_segment_is_found_by_its_last_line(tmp_path):
     root = make_repo(tmp_path / "repo", REPO)
     env = server_env(tmp_path / "run")
@@ -88,6 +92,7 @@ def test_a_long_segment_is_found_by_its_last_line(tmp_path):
     assert found["segments"][0]["similarity"] > 0.5
 
 
+@pytest.mark.slow
 def test_empty_answers_say_why_and_expired_segments_leave_the_listing(tmp_path):
     root = make_repo(tmp_path / "repo", REPO)
     env = server_env(tmp_path / "run")

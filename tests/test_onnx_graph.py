@@ -101,6 +101,7 @@ def private_cache(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_a_corrupt_or_unchecked_cache_file_is_rebuilt(private_cache, monkeypatch):
     block_torch(monkeypatch)
     first = OnnxEmbedder(config())

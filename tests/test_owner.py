@@ -204,6 +204,7 @@ def test_owner_killed_with_sigkill_is_replaced(engines, project):
         child.wait()
 
 
+@pytest.mark.slow
 def test_knowledge_add_during_a_bootstrap_embeds_only_its_documents(project, tmp_path):
     """Issue 26: a knowledge_add on a project whose owner had just started indexing took 66 s,
     because the add embedded every chunk still lacking a vector. It embeds its own documents'

@@ -8,6 +8,8 @@ contextd/ (the design card's layout); a wheel must never ship them as top-level 
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import shutil
@@ -30,6 +32,7 @@ def test_top_level_entries_are_links_into_the_package() -> None:
         assert link.resolve() == (REPO / "contextd" / name).resolve()
 
 
+@pytest.mark.slow
 def test_wheel_ships_everything_under_contextd(tmp_path: Path) -> None:
     # Built from a clean copy (links kept as links), so the checkout is not written to.
     source = tmp_path / "src"

@@ -30,6 +30,7 @@ def team_repo(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_query_on_a_postgres_project(team_repo, postgres_url):
     result = run(team_repo, postgres_url, "query", "where are JWT tokens validated", "--k",
                  "3", "--json")
@@ -46,6 +47,7 @@ def test_query_on_a_postgres_project(team_repo, postgres_url):
     assert stats["storage"]["backend"] == "postgres" and stats["storage"]["total_files"] > 5
 
 
+@pytest.mark.slow
 def test_workspaces_list_copy_there_and_back_and_drop(team_repo, postgres_url, tmp_path):
     run(team_repo, postgres_url, "refresh")
     listed = json.loads(run(team_repo, postgres_url, "--json", "workspaces", "list").stdout)

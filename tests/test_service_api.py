@@ -158,6 +158,7 @@ def keyed_server(tmp_path_factory):
         server.stop()
 
 
+@pytest.mark.slow
 def test_keys_scopes_and_revocation(keyed_server) -> None:
     server, keys = keyed_server
     query = {"q": "invoice totals"}
@@ -216,6 +217,7 @@ def test_non_loopback_needs_keys(tmp_path) -> None:
     assert "without API keys" in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_client_retries_across_a_killed_service(tmp_path) -> None:
     root = make_project(tmp_path / "proj", "[engine]\nrate_limit_per_s = 0\n")
     env = env_for(tmp_path / "run")

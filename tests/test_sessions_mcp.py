@@ -86,6 +86,7 @@ def cited_lines(report: Path, root: Path) -> list[tuple[str, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_search_then_results_of_one_and_several_sessions(served):
     first = search(served, "total of the invoice lines", scope={"folders": ["billing"]})
     session = first["session"]
@@ -293,6 +294,7 @@ def test_reports_are_not_indexed(served):
     assert not any(h["filePath"].startswith("rag-reports/") for h in hits)
 
 
+@pytest.mark.slow
 def test_a_cli_process_sees_sessions_made_over_mcp_and_the_last_n_are_kept(served):
     made = [search(served, f"invoice query {n}")["session"]["session_id"] for n in range(5)]
     command = [sys.executable, "-m", "contextd", "--root", str(served.root), "--json",
@@ -319,6 +321,7 @@ def test_a_cli_process_sees_sessions_made_over_mcp_and_the_last_n_are_kept(serve
     assert read["sessions"][0]["query"] == "vat rate"
 
 
+@pytest.mark.slow
 def test_report_cli(served, tmp_path):
     command = [sys.executable, "-m", "contextd", "--root", str(served.root), "report"]
 
