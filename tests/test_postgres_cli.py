@@ -96,6 +96,7 @@ def test_validate_config_names_an_empty_url(tmp_path):
     assert "storage.url" in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_knowledge_and_memory_on_a_postgres_project(postgres_url, tmp_path):
     """kb create/add/search/delete and stash add/search, as a person runs them, on a
     workspace of the shared database."""
@@ -133,6 +134,7 @@ def test_knowledge_and_memory_on_a_postgres_project(postgres_url, tmp_path):
 BACKGROUND_CONFIG = TEAM_CONFIG + "[owner]\nanswer_within_seconds = 0\nidle_exit_seconds = 600\n"
 
 
+@pytest.mark.slow
 def test_first_query_hands_the_embedding_to_one_background_owner(tmp_path, postgres_url):
     """Issue 27's blocker: the first query of a PostgreSQL project crashed writing owner.log
     into a .contextd/ nothing had made. Now it answers, one background owner embeds, and

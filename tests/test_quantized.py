@@ -45,6 +45,7 @@ def embedded_code():
     return embedder.embed(texts), [embedder.embed_query(q) for q in QUERIES]
 
 
+@pytest.mark.slow
 def test_exact_top_k_on_real_embeddings(embedded_code):
     matrix, queries = embedded_code
     assert RESCORE_MIN < FULL_PASS_SHARE * len(matrix)  # the candidates are a few rows only

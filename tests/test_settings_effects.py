@@ -375,7 +375,15 @@ def test_the_table_covers_exactly_the_documented_keys():
         f"probes of keys not documented: {sorted(set(EFFECTS) - documented)}")
 
 
-@pytest.mark.parametrize("key", sorted(EFFECTS))
+# Keys whose probe starts a server or a browser, or waits for an idle exit (20-70 s each):
+# run with the slow tests.
+SLOW_KEYS = {"owner.idle_exit_seconds", "ui.open_browser", "ui.port", "ui.progress_log_lines",
+             "engine.rate_limit_burst", "engine.rate_limit_per_s", "engine.max_body_mb",
+             "engine.max_concurrent_queries", "engine.tls_key", "engine.tls_cert"}
+
+
+@pytest.mark.parametrize("key", [pytest.param(key, marks=pytest.mark.slow) if key in SLOW_KEYS
+                                 else key for key in sorted(EFFECTS)])
 def test_each_documented_key_changes_what_contextd_does(key, tmp_path):
     effect = EFFECTS[key]
     before = observe(key, effect, tmp_path, changed=False)

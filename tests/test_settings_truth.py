@@ -429,6 +429,7 @@ def test_preserve_jsdoc_keeps_the_doc_comment_in_the_function_chunk(tmp_path):
     assert kept["start_line"] == 7 and left["start_line"] == 10
 
 
+@pytest.mark.slow
 def test_index_ast_false_leaves_the_symbol_provider_out(tmp_path):
     files = {"src/app.py": "class RetryPolicy:\n    def backoff(self):\n        return 2\n"}
     on = project(tmp_path / "on", files)
@@ -509,6 +510,7 @@ def test_use_dockerignore_applies_the_dockerignore(tmp_path):
     assert (checked["indexable"], checked["reason"]) == (False, "dockerignore")
 
 
+@pytest.mark.slow
 def test_min_score_threshold_cuts_the_final_scores_unless_the_query_sets_its_own(tmp_path):
     files = {"src/retry.py": "def retry_backoff(attempt):\n    \"\"\"Retry backoff.\"\"\"\n"
                              "    return 2 ** attempt\n",

@@ -8,6 +8,8 @@ This is the situation of several agent sessions in one repository: each spawns i
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import shutil
@@ -90,6 +92,7 @@ def _index_snapshot(root: Path, embed: bool = True) -> tuple[dict, list]:
         store.close()
 
 
+@pytest.mark.slow
 def test_three_servers_and_a_cli_share_one_index(tmp_path):
     root = make_repo(tmp_path / "repo", REPO_FILES)
     env = server_env(tmp_path / "run")

@@ -119,6 +119,7 @@ def _cli(root, env, *args, stdin: str | None = None) -> subprocess.CompletedProc
                           timeout=180)
 
 
+@pytest.mark.slow
 def test_stash_search_show_rm_and_gc_from_the_cli(tmp_path):
     root = make_repo(tmp_path / "repo", REPO)
     env = server_env(tmp_path / "run")
@@ -168,6 +169,7 @@ def _owner_pid(server) -> int:
     return structured(server.call("get_context_stats", {}))["owner"]["pid"]
 
 
+@pytest.mark.slow
 def test_three_servers_stash_at_once_and_an_owner_killed_midway_loses_nothing(tmp_path):
     root = make_repo(tmp_path / "repo", REPO)
     env = server_env(tmp_path / "run")

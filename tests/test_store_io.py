@@ -169,6 +169,7 @@ STASH_AND_COPY = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_index_query_stash_and_copy_never_import_pyarrow(tmp_path):
     """A cold ``contextd query`` (index, embed, load the vectors, answer), a second one in a
     fresh process (the semantic index loaded from the store), the stash and a store copy:
@@ -204,6 +205,7 @@ def test_index_query_stash_and_copy_never_import_pyarrow(tmp_path):
     assert not log.exists(), log.read_text()
 
 
+@pytest.mark.slow
 def test_the_store_io_benchmark_runs_and_reports_no_pyarrow(tmp_path):
     done = subprocess.run(
         [sys.executable, str(REPO / "benchmarks/bench_store_io.py"), "--chunks", "400",

@@ -170,6 +170,7 @@ def test_git_ignored_virtualenv_is_not_watched_and_sends_no_events(tmp_path):
 
 
 
+@pytest.mark.slow
 def test_a_queue_overflow_is_one_catch_up_not_a_loop(tmp_path):
     """The kernel drops events past max_queued_events and says so once (IN_Q_OVERFLOW).
     Here the real queue overflows while the reader is held up: the watcher answers with one
