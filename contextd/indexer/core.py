@@ -428,10 +428,17 @@ class Indexer:
 
     @property
     def embedding_under_way(self) -> bool:
-        """Whether vectors are being computed now, with some still pending."""
-        if not self.embedding_figures.pending:
+        """Whether vectors are being computed now, or about to be, with some still pending.
+        A follower woken after a run counts from that moment: before its round counts the
+        vectors missing, an answer without semantic hits would otherwise say nothing."""
+        if self._state != "idle" or self._embedding_busy:
+            return bool(self.embedding_figures.pending)
+        if self.follower is None or not self.follower.running or not self.embed:
             return False
-        return self._state != "idle" or self._embedding_busy
+        try:
+            return bool(self.store.count_missing_embeddings(self.embedder.identity))
+        except Exception:  # an unavailable model is reported by stats, not here
+            return False
 
     @property
     def busy(self) -> bool:
