@@ -25,6 +25,10 @@ BOOTSTRAP_OFF_NOTE = ("the index is empty and bootstrap.enabled = false: index t
 # How long an empty answer waits for the indexing under way, and how often it asks again.
 INDEXING_WAIT_S = 5.0
 POLL_S = 0.5
+# A reading of the whole project with at most this many files left (about a second's reading
+# on a quiet machine) is waited for even when the answer is not empty: a new small project's
+# first answer is then complete instead of "still indexing".
+FEW_FILES_LEFT = 50
 
 
 def _empty(response: Any) -> bool:
@@ -38,7 +42,8 @@ def answer_while_indexing(indexer: Any, run: Callable[[], Any],
     missing, or that the project holds nothing to index."""
     response = run()
     deadline = time.monotonic() + wait_s
-    while _empty(response) and _incomplete(indexer) and time.monotonic() < deadline:
+    while (_empty(response) and _incomplete(indexer) or _nearly_read(indexer)) \
+            and time.monotonic() < deadline:
         time.sleep(POLL_S)
         response = run()
     note = None
@@ -65,6 +70,12 @@ def _incomplete(indexer: Any) -> bool:
     """Files are coming in, or will be: an index bootstrap.enabled = false leaves empty is
     not waited for."""
     return indexer.indexing or (indexer.never_indexed and indexer.config.bootstrap.enabled)
+
+
+def _nearly_read(indexer: Any) -> bool:
+    """The whole project is being read and only a few files are left."""
+    pending = indexer.file_figures.pending
+    return indexer.reading_project and pending is not None and pending <= FEW_FILES_LEFT
 
 
 def indexing_note(indexer: Any) -> str:
