@@ -82,7 +82,10 @@ def answer_early(argv: list[str]) -> None:
     options = serve_options(argv)
     if options is None:
         return
-    result = handshake_result(options)
+    try:
+        result = handshake_result(options)
+    except Exception:  # whatever it is, the CLI meets it again and reports it properly
+        return
     if result is None:
         return
     stdin_fd = os.dup(0)
