@@ -8,9 +8,10 @@ import sys
 
 
 def main() -> None:
+    from contextd import __version__
     from contextd.mcp.prelude import answer_early
 
-    answer_early(sys.argv[1:])
+    answer_early(sys.argv[1:], __version__)
     from contextd.cli import main as cli
 
     cli()

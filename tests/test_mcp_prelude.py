@@ -20,6 +20,7 @@ import pytest
 from mcp.server.stdio import stdio_server
 from test_mcp_server import INITIALIZE, REPO_FILES, make_repo, server_env
 
+import contextd
 from contextd.mcp import prelude
 from contextd.mcp.app import build_app
 from contextd.mcp.engine_handle import EngineHandle
@@ -64,7 +65,8 @@ def test_the_early_answer_is_the_sdk_answer(tmp_path, toml, tools):
         (tmp_path / "context.toml").write_text(toml)
     groups = None if tools is None else tools.split(",")
     app = build_app(EngineHandle(str(tmp_path), None), tools=groups)
-    early = prelude.handshake_result(prelude.ServeOptions(str(tmp_path), None, groups))
+    early = prelude.handshake_result(prelude.ServeOptions(str(tmp_path), None, groups),
+                                     contextd.__version__)
     for version, request_id in (("2025-06-18", 1), ("2024-11-05", "first"),
                                 ("2099-01-01", 7)):  # unknown: answered with the latest
         request = _initialize(version, request_id)

@@ -73,9 +73,9 @@ def take_handover() -> Handover | None:
     return handover
 
 
-def answer_early(argv: list[str]) -> None:
+def answer_early(argv: list[str], version: str) -> None:
     """For ``contextd serve`` over stdio, answer ``initialize`` now and keep what was read
-    for the SDK; for anything else, do nothing."""
+    for the SDK; for anything else, do nothing. ``version``: contextd's, for serverInfo."""
     global _handover
     if os.environ.get(SWITCH) == "0":
         return
@@ -83,12 +83,15 @@ def answer_early(argv: list[str]) -> None:
     if options is None:
         return
     try:
-        result = handshake_result(options)
+        result = handshake_result(options, version)
     except Exception:  # whatever it is, the CLI meets it again and reports it properly
         return
     if result is None:
         return
-    stdin_fd = os.dup(0)
+    try:
+        stdin_fd = os.dup(0)
+    except OSError:  # no stdin at all: the SDK's transport meets it and says so
+        return
     devnull = os.open(os.devnull, os.O_RDONLY)  # as the SDK: no child reads the protocol
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -143,12 +146,11 @@ def _is_flag(arg: str) -> bool:
                                               and arg[0] == "-")
 
 
-def handshake_result(options: ServeOptions) -> dict[str, Any] | None:
+def handshake_result(options: ServeOptions, version: str) -> dict[str, Any] | None:
     """The ``initialize`` result but its protocol version, or None when the CLI would
     refuse the options (it then says why)."""
     from pathlib import Path
 
-    from contextd import __version__
     from contextd.config.project import check_root
     from contextd.errors import ContextdError
     from contextd.mcp.offer import chosen_groups, instructions, mcp_config, offered_groups
@@ -162,7 +164,7 @@ def handshake_result(options: ServeOptions) -> dict[str, Any] | None:
         return None
     groups = offered_groups(mcp_config(options.root, options.config_path), options.tools)
     return {"capabilities": CAPABILITIES, "instructions": instructions(groups),
-            "serverInfo": {"name": SERVER_NAME, "version": __version__}}
+            "serverInfo": {"name": SERVER_NAME, "version": version}}
 
 
 def initialize_answer(line: bytes, result: dict[str, Any]) -> dict[str, Any] | None:
