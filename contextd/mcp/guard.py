@@ -28,6 +28,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from contextd.mcp.prelude import Handover, take_handover
+from contextd.mcp.takeover import after, claimed_stdout
 
 log = logging.getLogger("contextd.mcp")
 
@@ -165,57 +166,9 @@ def _claimed_stdin(handover: Handover | None) -> Iterator[Any]:
     try:
         # errors="replace", as the SDK: invalid UTF-8 bytes must not end the reader.
         lines = anyio.wrap_file(TextIOWrapper(source, encoding="utf-8", errors="replace"))
-        yield lines if handover is None else _after(handover.first_line, lines)
+        yield lines if handover is None else after(handover.first_line, lines)
     finally:
         os.dup2(private, 0)
-
-
-async def _after(first_line: bytes, lines: Any) -> AsyncIterator[str]:
-    if first_line:
-        yield first_line.decode("utf-8", "replace")
-    async for line in lines:
-        yield line
-
-
-@contextlib.contextmanager
-def _claimed_stdout(handover: Handover) -> Iterator[Any]:
-    """The protocol's stdout when the prelude has answered ``initialize``: a private copy
-    of fd 1 (fd 1 points at stderr meanwhile, as the SDK does when it claims stdout), from
-    which the SDK's second answer to that request is dropped."""
-    private = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        wire = anyio.wrap_file(TextIOWrapper(os.fdopen(private, "wb", closefd=False),
-                                             encoding="utf-8"))
-        yield AnsweredOnce(wire, handover.answered_id, handover.answered)
-    finally:  # private stays open, as the SDK's: a worker thread may still write to it
-        os.dup2(private, 1)
-
-
-class AnsweredOnce:
-    """The stdout of the SDK's transport, less its answer to the ``initialize`` the prelude
-    answered (the first answer it writes with that id). Should the two answers differ, the
-    log says so: the prelude's constants have drifted from the SDK's."""
-
-    def __init__(self, wire: Any, answered_id: int | str | None, answered: Any):
-        self._wire = wire
-        self._id = answered_id
-        self._answered = answered
-        self._pending = answered_id is not None
-
-    async def write(self, text: str) -> None:
-        if self._pending:  # until the first answer, the one to initialize
-            message = json.loads(text)
-            if message.get("id") == self._id and "method" not in message:
-                self._pending = False
-                if message.get("result") != self._answered:
-                    log.warning("the early answer to initialize was %s; the SDK's is %s",
-                                self._answered, message.get("result", message.get("error")))
-                return
-        await self._wire.write(text)
-
-    async def flush(self) -> None:
-        await self._wire.flush()
 
 
 async def run_stdio(app: Any) -> None:
@@ -229,7 +182,7 @@ async def run_stdio(app: Any) -> None:
     with contextlib.ExitStack() as claims:
         guarded = GuardedLines(claims.enter_context(_claimed_stdin(handover)))
         stdout = None if handover is None or handover.answered_id is None \
-            else claims.enter_context(_claimed_stdout(handover))
+            else claims.enter_context(claimed_stdout(handover))
         async with stdio_server(stdin=guarded, stdout=stdout) as (read_stream, write_stream):
             guarded.attach(write_stream)
             server = app._lowlevel_server
