@@ -1,7 +1,10 @@
 """MCP server and shared-access latency.
 
 Prints:
-  * time from starting ``contextd serve`` to the first tools/list answer (raw stdio pipe);
+  * time from spawning ``contextd serve`` to its answers to initialize, to the first
+    tools/list and to the first query_context (raw stdio pipe, all sent at once as a client
+    does), min/median/max over N starts, with the handshake answered early (the prelude,
+    contextd.mcp.prelude) and by the SDK (``CONTEXTD_EARLY_INITIALIZE=0``);
   * query_context round-trip latency, p50/p95 over N calls, through the MCP SDK's stdio
     client, on the server that owns the index and on a second server that reaches the owner
     over its socket;
@@ -11,6 +14,7 @@ Prints:
 
 The project is a git copy of this repository's ``contextd/`` package. Usage:
   .venv/bin/python benchmarks/bench_mcp.py [--calls 100] [--cli-runs 5] [--starts 5]
+  .venv/bin/python benchmarks/bench_mcp.py --starts 10 --starts-only   # the start-up only
 """
 
 from __future__ import annotations
@@ -54,21 +58,51 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def time_to_tools_list(root: Path, env: dict[str, str]) -> float:
-    """Seconds from spawning the server to the answer of tools/list."""
+# The requests of a start, in the order a client sends them, and what each answer is named.
+START_REQUESTS = (
+    (INITIALIZE, "initialize"),
+    ({"jsonrpc": "2.0", "method": "notifications/initialized"}, None),
+    ({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, "tools/list"),
+    ({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "query_context", "arguments": {"query": QUERIES[0]}}}, "first query_context"),
+)
+
+
+def start_timings(root: Path, env: dict[str, str]) -> dict[str, float]:
+    """Milliseconds from spawning the server to each answer of :data:`START_REQUESTS`.
+    initialize is sent first and answered before the rest is sent, as clients do."""
     started = time.perf_counter()
     proc = subprocess.Popen(serve_command(root), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=env)
-    for message in (INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"},
-                    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}):
+    names = {message["id"]: name for message, name in START_REQUESTS if name}
+    timings: dict[str, float] = {}
+
+    def send(message: dict) -> None:
         proc.stdin.write((json.dumps(message) + "\n").encode())
         proc.stdin.flush()
-    while json.loads(proc.stdout.readline()).get("id") != 2:
-        pass
-    elapsed = time.perf_counter() - started
+
+    def take_answer() -> None:
+        answer = json.loads(proc.stdout.readline())
+        timings[names[answer["id"]]] = (time.perf_counter() - started) * 1000
+
+    send(INITIALIZE)
+    take_answer()  # a client waits for the handshake's answer, then sends the rest at once
+    for message, _ in START_REQUESTS[1:]:
+        send(message)
+    while len(timings) < len(names):
+        take_answer()
     proc.stdin.close()
     proc.wait(60)
-    return elapsed
+    return timings
+
+
+def report_starts(label: str, root: Path, env: dict[str, str], starts: int) -> None:
+    runs = [start_timings(root, env) for _ in range(starts)]
+    print(f"{label} (load {os.getloadavg()[0]:.1f}):")
+    for name in runs[0]:
+        values = sorted(run[name] for run in runs)
+        print(f"  spawn -> {name:<22} min {values[0]:7.0f}  median "
+              f"{values[len(values) // 2]:7.0f}  max {values[-1]:7.0f} ms   (n={starts})")
 
 
 async def _session(root: Path, env: dict[str, str], stack) -> ClientSession:
@@ -174,6 +208,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=100, help="query_context calls.")
     parser.add_argument("--cli-runs", type=int, default=5, help="CLI queries per setting.")
     parser.add_argument("--starts", type=int, default=5, help="Server starts timed.")
+    parser.add_argument("--starts-only", action="store_true",
+                        help="Time the server starts only.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
@@ -185,8 +221,11 @@ def main() -> None:
               f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
         cold = [cli_query(root, env)]  # builds the index (not timed below)
         print(f"first CLI query (bootstraps the index):        {cold[0]:8.1f} s")
-        starts = [time_to_tools_list(root, env) * 1000 for _ in range(args.starts)]
-        report("server start -> first tools/list answer", starts, "ms")
+        report_starts("server starts, initialize answered early", root, env, args.starts)
+        report_starts("server starts, initialize answered by the SDK", root,
+                      {**env, "CONTEXTD_EARLY_INITIALIZE": "0"}, args.starts)
+        if args.starts_only:
+            return
         floor = [sdk_import_floor() * 1000 for _ in range(args.starts)]
         report("  of which the floor: python + import MCP SDK", floor, "ms")
         latencies = anyio.run(query_latencies, root, env, args.calls)

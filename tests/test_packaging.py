@@ -53,7 +53,7 @@ def test_wheel_ships_everything_under_contextd(tmp_path: Path) -> None:
     assert {t for t in top_level if not t.endswith(".dist-info")} == {"contextd"}
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     text = zipfile.ZipFile(wheels[0]).read(entry_points).decode()
-    assert "contextd = contextd.cli:main" in text
+    assert "contextd = contextd.__main__:main" in text
     assert {"contextd/migrations/001_initial.sql", "contextd/chunkers/queries/rust.scm",
             "contextd/sessions/templates/basic.md.j2", "contextd/sessions/templates/paper.json",
             "contextd/store/postgres/migrations/001_initial.sql"} <= set(names)

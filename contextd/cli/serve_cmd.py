@@ -46,8 +46,8 @@ def serve(state: CliState, http_port: int | None, tool_groups: str | None) -> No
     from pathlib import Path
 
     from contextd.config.project import check_root
-    from contextd.mcp import serve as run
-    from contextd.mcp.tool_kinds import chosen_groups
+    from contextd.mcp.lifecycle import serve as run
+    from contextd.mcp.offer import chosen_groups
 
     tools = None if tool_groups is None else tool_groups.split(",")
     if tools is not None:  # a mistyped group fails here, in one line, before anything starts

@@ -17,7 +17,8 @@ from pydantic import Field
 
 from contextd.errors import ContextdError
 from contextd.mcp.engine_handle import EngineHandle
-from contextd.mcp.tool_kinds import APPEND, DELETE, READ, SEED002, WRITE, tool
+from contextd.mcp.offer import SEED002
+from contextd.mcp.tool_kinds import APPEND, DELETE, READ, WRITE, tool
 
 
 class AdminTools:

@@ -23,7 +23,6 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from contextd.config.sections import McpConfig
 from contextd.errors import ContextdError, JobConflictError
 from contextd.boundary.path_args import RefusedPath, refusal_text
 from contextd.mcp import render
@@ -38,38 +37,10 @@ from contextd.mcp.schemas import (
 )
 from contextd.mcp.stash_tools import StashTools
 from contextd.records import to_dict
-from contextd.mcp.tool_kinds import (
-    CORE, DELETE, READ, SEED002, WRITE, DeclaredTool, chosen_groups, tool, tools_of,
-)
+from contextd.mcp.offer import CORE, instructions, mcp_config, offered_groups
+from contextd.mcp.tool_kinds import DELETE, READ, WRITE, DeclaredTool, tool, tools_of
 
 log = logging.getLogger("contextd.mcp")
-
-# What the server tells an agent at the handshake, one paragraph per group it offers.
-INSTRUCTIONS = {
-    CORE: "contextd indexes this project (code, docs, config) and answers with the few "
-          "snippets that matter, ranked and cut to a token budget. Call query_context before "
-          "reading files blindly or grepping for a concept; call refresh_context after editing "
-          "files if results look stale (a watcher normally keeps the index current within a "
-          "second). get_context_stats says what is indexed and whether indexing or the "
-          "embedding model is still warming up.",
-    "reports": "To research a question and write it up: search_knowledge (keeps results in a "
-               "session), get_search_results (full text), then create_rag_report (a cited "
-               "Markdown report; get_template_schema shows a template's variables).",
-    "memory": "Agent memory: stash_context what you may need again (a traceback, a decision), "
-              "retrieve_stashed_context it later by meaning, and merge_stashed_context it back.",
-    "knowledge": "Knowledge contexts hold documents beside the code (knowledge_add); "
-                 "knowledge_search searches them, query_context's contexts adds them to a "
-                 "project search.",
-    "contextual": "Contextual retrieval: reindex_with_context adds a context line to each "
-                  "chunk; report_token_usage and get_token_reduction_report measure the "
-                  "tokens saved.",
-    "related": "find_related lists the code most like a function (near-copies that need "
-               "the same change, code calling the same helpers).",
-    "admin": "After an edit of context.toml, reload_config applies it without a restart; "
-             "rebuild_context re-creates a corrupt index; open_index_manager opens the web "
-             "Index Manager.",
-}
-
 
 def _tool_errors(function: Callable) -> Callable:
     """Turn expected failures into tool errors that tell the agent what to fix."""
@@ -162,27 +133,6 @@ def without_titles(schema: Any) -> Any:
     return lean
 
 
-def _mcp_config(handle: EngineHandle) -> McpConfig:
-    """``[mcp]`` of the project; a configuration that does not load gives the defaults (the
-    engine then reports the error to every call)."""
-    from contextd.config.project import Project
-
-    try:
-        return Project.open(handle.root, handle.config_path).config.mcp
-    except (ContextdError, OSError):
-        return McpConfig()
-
-
-def offered_groups(handle: EngineHandle, tools: Iterable[str] | None = None) -> frozenset[str]:
-    """The tool groups the server offers: ``tools`` (``serve --tools``) if given, else
-    ``[mcp] tools``; the core always, and every group under the seed002 compatibility
-    profile, which promises its agents the full set."""
-    config = _mcp_config(handle)
-    if config.compatibility == SEED002:
-        return chosen_groups(["all"])
-    return chosen_groups(config.tools if tools is None else tools)
-
-
 def declared_tools(handle: EngineHandle) -> list[DeclaredTool]:
     """Every tool the server can offer (all groups) under the project's compatibility
     profile, in the order ``tools/list`` answers them: the context tools here, then each
@@ -193,7 +143,7 @@ def declared_tools(handle: EngineHandle) -> list[DeclaredTool]:
     owners = (ContextTools(handle), ManagerTools(handle.root, handle.config_path),
               StashTools(handle), KnowledgeTools(handle), ContextualTools(handle),
               SessionTools(handle), AdminTools(handle))
-    profile = _mcp_config(handle).compatibility
+    profile = mcp_config(handle.root, handle.config_path).compatibility
     return [found for owner in owners for found in tools_of(owner, profile)]
 
 
@@ -201,7 +151,7 @@ def registered_tools(handle: EngineHandle, tools: Iterable[str] | None = None) -
     """The tools of the groups :func:`offered_groups` names, all with the same error
     handling and strictness. The reference in docs/MCP_TOOLS.md is generated from the full
     list (:mod:`contextd.mcp.reference`)."""
-    groups = offered_groups(handle, tools)
+    groups = offered_groups(mcp_config(handle.root, handle.config_path), tools)
     # Descriptions without the docstrings' indentation: agents pay for every space.
     return [_strict(ContextdTool.from_function(_tool_errors(found.function), name=found.name,
                                                description=inspect.cleandoc(
@@ -217,11 +167,11 @@ def build_app(handle: EngineHandle, log_level: str = "WARNING",
     engine behind ``handle``."""
     from contextd.mcp import session_tools
 
-    groups = offered_groups(handle, tools)
-    instructions = "\n\n".join(text for group, text in INSTRUCTIONS.items() if group in groups)
+    groups = offered_groups(mcp_config(handle.root, handle.config_path), tools)
     resources = session_tools.template_resources(handle)
     app = session_tools.ListingServer("contextd", version=importlib.metadata.version("contextd"),
-                                      instructions=instructions, log_level=log_level,
+                                      instructions=instructions(groups),
+                                      log_level=log_level,
                                       middleware=[start_after_handshake(handle)],
                                       tools=registered_tools(handle, tools),
                                       listers=(resources.listing,))

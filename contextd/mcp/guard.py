@@ -27,6 +27,9 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from contextd.mcp.prelude import Handover, take_handover
+from contextd.mcp.takeover import after, claimed_stdout
+
 log = logging.getLogger("contextd.mcp")
 
 # The largest legitimate request is refresh_context with 1,000 long paths (well under 1 MiB).
@@ -147,18 +150,23 @@ class GuardedLines:
 
 
 @contextlib.contextmanager
-def _claimed_stdin() -> Iterator[Any]:
+def _claimed_stdin(handover: Handover | None) -> Iterator[Any]:
     """Read the protocol from a private copy of fd 0 and point fd 0 at the null device
     while serving, as the SDK does when it owns stdin, so no child process can read (and
-    steal) protocol bytes; fd 0 is restored afterwards."""
-    private = os.dup(0)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
+    steal) protocol bytes; fd 0 is restored afterwards. After the prelude, fd 0 is already
+    diverted and the protocol is its first line, then the rest it has not read."""
+    if handover is None:
+        private = os.dup(0)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        source = os.fdopen(private, "rb", closefd=False)
+    else:
+        private, source = handover.stdin_fd, handover.rest
     try:
         # errors="replace", as the SDK: invalid UTF-8 bytes must not end the reader.
-        yield anyio.wrap_file(TextIOWrapper(os.fdopen(private, "rb", closefd=False),
-                                            encoding="utf-8", errors="replace"))
+        lines = anyio.wrap_file(TextIOWrapper(source, encoding="utf-8", errors="replace"))
+        yield lines if handover is None else after(handover.first_line, lines)
     finally:
         os.dup2(private, 0)
 
@@ -166,12 +174,16 @@ def _claimed_stdin() -> Iterator[Any]:
 async def run_stdio(app: Any) -> None:
     """Serve ``app`` (an MCPServer) over stdio with malformed frames answered.
 
-    This is ``MCPServer.run_stdio_async`` with the guarded stdin: the SDK offers no public
-    way to hand its stdio transport a stdin or to run the server on given streams, so the
-    server object inside ``app`` is used as that method uses it."""
-    with _claimed_stdin() as source:
-        guarded = GuardedLines(source)
-        async with stdio_server(stdin=guarded) as (read_stream, write_stream):
+    This is ``MCPServer.run_stdio_async`` with the guarded stdin (and, after the prelude,
+    its handover): the SDK offers no public way to hand its stdio transport a stdin or to
+    run the server on given streams, so the server object inside ``app`` is used as that
+    method uses it."""
+    handover = take_handover()
+    with contextlib.ExitStack() as claims:
+        guarded = GuardedLines(claims.enter_context(_claimed_stdin(handover)))
+        stdout = None if handover is None or handover.answered_id is None \
+            else claims.enter_context(claimed_stdout(handover))
+        async with stdio_server(stdin=guarded, stdout=stdout) as (read_stream, write_stream):
             guarded.attach(write_stream)
             server = app._lowlevel_server
             await server.run(read_stream, write_stream, server.create_initialization_options())

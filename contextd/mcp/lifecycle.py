@@ -4,7 +4,8 @@ Start-up order matters for agents: the client times the handshake, so the server
 ``initialize`` and ``tools/list`` before anything heavy is imported. The election (which may
 open DuckDB), the catch-up indexing and the model warm-up start in a background thread once
 the first request after the handshake has been answered, or after
-:data:`BACKGROUND_START_S` at the latest.
+:data:`BACKGROUND_START_S` at the latest. (``initialize`` itself is answered before the SDK
+loads, by :mod:`contextd.mcp.prelude`.)
 
 Shutdown: the server exits with status 0 when stdin closes (the
 client went away) or on SIGTERM/SIGINT, and always releases the owner lock and removes its

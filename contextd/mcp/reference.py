@@ -18,7 +18,8 @@ from mcp.server.mcpserver.tools import Tool
 
 from contextd.mcp.app import declared_tools, registered_tools
 from contextd.mcp.engine_handle import EngineHandle
-from contextd.mcp.tool_kinds import CORE, GROUP_TITLES
+from contextd.mcp.offer import CORE
+from contextd.mcp.tool_kinds import GROUP_TITLES
 
 HEADER = """\
 # MCP tool reference

@@ -4,12 +4,12 @@ the marked methods of each tool class, in the order they are written (:func:`too
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from mcp_types import ToolAnnotations
 
 from contextd.config.sections import MCP_TOOL_GROUPS
-from contextd.errors import UsageError
+from contextd.mcp.offer import CORE
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # Writes that add or change and may be repeated to the same effect.
@@ -24,14 +24,6 @@ DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent
 RESET = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
                         open_world_hint=False)
 
-# The ``[mcp] compatibility`` profile with the older tool names some agents call
-# (docs/MCP.md).
-SEED002 = "seed002"
-
-# The tools every server offers: what an agent needs on every task. Every other tool is in
-# one of the opt-in groups of ``[mcp] tools`` / ``serve --tools`` (MCP_TOOL_GROUPS), because
-# each listed tool costs the agent context on every request (issue 39).
-CORE = "core"
 # The heading of each group in docs/MCP_TOOLS.md (contextd.mcp.reference).
 GROUP_TITLES = {
     CORE: "Core tools (always offered)",
@@ -76,19 +68,3 @@ def tools_of(owner: Any, compatibility: str) -> list[DeclaredTool]:
                 raise ValueError(f"{name}: {group!r} is not a tool group")
             found.append(DeclaredTool(name, getattr(owner, name), kind, group))
     return found
-
-
-def chosen_groups(names: Iterable[str]) -> frozenset[str]:
-    """The groups a ``--tools`` list or ``[mcp] tools`` turns on, the core always among
-    them; ``all`` is every group. An unknown name is refused with the known ones."""
-    chosen = {CORE}
-    for name in names:
-        name = name.strip()
-        if name == "all":
-            chosen.update(MCP_TOOL_GROUPS)
-        elif name in MCP_TOOL_GROUPS:
-            chosen.add(name)
-        elif name:
-            raise UsageError(f"unknown MCP tool group {name!r}: the groups are "
-                              f"{', '.join(MCP_TOOL_GROUPS)} (or all)")
-    return frozenset(chosen)
