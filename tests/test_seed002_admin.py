@@ -106,18 +106,6 @@ def test_reinitialize_schema_needs_confirm_then_empties_the_index(seed002):
     assert _settled_status(session)["status"] == "Up to Date"
 
 
-def _settled_status(session, wait_s: float = 60.0) -> dict:
-    """index_status once no run is under way: the server's own catch-up, started with the
-    session, may still be running after a rebuild that got the run lock first (the status
-    then says, truly, "Updating")."""
-    deadline = time.monotonic() + wait_s
-    status = structured(session.call("index_status", {}))
-    while status["status"] == "Updating" and time.monotonic() < deadline:
-        time.sleep(0.2)
-        status = structured(session.call("index_status", {}))
-    return status
-
-
 def test_reload_config_applies_an_edit_and_refuses_a_broken_file(tmp_path):
     root = make_repo(tmp_path / "repo")
     config = root / "context.toml"
