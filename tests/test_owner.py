@@ -251,3 +251,28 @@ def _add_during_the_embedding(owner, client, project, docs_parent) -> None:
     assert report.added == 4 and report.chunks_embedded >= 4
     # Answered with most of the project's vectors still to come: it did not wait for them.
     assert client.embeddings_pending() > backlog // 2
+
+
+CLIENT_QUERY = """
+import json, runpy, sys
+sys.argv = ["contextd", "--root", sys.argv[1], "--json", "query", "shipping rate", "--k", "2"]
+try:
+    runpy.run_module("contextd", run_name="__main__")
+except SystemExit:
+    pass
+heavy = [m for m in ("duckdb", "numpy", "contextd.runtime.engine", "contextd.indexer.core")
+         if m in sys.modules]
+print("HEAVY " + json.dumps(heavy), file=sys.stderr)
+"""
+
+
+def test_a_query_answered_by_the_owner_loads_no_engine_in_the_command(engines, project):
+    """A CLI query that reaches a running owner is a client: importing the engine stack,
+    DuckDB and numpy cost it 0.8-3 s of a loaded machine's 3 s for nothing (issue 37)."""
+    owner = engines()
+    owner.refresh()
+    done = subprocess.run([sys.executable, "-c", CLIENT_QUERY, str(project.root)],
+                          capture_output=True, text=True, timeout=120, env=os.environ)
+    assert json.loads(done.stdout)["hits"][0]["file_path"] == "shipping.py", done.stderr
+    heavy = json.loads(done.stderr.rsplit("HEAVY ", 1)[1])
+    assert heavy == [], heavy
