@@ -276,3 +276,21 @@ def test_a_query_answered_by_the_owner_loads_no_engine_in_the_command(engines, p
     assert json.loads(done.stdout)["hits"][0]["file_path"] == "shipping.py", done.stderr
     heavy = json.loads(done.stderr.rsplit("HEAVY ", 1)[1])
     assert heavy == [], heavy
+
+
+def test_a_command_reaching_a_new_owner_is_told_busy_not_made_to_read(engines, project):
+    """An owner with duties catches the index up itself; a command that reaches it first
+    (a second query right after the first) is told at once that the owner reads, instead of
+    having a reading window of its own run in the owner while it waits (issue 37)."""
+    from contextd.indexer.report import BUSY
+
+    body = "".join(f"def handler_{i}(request):\n    return request.value * {i}\n\n\n"
+                   for i in range(40))
+    for n in range(300):
+        (project.root / "pkg" / f"module_{n:03d}.py").parent.mkdir(exist_ok=True)
+        (project.root / "pkg" / f"module_{n:03d}.py").write_text(body)
+    owner = engines(duties=True)
+    client = engines()
+    assert owner.is_owner and not client.is_owner
+    report = client.ensure_indexed(embed=False, wait=False, within_s=1.5)
+    assert report.mode == BUSY, report
