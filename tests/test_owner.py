@@ -294,3 +294,34 @@ def test_a_command_reaching_a_new_owner_is_told_busy_not_made_to_read(engines, p
     assert owner.is_owner and not client.is_owner
     report = client.ensure_indexed(embed=False, wait=False, within_s=1.5)
     assert report.mode == BUSY, report
+
+
+def test_a_command_reaching_a_watching_owner_mid_run_is_told_busy(engines, project):
+    """After a ``git checkout`` the owner's watcher re-reads the changed files; a command
+    arriving meanwhile is told busy at once and answers from the files as they are on disk,
+    instead of waiting for that run and then running its own (65 s on fastapi)."""
+    import threading
+
+    from contextd.indexer.report import BUSY
+
+    owner = engines(duties=True)
+    deadline = time.monotonic() + 60
+    while owner.engine.watcher is None:  # caught up: commands now flush the watcher
+        assert time.monotonic() < deadline, "the owner never caught up"
+        time.sleep(0.05)
+    client = engines()
+    holding, done = threading.Event(), threading.Event()
+
+    def a_run_under_way() -> None:
+        with owner.engine.indexer.running():
+            holding.set()
+            done.wait(30)
+
+    threading.Thread(target=a_run_under_way, daemon=True).start()
+    holding.wait(10)
+    (project.root / "shipping.py").write_text(SOURCE + "\n# changed on disk\n")
+    try:
+        report = client.ensure_indexed(embed=False, wait=False, within_s=1.5)
+    finally:
+        done.set()
+    assert report.mode == BUSY, report
