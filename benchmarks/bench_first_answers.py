@@ -25,6 +25,11 @@ its index removed, and then:
   owner), against ``[owner] memory_limit_mb``.
 
 The load average is printed with every figure: the machine is shared, so figures are noisy.
+On 2026-11-28 (load 6-8, 2 shared cores; --questions 8 --checkouts 2 --complete): fastapi
+first answers 2.3-5.6 s (median 3.1 s; the first one 5.6 s), right file in the top 5 for 3 of
+8 against 7 of 8 over the complete lexical index; after a checkout 50 commits back the next
+answer in 2.5 s, current after 36 s, no stale line; owner peak 587 MB. wagtail 1.8-9.3 s
+(median 4.3 s), 6 of 8 against 8 of 8; checkout 3.6 s, current after 45 s; owner peak 718 MB.
 
     .venv/bin/python benchmarks/bench_first_answers.py /work/corpora/r/fastapi \\
         /work/corpora/r/wagtail [--questions 8] [--runs 2] [--complete] [--checkouts 2] \\
