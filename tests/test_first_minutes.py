@@ -313,6 +313,29 @@ def test_a_first_query_answers_at_once_and_the_background_owner_finishes(repo, r
             os.kill(pid, signal.SIGKILL)
 
 
+def test_the_background_owner_takes_the_reading_over_even_when_the_answer_fails(repo,
+                                                                                runtime):
+    """The command starts the background owner as soon as its reading window ends, before
+    its answer is searched (the owner's start-up overlaps the search, so the next command
+    finds it): an answer that then fails still leaves every file to be read."""
+    _many_files(repo, 20)
+    (repo / "context.toml").write_text("[owner]\nindex_within_seconds = 0.01\n"
+                                       "answer_within_seconds = 0\nidle_exit_seconds = 5\n")
+    on_disk = sum(1 for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts)
+    failed = run(repo, runtime, "query", "handler", "--context", "nosuch")
+    assert "unknown context(s) nosuch" in failed.stderr
+    pid = _background_owner_pid(repo)
+    try:
+        assert _alive(pid)
+        deadline = time.monotonic() + 120
+        while _stats(repo, runtime)["storage"]["total_files"] < on_disk:
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.slow
 def test_a_first_query_on_a_large_project_reads_source_first_and_answers_in_time(repo,
                                                                                  runtime):

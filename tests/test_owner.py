@@ -251,3 +251,77 @@ def _add_during_the_embedding(owner, client, project, docs_parent) -> None:
     assert report.added == 4 and report.chunks_embedded >= 4
     # Answered with most of the project's vectors still to come: it did not wait for them.
     assert client.embeddings_pending() > backlog // 2
+
+
+CLIENT_QUERY = """
+import json, runpy, sys
+sys.argv = ["contextd", "--root", sys.argv[1], "--json", "query", "shipping rate", "--k", "2"]
+try:
+    runpy.run_module("contextd", run_name="__main__")
+except SystemExit:
+    pass
+heavy = [m for m in ("duckdb", "numpy", "contextd.runtime.engine", "contextd.indexer.core")
+         if m in sys.modules]
+print("HEAVY " + json.dumps(heavy), file=sys.stderr)
+"""
+
+
+def test_a_query_answered_by_the_owner_loads_no_engine_in_the_command(engines, project):
+    """A CLI query that reaches a running owner is a client: importing the engine stack,
+    DuckDB and numpy cost it 0.8-3 s of a loaded machine's 3 s for nothing (issue 37)."""
+    owner = engines()
+    owner.refresh()
+    done = subprocess.run([sys.executable, "-c", CLIENT_QUERY, str(project.root)],
+                          capture_output=True, text=True, timeout=120, env=os.environ)
+    assert json.loads(done.stdout)["hits"][0]["file_path"] == "shipping.py", done.stderr
+    heavy = json.loads(done.stderr.rsplit("HEAVY ", 1)[1])
+    assert heavy == [], heavy
+
+
+def test_a_command_reaching_a_new_owner_is_told_busy_not_made_to_read(engines, project):
+    """An owner with duties catches the index up itself; a command that reaches it first
+    (a second query right after the first) is told at once that the owner reads, instead of
+    having a reading window of its own run in the owner while it waits (issue 37)."""
+    from contextd.indexer.report import BUSY
+
+    body = "".join(f"def handler_{i}(request):\n    return request.value * {i}\n\n\n"
+                   for i in range(40))
+    for n in range(300):
+        (project.root / "pkg" / f"module_{n:03d}.py").parent.mkdir(exist_ok=True)
+        (project.root / "pkg" / f"module_{n:03d}.py").write_text(body)
+    owner = engines(duties=True)
+    client = engines()
+    assert owner.is_owner and not client.is_owner
+    report = client.ensure_indexed(embed=False, wait=False, within_s=1.5)
+    assert report.mode == BUSY, report
+
+
+def test_a_command_reaching_a_watching_owner_mid_run_is_told_busy(engines, project):
+    """After a ``git checkout`` the owner's watcher re-reads the changed files; a command
+    arriving meanwhile is told busy at once and answers from the files as they are on disk,
+    instead of waiting for that run and then running its own (65 s on fastapi)."""
+    import threading
+
+    from contextd.indexer.report import BUSY
+
+    owner = engines(duties=True)
+    deadline = time.monotonic() + 60
+    while owner.engine.watcher is None:  # caught up: commands now flush the watcher
+        assert time.monotonic() < deadline, "the owner never caught up"
+        time.sleep(0.05)
+    client = engines()
+    holding, done = threading.Event(), threading.Event()
+
+    def a_run_under_way() -> None:
+        with owner.engine.indexer.running():
+            holding.set()
+            done.wait(30)
+
+    threading.Thread(target=a_run_under_way, daemon=True).start()
+    holding.wait(10)
+    (project.root / "shipping.py").write_text(SOURCE + "\n# changed on disk\n")
+    try:
+        report = client.ensure_indexed(embed=False, wait=False, within_s=1.5)
+    finally:
+        done.set()
+    assert report.mode == BUSY, report

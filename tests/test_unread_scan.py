@@ -138,3 +138,36 @@ def test_the_package_code_comes_before_its_docs_examples_at_equal_evidence(tmp_p
     scan = scan_unread(str(tmp_path), pending, query, terms, 0, {}, lambda text, _p: text)
     assert [s.file_path for s in scan.snippets] == ["fastapi/routing.py",
                                                     "docs_src/models/tutorial001.py"]
+
+
+def test_the_window_shown_opens_on_the_first_place_holding_most_of_the_terms(tmp_path):
+    """The window holding the most terms wins over one holding fewer, earlier or later; it
+    opens on the line holding its first term, line numbers counted right past a line that
+    lower-cases longer ('İ')."""
+    lines = [f"filler line {n}" for n in range(120)]
+    lines[3] = "İstanbul: ledger entries"        # one term, early
+    lines[40] = "the ledger is balanced"          # two terms within twelve lines ...
+    lines[47] = "reconcile the ledger nightly"
+    lines[90] = "reconcile once more"             # one term, late
+    paths = _write(tmp_path, {"books/ledger_tools.py": "\n".join(lines) + "\n"})
+    query = "reconcile ledger"
+    terms = distinctive_terms(query, [], 0, {})
+    scan = scan_unread(str(tmp_path), paths, query, terms, 0, {}, lambda text, _path: text)
+    [hit] = scan.snippets
+    assert (hit.start_line, hit.end_line) == (41, 52)
+    assert hit.text.split("\n")[0] == "the ledger is balanced"
+
+
+def test_only_the_best_files_are_kept_in_rank_order(tmp_path):
+    """Of many files holding the terms, the SCAN_KEEP best by evidence are kept, best
+    first, whole-term files before partial ones."""
+    files = {f"pkg/partial_{n:02d}.py": f"def f{n}():\n    return 'ledger'\n" for n in range(30)}
+    files.update({f"pkg/full_{n:02d}.py": f"def g{n}():\n    return 'ledger reconcile'\n"
+                  for n in range(5)})
+    paths = _write(tmp_path, files)
+    query = "reconcile ledger"
+    scan = scan_unread(str(tmp_path), paths, query, distinctive_terms(query, [], 0, {}), 0, {},
+                       lambda text, _path: text)
+    shown = [hit.file_path for hit in scan.snippets]
+    assert shown[:5] == [f"pkg/full_{n:02d}.py" for n in range(5)]
+    assert len(shown) == len(set(shown)) <= 20

@@ -27,7 +27,7 @@ def ensure_indexed(engine, embed: bool = True, within_s: float | None = None,
     ``within_s`` and ``wait``: see :meth:`contextd.indexer.Indexer.ensure_indexed`."""
     watcher = engine.watcher
     if not embed and watcher is not None and watcher.running:
-        return watcher.flush()
+        return watcher.flush(wait=wait, within_s=within_s)
     return engine.indexer.ensure_indexed(progress=progress, embed=embed, wait=wait,
                                          within_s=within_s)
 

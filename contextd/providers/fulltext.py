@@ -216,28 +216,37 @@ class BM25Index:
         returns id → new slot."""
         live = [(slot, doc_id) for slot, doc_id in enumerate(self.slot_ids) if doc_id is not None]
         terms = {t: i for i, t in enumerate(dict.fromkeys([*self.frozen_terms, *self.postings]))}
-        remap = np.full(len(self.slot_ids), -1, dtype=np.int64)
-        remap[[slot for slot, _ in live]] = np.arange(len(live))
+        # Term ids and slots fit 32 bits: the postings of a large first index (fastapi's
+        # 58k chunks) pass through these arrays a few times at once, and 64-bit ones put the
+        # owner's peak over its memory_limit_mb (issue 37: 607-630 MB).
+        remap = np.full(len(self.slot_ids), -1, dtype=np.int32)
+        remap[[slot for slot, _ in live]] = np.arange(len(live), dtype=np.int32)
         rows_t, rows_s, rows_f = [], [], []
         if len(self.frozen_slots):
-            term_of = np.repeat(np.arange(len(self.frozen_terms)), np.diff(self.indptr))
+            term_of = np.repeat(np.arange(len(self.frozen_terms), dtype=np.int32),
+                                np.diff(self.indptr))
             keep = self.frozen_live[self.frozen_slots]
-            frozen_to_new = np.asarray([terms[t] for t in self.frozen_terms], dtype=np.int64)
+            frozen_to_new = np.asarray([terms[t] for t in self.frozen_terms], dtype=np.int32)
             rows_t.append(frozen_to_new[term_of[keep]])
+            del term_of
             rows_s.append(remap[self.frozen_slots[keep]])
             rows_f.append(self.frozen_tf[keep])
         for term, docs in self.postings.items():
-            rows_t.append(np.full(len(docs), terms[term], dtype=np.int64))
+            rows_t.append(np.full(len(docs), terms[term], dtype=np.int32))
             rows_s.append(remap[np.fromiter(docs.keys(), np.int64, len(docs))])
             rows_f.append(np.fromiter(docs.values(), np.float32, len(docs)))
-        term_arr = np.concatenate(rows_t) if rows_t else np.zeros(0, np.int64)
-        slot_arr = np.concatenate(rows_s) if rows_s else np.zeros(0, np.int64)
+        term_arr = np.concatenate(rows_t) if rows_t else np.zeros(0, np.int32)
+        del rows_t
+        slot_arr = np.concatenate(rows_s) if rows_s else np.zeros(0, np.int32)
+        del rows_s
         tf_arr = np.concatenate(rows_f) if rows_f else np.zeros(0, np.float32)
+        del rows_f
         order = np.lexsort((slot_arr, term_arr))
         indptr = np.zeros(len(terms) + 1, dtype=np.int64)
         np.cumsum(np.bincount(term_arr, minlength=len(terms)), out=indptr[1:])
+        del term_arr
         # A term whose every document was removed keeps an empty row (df 0, like absent).
-        self._set_frozen(terms, indptr, slot_arr[order].astype(np.int32), tf_arr[order],
+        self._set_frozen(terms, indptr, slot_arr[order], tf_arr[order],
                          self.doc_len[[slot for slot, _ in live]], [d for _, d in live])
         return self.slot_of
 

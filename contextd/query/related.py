@@ -23,11 +23,12 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from contextd.errors import UsageError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Weights of the three likenesses in the score (a missing one, such as meaning before the
 # vectors exist, leaves the others' weights to share the score).
@@ -158,6 +159,10 @@ def rank_related(target: Candidate, candidates: Iterable[Candidate],
     target in its own file (its class, its own methods) are left out."""
     target_tokens = shape_tokens(target.text)
     target_shingles = _shingles(target_tokens)
+    # Imported here: the operations declare this module's records, and a CLI command that
+    # only asks the owner over its socket should not pay numpy's import.
+    import numpy as np
+
     target_calls = called_names(target.text)
     target_vector = vectors.get(target.chunk_id)
     pool = []

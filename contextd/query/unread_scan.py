@@ -19,6 +19,7 @@ much of the distinctive terms as it does.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
 import os
@@ -222,17 +223,29 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
             held[path] = (data, found)
     weights = _weights(terms, held, searched, indexed, frequency)
     total = sum(weights) or 1.0
-    best = []
-    for path, (data, found) in held.items():
-        if sum(weights[i] for i in found) / total < MIN_EVIDENCE:
-            continue  # the whole file holds too little: no window of it holds more
-        window = _best_window(data, terms, weights)
+
+    def rank(share: float, path: str) -> tuple[float, tuple[int, int], str]:
+        return -round(share, 2), _scan_order(path, terms), path
+
+    # A window holds at most what its file holds, so the files are taken best file first and
+    # the search for windows stops at the first file that could not rank among the SCAN_KEEP
+    # best windows found: a common term left hundreds of files to cut windows of (1.6 s of a
+    # 3 s answer on fastapi), where twenty are kept.
+    files = sorted((rank(sum(weights[i] for i in found) / total, path), path)
+                   for path, (_, found) in held.items())
+    best: list[tuple[tuple[float, tuple[int, int], str], float, int, list[str]]] = []
+    for file_rank, path in files:
+        if -file_rank[0] < MIN_EVIDENCE:
+            break  # the whole file holds too little: no window of it holds more
+        if len(best) >= SCAN_KEEP and file_rank > best[-1][0]:
+            break
+        window = _best_window(held[path][0], terms, weights)
         if window is not None and window[0] / total >= MIN_EVIDENCE:
-            best.append((window[0] / total, path, window[1], window[2]))
-    best.sort(key=lambda item: (-round(item[0], 2), _scan_order(item[1], terms), item[1]))
+            best.append((rank(window[0] / total, path), window[0] / total, window[1], window[2]))
+            best = sorted(best, key=lambda item: item[0])[:SCAN_KEEP]
     asked = query_words(query)
-    snippets = [_snippet(path, share, _coverage(asked, lines), start, lines, scrub)
-                for share, path, start, lines in best[:SCAN_KEEP]]
+    snippets = [_snippet(key[2], share, _coverage(asked, lines), start, lines, scrub)
+                for key, share, start, lines in best]
     return Scan(snippets, list(terms), weights, searched, len(paths))
 
 
@@ -284,25 +297,42 @@ def _scan_order(path: str, terms: Sequence[Term]) -> tuple[int, int]:
 def _best_window(data: bytes, terms: Sequence[Term], weights: Sequence[float]
                  ) -> tuple[float, int, list[str]] | None:
     """(weight held, first line number, lines) of the WINDOW_LINES-line window of a file
-    holding the most weight of the terms; None when the file is not text."""
+    holding the most weight of the terms, opening on a line that holds one (the first such
+    window); None when the file is not text or holds none. The lines holding each term are
+    found by searching the lower-cased text, not by testing each term on each line (3 s of
+    CPU for fastapi's 944 files holding 'OpenAPI')."""
     try:
         lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
         return None
-    per_line = [frozenset(i for i, t in enumerate(terms) if weights[i] and t.needle in low)
-                for low in (line.lower() for line in lines)]
+    lower = "\n".join(line.lower() for line in lines)
+    starts = [0]  # offset of each line in ``lower``
+    for line_number, low in enumerate(lower.split("\n")[:-1]):
+        starts.append(starts[line_number] + len(low) + 1)
+    held_at: dict[int, list[int]] = {}  # term -> the lines holding it, in order
+    for i, term in enumerate(terms):
+        if not weights[i]:
+            continue
+        at, found = lower.find(term.needle), []
+        while at >= 0:
+            line_number = bisect.bisect_right(starts, at) - 1
+            found.append(line_number)
+            at = lower.find(term.needle, starts[line_number + 1]) \
+                if line_number + 1 < len(starts) else -1
+        if found:
+            held_at[i] = found
     best = (0.0, 0)
-    for start in range(max(1, len(lines) - WINDOW_LINES + 1)):
-        held = frozenset().union(*per_line[start:start + WINDOW_LINES])
-        weight = sum(weights[i] for i in held)
+    for start in sorted({n for found in held_at.values() for n in found}):
+        weight = 0.0
+        for i, found in held_at.items():
+            k = bisect.bisect_left(found, start)
+            if k < len(found) and found[k] < start + WINDOW_LINES:
+                weight += weights[i]
         if weight > best[0]:
             best = (weight, start)
     weight, start = best
     if not weight:
         return None
-    # The window starts at its first line holding a term, so the snippet opens on the match.
-    while start < len(lines) - 1 and not per_line[start]:
-        start += 1
     return weight, start + 1, lines[start:start + WINDOW_LINES]
 
 

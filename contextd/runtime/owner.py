@@ -236,15 +236,25 @@ class SharedEngine:
         except BaseException:
             self._lock.release()
             raise
-        if self._elects:
-            self._server = OwnerServer(engine, self._socket, self._db).start()
+        # Duties before the server: their catch-up holds the run lock before any other
+        # process's call can run a reading window of its own here (OwnerDuties.start).
+        if self.duties:
+            self._duties = OwnerDuties(engine).start()
+        try:
+            if self._elects:
+                self._server = OwnerServer(engine, self._socket, self._db).start()
+        except BaseException:
+            if self._duties is not None:
+                self._duties.stop()
+                self._duties = None
+            engine.close()
+            self._lock.release()
+            raise
         self._engine = engine
         for client in self._idle:
             client.close()
         self._idle.clear()
         log.info("owner: pid %d owns %s", os.getpid(), self._db)
-        if self.duties:
-            self._duties = OwnerDuties(engine).start()
 
     def _open_engine(self, deadline: float):
         """The Engine, retrying while a process outside this protocol (an older contextd, a

@@ -19,6 +19,10 @@ from contextd.runtime import rpc
 
 log = logging.getLogger("contextd.runtime.owner")
 
+# How long an owner's start waits for its catch-up to take the run lock (a run of another
+# thread holding it, if any, goes first; the catch-up then waits its turn).
+HOLD_WAIT_S = 5.0
+
 
 class _ProgressRelay:
     """Forwards the Engine's progress calls to the client that asked for them, while its call
@@ -206,6 +210,8 @@ class OwnerDuties:
         self._watcher = None
         self._backups = None
         self._stopped = threading.Event()
+        # Set once the catch-up holds the indexer's run lock (start() waits for it).
+        self._holding = threading.Event()
         self._threads = [
             threading.Thread(target=self._warm_up, name="contextd-owner-warm-up", daemon=True),
             threading.Thread(target=self._keep_current, name="contextd-owner-index",
@@ -221,6 +227,11 @@ class OwnerDuties:
         self.engine.indexer.follow_vectors(lambda: JobLog(interval))
         for thread in self._threads:
             thread.start()
+        # The catch-up takes the run lock before this owner answers anyone: a command that
+        # came first (a second query right after the first) would otherwise read files in
+        # the owner for its whole window (1.5-2.3 s) and wait for it, where the owner's
+        # catch-up tells it "busy" and it answers at once from what is indexed.
+        self._holding.wait(HOLD_WAIT_S)
         if self.engine.project.config.storage.backup_enabled:
             from contextd.runtime.backup import BackupSchedule
 
@@ -244,16 +255,18 @@ class OwnerDuties:
 
         interval = self.engine.project.config.bootstrap.progress_interval_seconds
         try:
-            if self.engine.project.config.watcher.enabled:
-                self._watcher = Watcher(self.engine.project, self.engine.indexer).start()
-            # After the watcher starts, so an edit during the catch-up is not missed.
-            # Chunks first (lexical and symbol answers at once), then the vectors outside
-            # the run lock, so a client's catch-up or a watcher batch never waits for them.
-            if not self._stopped.is_set():
-                report = self.engine.indexer.ensure_indexed(cancel=self._stopped, embed=False,
-                                                            progress=JobLog(interval))
-                if self._watcher is not None and not report.cancelled:
-                    self.engine.watcher = self._watcher
+            with self.engine.indexer.running():
+                self._holding.set()
+                if self.engine.project.config.watcher.enabled:
+                    self._watcher = Watcher(self.engine.project, self.engine.indexer).start()
+                # After the watcher starts, so an edit during the catch-up is not missed.
+                # Chunks first (lexical and symbol answers at once), then the vectors outside
+                # the run lock, so a client's catch-up or a watcher batch never waits for them.
+                if not self._stopped.is_set():
+                    report = self.engine.indexer.ensure_indexed(
+                        cancel=self._stopped, embed=False, progress=JobLog(interval))
+                    if self._watcher is not None and not report.cancelled:
+                        self.engine.watcher = self._watcher
             if not self._stopped.is_set():  # by the follower: one embedding loop at a time
                 follower = self.engine.indexer.follow_vectors()
                 follower.wake()
@@ -263,6 +276,8 @@ class OwnerDuties:
         except Exception:  # the owner keeps answering queries on what is indexed
             if not self._stopped.is_set():
                 log.exception("owner: background indexing failed")
+        finally:
+            self._holding.set()
 
     @property
     def catching_up(self) -> bool:

@@ -12,9 +12,12 @@ from __future__ import annotations
 import errno
 import logging
 
+from typing import TYPE_CHECKING
+
 from contextd.config.project import Project
-from contextd.runtime.engine import Engine
-from contextd.store.duckdb import DuckDBStore
+
+if TYPE_CHECKING:
+    from contextd.runtime.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +29,19 @@ def in_read_only_folder(exc: BaseException, project: Project) -> bool:
             and project.config.storage.backend == "duckdb" and project.db_path.is_file())
 
 
-def open_read_only(project: Project) -> Engine:
+def open_read_only(project: Project) -> "Engine":
     """The project's index opened read-only in this process."""
+    # Imported here: every query command imports this module, and one that reaches a running
+    # owner needs neither the engine stack nor DuckDB (0.8-3 s of imports on a loaded machine).
+    from contextd.runtime.engine import Engine
+    from contextd.store.duckdb import DuckDBStore
+
     log.warning("the index folder %s is read-only: answering from the index as it is "
                 "(nothing is indexed or recorded)", project.db_path.parent)
     return Engine(project, store=DuckDBStore(project.db_path, read_only=True))
 
 
 def is_read_only(engine: object) -> bool:
-    """Whether ``engine`` is one :func:`open_read_only` opened."""
-    return isinstance(engine, Engine) and getattr(engine.store, "read_only", False)
+    """Whether ``engine`` is one :func:`open_read_only` opened (a connection to an owner has
+    no store of its own)."""
+    return bool(getattr(getattr(engine, "store", None), "read_only", False))

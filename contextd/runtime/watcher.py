@@ -31,6 +31,7 @@ from watchdog.observers import Observer
 from contextd.boundary.walk import INDEX_DIRNAME, RejectReason
 from contextd.errors import ContextdError
 from contextd.indexer import Indexer, IndexReport
+from contextd.indexer.report import BUSY
 from contextd.config.project import Project
 from contextd.runtime import watch_set
 
@@ -180,17 +181,40 @@ class Watcher:
         """Whether the watcher is started and not stopping."""
         return self._thread is not None and self._thread.is_alive() and not self._stopping
 
-    def flush(self) -> IndexReport:
+    def flush(self, wait: bool = True, within_s: float | None = None) -> IndexReport:
         """Index the changes noted so far now, without waiting for the debounce: what a
         command reaching a watching owner needs instead of a catch-up walk of every file
         (the watch set has seen every change; an overflow or new rules still wait for
-        their catch-up)."""
-        with self._cond:
-            paths = sorted(self._pending)
-            self._pending.clear()
-        if not paths:
-            return IndexReport(mode="refresh")
-        return self.indexer.refresh(paths)
+        their catch-up). ``wait=False``: while a run holds the index (the batch of a
+        ``git checkout``: the next query waited 65 s behind it on fastapi), return a
+        ``busy`` report at once; the answer's snippets are read from the files as they are
+        now (:mod:`contextd.query.on_disk`). ``within_s``: stop reading after this long;
+        the paths go back to the watcher's batch."""
+        with self.indexer.running(wait) as running:
+            if not running:
+                return IndexReport(mode=BUSY)
+            with self._cond:
+                paths = sorted(self._pending)
+                self._pending.clear()
+            if not paths:
+                return IndexReport(mode="refresh")
+            cancel = threading.Event()
+            timer = threading.Timer(within_s, cancel.set) if within_s is not None else None
+            if timer is not None:
+                timer.daemon = True
+                timer.start()
+            try:
+                report = self.indexer.refresh(paths, cancel=cancel)
+            finally:
+                if timer is not None:
+                    timer.cancel()
+            if report.cancelled:  # what was read is current; the batch re-reads none of it
+                with self._cond:
+                    if not self._pending and not self._reload and not self._rescan:
+                        self._first_event = self._last_event = time.monotonic()
+                    self._pending.update(paths)
+                    self._cond.notify_all()
+            return report
 
     def _take_batch(self) -> tuple[list[str], bool, bool] | None:
         """Wait for a quiet period after events; (paths, reload, rescan), None when

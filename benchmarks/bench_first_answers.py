@@ -1,0 +1,278 @@
+"""The first answers on a never-indexed project, where their time goes, a branch switch, and
+the owner's peak memory (issue 37).
+
+Each repository is cloned to a scratch folder (``--work``; the corpus itself is never
+touched) with a git-ignored 20,000-folder ``.venv`` (:func:`bench_scale.add_ignored_venv`),
+its index removed, and then:
+
+* **the first ``--questions`` CLI answers** (``contextd --json query Q --k 5``, one process
+  each, as a person runs them while the background owner reads the rest): per answer its wall
+  ms, the CPU seconds of the command process, and where the command's own time went from its
+  ``timings_ms`` (``command``: from process start to the answer; ``load``: the providers
+  loading their indexes; ``total``: the search), the rest of the wall being interpreter start,
+  imports and exit; whether an owner was running when it started; the rank of the right file
+  in the top 5 (``benchmarks/scale/questions_<repo>.json``). ``--runs`` repeats the never-
+  indexed start (min / median / max per question);
+* with ``--complete``: the same questions in process over the complete lexical index, the
+  right-file count the first answers are held against;
+* with ``--checkouts N``: N times, ``git checkout`` a commit ``--back`` commits away (then
+  back), the next answer's wall ms, then answers each second until one shows no line that
+  differs from the file on disk and the owner says its catch-up is done: seconds until the
+  answer reflects the new tree, and the stale lines seen before;
+* with ``--vectors S``: wait up to S seconds for every vector (the embedding's memory);
+* throughout: the **peak RSS (VmHWM) of every process that owned the index**, sampled from
+  ``/proc/<pid>/status`` every 0.2 s (the CLI command that owned it first, then the background
+  owner), against ``[owner] memory_limit_mb``.
+
+The load average is printed with every figure: the machine is shared, so figures are noisy.
+On 2026-11-28 (load 6-8, 2 shared cores; --questions 8 --checkouts 2 --complete): fastapi
+first answers 2.3-5.6 s (median 3.1 s; the first one 5.6 s), right file in the top 5 for 3 of
+8 against 7 of 8 over the complete lexical index; after a checkout 50 commits back the next
+answer in 2.5 s, current after 36 s, no stale line; owner peak 587 MB. wagtail 1.8-9.3 s
+(median 4.3 s), 6 of 8 against 8 of 8; checkout 3.6 s, current after 45 s; owner peak 718 MB.
+
+    .venv/bin/python benchmarks/bench_first_answers.py /work/corpora/r/fastapi \\
+        /work/corpora/r/wagtail [--questions 8] [--runs 2] [--complete] [--checkouts 2] \\
+        [--back 50] [--vectors 900] [--work /tmp/contextd-first-answers]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from bench_scale import (CONTEXTD, TOP, InProcess, add_ignored_venv, hit_files, owner_pid,
+                         questions, stop_owner)
+
+WORK = Path("/tmp/contextd-first-answers")
+SAMPLE_S = 0.2
+ANSWER_TARGET_MS = 3000
+FRESH_LIMIT_S = 120.0
+
+
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def scratch_copy(source: Path, work: Path) -> Path:
+    """A clone of ``source`` under ``work`` (made once), with the ignored ``.venv``."""
+    target = work / source.name
+    if not (target / ".git").exists():
+        work.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "clone", "-q", str(source), str(target)], check=True)
+    add_ignored_venv(target)
+    return target
+
+
+class PeakMemory:
+    """The peak RSS of each process that holds the project's owner lock, sampled."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.peaks: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> "PeakMemory":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(SAMPLE_S):
+            pid = owner_pid(self.root)
+            if pid is None:
+                continue
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("VmHWM:"):
+                    self.peaks[pid] = max(self.peaks.get(pid, 0.0), int(line.split()[1]) / 1024)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def report(self) -> str:
+        return ", ".join(f"pid {pid}: {mb:,.0f} MB" for pid, mb in self.peaks.items()) or "none"
+
+
+def ask(root: Path, text: str) -> dict:
+    """One CLI query: wall ms, CPU s of the command process, its answer (JSON)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    owner_before = owner_pid(root)
+    begin = time.perf_counter()
+    done = subprocess.run([*CONTEXTD, "--root", str(root), "--json", "query", text, "--k",
+                           str(TOP)], capture_output=True, text=True, timeout=900)
+    wall = (time.perf_counter() - begin) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        answer = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        answer = {"error": (done.stderr + done.stdout)[-400:]}
+    return {"wall": wall, "cpu": (after.ru_utime - before.ru_utime)
+            + (after.ru_stime - before.ru_stime), "answer": answer,
+            "owner_running": owner_before is not None, "load": os.getloadavg()[0]}
+
+
+def rank_of(answer: dict, gold: list[str]) -> int | None:
+    return next((i for i, f in enumerate(hit_files(answer), 1) if f in gold), None)
+
+
+def first_answers(root: Path, count: int, runs: int, memory: PeakMemory) -> int:
+    """The first ``count`` CLI answers on a never-indexed index, ``runs`` times; returns the
+    right-file count of the last run."""
+    asked = questions(root)[:count]
+    walls: list[list[float]] = [[] for _ in asked]
+    right = 0
+    for run in range(runs):
+        stop_owner(root)
+        shutil.rmtree(root / ".contextd", ignore_errors=True)
+        print(f"run {run + 1}: never indexed, {load()}")
+        right = 0
+        for i, q in enumerate(asked):
+            got = ask(root, q["query"])
+            answer = got["answer"]
+            timings = answer.get("timings_ms") or {}
+            rank = rank_of(answer, q["gold"])
+            right += rank is not None
+            walls[i].append(got["wall"])
+            command = timings.get("command", 0.0)
+            print(f"  q{i + 1} {'#' + str(rank) if rank else '--':>3} wall {got['wall']:6,.0f} ms"
+                  f"  cpu {got['cpu']:4.1f} s  command {command:6,.0f} (load "
+                  f"{timings.get('load', 0):5,.0f}, search {timings.get('total', 0):5,.0f}),"
+                  f" start+imports+exit {got['wall'] - command:5,.0f}  owner "
+                  f"{'up' if got['owner_running'] else 'none'}  load {got['load']:.1f}  "
+                  f"{q['query'][:48]}")
+            for note in answer.get("notes", []):
+                print(f"        note: {note[:150]}")
+            if "error" in answer:
+                print(f"        ERROR: {answer['error']}")
+        print(f"  right file in the top {TOP}: {right} / {len(asked)}; owner peaks so far: "
+              f"{memory.report()}")
+    every = [w for ws in walls for w in ws]
+    print(f"first answers over {runs} run(s): min {min(every):,.0f} / median "
+          f"{statistics.median(every):,.0f} / max {max(every):,.0f} ms; "
+          f"{sum(w > ANSWER_TARGET_MS for w in every)} of {len(every)} over "
+          f"{ANSWER_TARGET_MS} ms")
+    return right
+
+
+def stale_lines(root: Path, answer: dict) -> int:
+    """Lines of the answer's snippets that differ from the file on disk at their numbers."""
+    stale = 0
+    for hit in answer.get("hits", []):
+        path = root / hit["file_path"]
+        try:
+            lines = path.read_text(errors="replace").splitlines()
+        except OSError:
+            stale += hit["end_line"] - hit["start_line"] + 1
+            continue
+        shown = hit["snippet"].split("\n")
+        on_disk = lines[hit["start_line"] - 1:hit["start_line"] - 1 + len(shown)]
+        stale += sum(1 for a, b in zip(shown, on_disk) if a != b) + len(shown) - len(on_disk)
+    return stale
+
+
+def caught_up(root: Path) -> bool:
+    done = subprocess.run([*CONTEXTD, "--root", str(root), "--json", "stats"],
+                          capture_output=True, text=True, timeout=300)
+    try:
+        indexing = json.loads(done.stdout).get("indexing") or {}
+    except json.JSONDecodeError:
+        return False
+    return indexing.get("state") != "indexing" and not indexing.get("left_out")
+
+
+def checkouts(root: Path, count: int, back: int) -> None:
+    """``count`` branch switches (``back`` commits back, then forth), each followed by
+    answers until one reflects the new tree."""
+    query = questions(root)[0]["query"]
+    here = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    for n in range(count):
+        target = f"{here}~{back}" if n % 2 == 0 else here
+        subprocess.run(["git", "-C", str(root), "checkout", "-q", target], check=True)
+        started = time.monotonic()
+        got = ask(root, query)
+        stale_seen = stale_lines(root, got["answer"])
+        print(f"checkout {n + 1} ({'back ' + str(back) if n % 2 == 0 else 'forth'}): next "
+              f"answer {got['wall']:,.0f} ms, {stale_seen} stale lines, {load()}")
+        while time.monotonic() - started < FRESH_LIMIT_S:
+            if caught_up(root):
+                got = ask(root, query)
+                stale = stale_lines(root, got["answer"])
+                stale_seen += stale
+                if not stale:
+                    print(f"  reflects the new tree after {time.monotonic() - started:.1f} s "
+                          f"(stale lines seen meanwhile: {stale_seen}), {load()}")
+                    break
+            time.sleep(1.0)
+        else:
+            print(f"  not caught up after {FRESH_LIMIT_S:.0f} s")
+
+
+def wait_for_vectors(root: Path, limit_s: float) -> None:
+    started = time.monotonic()
+    while time.monotonic() - started < limit_s:
+        done = subprocess.run([*CONTEXTD, "--root", str(root), "--json", "stats"],
+                              capture_output=True, text=True, timeout=300)
+        try:
+            pending = (json.loads(done.stdout).get("indexing") or {}).get("embeddings_pending")
+        except json.JSONDecodeError:
+            pending = None
+        if pending == 0:
+            print(f"every vector computed after {time.monotonic() - started:,.0f} s, {load()}")
+            return
+        time.sleep(5.0)
+    print(f"vectors still pending after {limit_s:.0f} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("repos", nargs="+", type=Path)
+    parser.add_argument("--questions", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--complete", action="store_true")
+    parser.add_argument("--checkouts", type=int, default=0)
+    parser.add_argument("--back", type=int, default=50)
+    parser.add_argument("--vectors", type=float, default=0.0,
+                        help="wait up to this many seconds for every vector")
+    parser.add_argument("--work", type=Path, default=WORK)
+    args = parser.parse_args(argv)
+    for source in args.repos:
+        root = scratch_copy(source.resolve(), args.work)
+        print(f"\n## {root.name} (scratch copy {root}), {load()}")
+        memory = PeakMemory(root).start()
+        try:
+            right = first_answers(root, args.questions, args.runs, memory)
+            if args.vectors:
+                wait_for_vectors(root, args.vectors)
+            if args.checkouts:
+                checkouts(root, args.checkouts, args.back)
+        finally:
+            stop_owner(root)
+            memory.stop()
+        print(f"owner peak RSS (VmHWM) per owning process: {memory.report()}")
+        if args.complete:
+            complete = InProcess(root)
+            in_top = sum(rank_of(complete(q["query"])[1], q["gold"]) is not None
+                         for q in questions(root)[:args.questions])
+            complete.close()
+            print(f"right file in the top {TOP}: first answers {right}, complete lexical index "
+                  f"{in_top} of {args.questions}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
