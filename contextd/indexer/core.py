@@ -194,24 +194,32 @@ class Indexer:
         with self.running(wait) as running:
             if not running:
                 return IndexReport(mode=BUSY)
-            timer = None
-            if within_s is not None:
-                cancel = cancel or threading.Event()
-                timer = threading.Timer(max(0.0, within_s), cancel.set)
-                timer.daemon = True
-                timer.start()
-            try:
+            with self._reading_window(within_s, cancel) as cancel:
                 self._embed_now = embed
-                # A pool of chunking processes takes about a second to start, and a cancel
-                # waits for the batches it holds: a run this short reads in this process.
-                self._pool_allowed = within_s is None or within_s >= POOL_WORTH_S
                 try:
                     return self._ensure_indexed(progress, cancel)
                 finally:
-                    self._embed_now, self._pool_allowed = True, True
-            finally:
-                if timer is not None:
-                    timer.cancel()
+                    self._embed_now = True
+
+    @contextlib.contextmanager
+    def _reading_window(self, within_s: float | None, cancel: threading.Event | None
+                        ) -> Iterator[threading.Event | None]:
+        """The run's cancel event, set after ``within_s`` seconds (None: never). A pool of
+        chunking processes takes about a second to start, and a cancel waits for the
+        batches it holds: a run given less than POOL_WORTH_S reads in this process."""
+        if within_s is None:
+            yield cancel
+            return
+        cancel = cancel or threading.Event()
+        timer = threading.Timer(max(0.0, within_s), cancel.set)
+        timer.daemon = True
+        timer.start()
+        self._pool_allowed = within_s >= POOL_WORTH_S
+        try:
+            yield cancel
+        finally:
+            timer.cancel()
+            self._pool_allowed = True
 
     def _ensure_indexed(self, progress: Progress | None, cancel: threading.Event | None
                         ) -> IndexReport:
@@ -278,13 +286,14 @@ class Indexer:
             return report
 
     def refresh(self, paths: Sequence[str] | None = None, force: bool = False,
-                progress: Progress | None = None, cancel: threading.Event | None = None
-                ) -> IndexReport:
+                progress: Progress | None = None, cancel: threading.Event | None = None,
+                within_s: float | None = None) -> IndexReport:
         """Re-index what changed among ``paths`` (files or directories, relative to the root
         or absolute; None: the whole project). A path that no longer exists, or that the
         boundary now excludes, is removed. ``force`` re-chunks even unchanged files (vectors
-        still come from the cache)."""
-        with self.running():
+        still come from the cache). ``within_s``: stop reading after this long (the report
+        is then ``cancelled``), as :meth:`ensure_indexed`."""
+        with self.running(), self._reading_window(within_s, cancel) as cancel:
             return self._refresh(paths, force, progress, cancel, mode="refresh")
 
     def checked_paths(self, paths: Sequence[str]) -> tuple[list[str], list[RefusedPath]]:

@@ -198,16 +198,7 @@ class Watcher:
                 self._pending.clear()
             if not paths:
                 return IndexReport(mode="refresh")
-            cancel = threading.Event()
-            timer = threading.Timer(within_s, cancel.set) if within_s is not None else None
-            if timer is not None:
-                timer.daemon = True
-                timer.start()
-            try:
-                report = self.indexer.refresh(paths, cancel=cancel)
-            finally:
-                if timer is not None:
-                    timer.cancel()
+            report = self.indexer.refresh(paths, within_s=within_s)
             if report.cancelled:  # what was read is current; the batch re-reads none of it
                 with self._cond:
                     if not self._pending and not self._reload and not self._rescan:
