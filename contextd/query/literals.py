@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Sequence
+from typing import Callable, Sequence
 
 from contextd.records import ContextSnippet
 
@@ -105,15 +105,17 @@ def _code_form(text: str) -> bool:
     return text == text.strip() and _CODE_FORM_RE.search(text) is not None
 
 
-def lift_rare_literals(candidates: Sequence[ContextSnippet], literals: Sequence[Literal]
-                       ) -> list[ContextSnippet]:
+def lift_rare_literals(candidates: Sequence[ContextSnippet], literals: Sequence[Literal],
+                       exempt: Callable[[str], bool] | None = None) -> list[ContextSnippet]:
     """The candidates, those holding more of the query's rare literals first (the order
     among equals kept), scores rescaled into [0, 1]; unchanged when no literal that lifts is
-    rare."""
+    rare. A chunk of a file that ``exempt`` names (a generated file, for a change request:
+    :mod:`contextd.query.generated_files`) neither holds nor is lifted."""
     literals = [lit for lit in literals if lit.lifts]
     if not candidates or not literals:
         return list(candidates)
-    held = [[lit.held_by(c.text) for lit in literals] for c in candidates]
+    held = [[False] * len(literals) if exempt is not None and exempt(c.file_path)
+            else [lit.held_by(c.text) for lit in literals] for c in candidates]
     limit = min(RARE_MAX_CHUNKS, max(1, int(RARE_SHARE * len(candidates))))
     rare = [i for i in range(len(literals))
             if 0 < sum(row[i] for row in held) <= limit]
