@@ -109,8 +109,8 @@ def lift_rare_literals(candidates: Sequence[ContextSnippet], literals: Sequence[
                        exempt: Callable[[str], bool] | None = None) -> list[ContextSnippet]:
     """The candidates, those holding more of the query's rare literals first (the order
     among equals kept), scores rescaled into [0, 1]; unchanged when no literal that lifts is
-    rare. A chunk of a file that ``exempt`` names (a generated or test file, for a change
-    request: :mod:`contextd.query.generated_files`) neither holds nor is lifted."""
+    rare. A chunk of a file that ``exempt`` names (a generated file, for a change request:
+    :mod:`contextd.query.generated_files`) neither holds nor is lifted."""
     literals = [lit for lit in literals if lit.lifts]
     if not candidates or not literals:
         return list(candidates)

@@ -49,9 +49,7 @@ from contextd.query.duplicates import (
 )
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
-from contextd.query.generated_files import (
-    GeneratedFiles, step_back_generated, unlifted_for_a_change,
-)
+from contextd.query.generated_files import GeneratedFiles, step_back_generated
 from contextd.query.intent import QueryIntent
 from contextd.query.literals import lift_rare_literals, query_literals
 from contextd.query.on_disk import DiskCheck, as_on_disk
@@ -258,13 +256,12 @@ class QueryPipeline:
         if understood:
             candidates = apply_boosts(candidates, understood, self.config.ranking,
                                       derived_once(paths, PathWords))
-            # A change is not written in a generated file or a test
-            # (contextd.query.generated_files).
-            unlifted = None
-            if understood.intent is QueryIntent.IMPLEMENTATION:
-                candidates = step_back_generated(candidates, self.generated)
-                unlifted = unlifted_for_a_change(self.generated)
-            candidates = lift_rare_literals(candidates, literals, unlifted)
+            # A change is not written in a generated file (contextd.query.generated_files).
+            generated = self.generated if understood.intent is QueryIntent.IMPLEMENTATION \
+                else None
+            if generated is not None:
+                candidates = step_back_generated(candidates, generated)
+            candidates = lift_rare_literals(candidates, literals, generated)
         groups = translation_groups(paths)
         if {p.id for p in selected} & {HYBRID_ID, FULL_TEXT_ID}:
             accepts = ScopeFilter(scope)
