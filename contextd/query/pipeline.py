@@ -49,6 +49,8 @@ from contextd.query.duplicates import (
 )
 from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
+from contextd.query.generated_files import GeneratedFiles, step_back_generated
+from contextd.query.intent import QueryIntent
 from contextd.query.literals import lift_rare_literals, query_literals
 from contextd.query.on_disk import DiskCheck, as_on_disk
 from contextd.query.path_words import PathWords
@@ -98,6 +100,8 @@ class QueryPipeline:
         self.embedder = embedder
         # Chunk rows, paths, symbols and links in memory, shared by every provider.
         self.catalog = ChunkCatalog(store, spool_folder(project), snapshot_folder(project))
+        # Which files on disk are generated (read once per size and mtime).
+        self.generated = GeneratedFiles(project.root)
         # What an answer takes in of a large write, and the thread that takes in the rest.
         self.catch_up = CatchUp(self.catalog, self._built_providers)
         # Knowledge contexts → the documents a query's scope holds (cached per generation).
@@ -252,7 +256,12 @@ class QueryPipeline:
         if understood:
             candidates = apply_boosts(candidates, understood, self.config.ranking,
                                       derived_once(paths, PathWords))
-            candidates = lift_rare_literals(candidates, literals)
+            # A change is not written in a generated file (contextd.query.generated_files).
+            generated = self.generated if understood.intent is QueryIntent.IMPLEMENTATION \
+                else None
+            if generated is not None:
+                candidates = step_back_generated(candidates, generated)
+            candidates = lift_rare_literals(candidates, literals, generated)
         groups = translation_groups(paths)
         if {p.id for p in selected} & {HYBRID_ID, FULL_TEXT_ID}:
             accepts = ScopeFilter(scope)
