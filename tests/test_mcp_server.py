@@ -277,8 +277,8 @@ def test_query_before_the_model_is_ready_answers_lexically_with_a_note(tmp_path)
         while semantic_pending(later) and time.monotonic() < deadline:
             time.sleep(0.5)
             later = structured(session.call("query_context", arguments))
-        assert not semantic_pending(later)
-        assert any("semantic" in hit["providers"] for hit in later["hits"])
+        assert not semantic_pending(later), later
+        assert any("semantic" in hit["providers"] for hit in later["hits"]), later
 
 
 @pytest.mark.parametrize("arguments, hint", [

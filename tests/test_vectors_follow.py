@@ -41,3 +41,33 @@ def test_a_refresh_returns_before_the_embedding_of_the_backlog_ends(tmp_path):
     finally:
         indexer.follow_vectors().stop()
         indexer.store.close()
+
+
+def test_a_whole_run_without_vectors_hands_them_to_the_follower_before_it_ends(tmp_path):
+    """An owner's catch-up reads with embed=False; its vectors were handed over only after
+    the run had ended, and an answer in between found neither a run nor a follower and
+    claimed complete semantic results (the CI failure of issue 38's submission)."""
+    root = make_repo(tmp_path / "repo", {f"src/mod_{i:02d}.py": _module(i, "Step")
+                                         for i in range(10)})
+    project = Project.open(root)
+    indexer = Indexer(project, DuckDBStore(project.db_path))
+    follower = indexer.follow_vectors()
+    seen_during_the_run: list[bool] = []
+    wake = follower.wake
+
+    def wake_and_look() -> None:
+        wake()
+        seen_during_the_run.append(indexer.state != "idle" and indexer.embedding_under_way)
+
+    follower.wake = wake_and_look
+    try:
+        report = indexer.ensure_indexed(embed=False)
+        assert report.mode == "bootstrap" and report.chunks_written >= 30
+        assert report.chunks_embedded == 0
+        assert seen_during_the_run == [True]  # woken while the run still held its state
+        assert follower.wait(600)
+        assert indexer.store.count_missing_embeddings(indexer.embedder.identity) == 0
+        assert not indexer.embedding_under_way
+    finally:
+        follower.stop()
+        indexer.store.close()

@@ -440,14 +440,14 @@ class Indexer:
         """Whether vectors are being computed now, or about to be, with some still pending.
         A follower woken after a run counts from that moment: before its round counts the
         vectors missing, an answer without semantic hits would otherwise say nothing."""
-        if self._state != "idle" or self._embedding_busy:
+        if self._embedding_busy:
             return bool(self.embedding_figures.pending)
-        if self.follower is None or not self.follower.running or not self.embed:
-            return False
-        try:
-            return bool(self.store.count_missing_embeddings(self.embedder.identity))
-        except Exception:  # an unavailable model is reported by stats, not here
-            return False
+        if self.follower is not None and self.follower.running and self.embed:
+            try:
+                return bool(self.store.count_missing_embeddings(self.embedder.identity))
+            except Exception:  # an unavailable model is reported by stats, not here
+                return False
+        return self._state != "idle" and bool(self.embedding_figures.pending)
 
     @property
     def busy(self) -> bool:
@@ -671,8 +671,10 @@ class Indexer:
         # whole backlog (a client's catch-up, a watcher batch). With a follower, such a run
         # hands its vectors to it and never waits for them (embed=False included: in the
         # owner they follow all the same).
-        follow = (self.follower is not None and mode not in WHOLE_RUNS and mode != "push"
-                  and self.embed)
+        # A whole run told to leave the vectors out (embed=False: an owner's catch-up, a
+        # command's reading window) hands them over too, when there is a follower.
+        follow = (self.follower is not None and mode != "push" and self.embed
+                  and (mode not in WHOLE_RUNS or not self._embed_now))
         if self.embed and self._embed_now and not self._embedding_busy and not follow:
             batch = (self.config.bootstrap.batch_size if mode in WHOLE_RUNS
                      else self.config.embedding.batch_size)
@@ -714,14 +716,16 @@ class Indexer:
                 report.embedding_error = stage.error
                 report.embedding = remote_run_counters(remote_before,
                                                        embedding_stats(self.config.embedding))
+            if follow and report.chunks_written and self.follower is not None:
+                # Woken before the run reads idle: an answer in between would find neither
+                # a run nor a follower, and claim complete semantic results.
+                self.follower.wake()
             self._state = "idle"
         # A cancel that came after the last file cancelled nothing of this run's reading.
         report.files_left = len(tasks) - writer.files_done if cancel.is_set() else 0
         report.cancelled = report.files_left > 0
         report.embeddings_reused = max(0, writer.distinct_texts - report.chunks_embedded)
         report.seconds = time.perf_counter() - started
-        if follow and report.chunks_written and self.follower is not None:
-            self.follower.wake()
         if report.bytes_indexed >= THROUGHPUT_MIN_BYTES:
             self.store.set_meta(THROUGHPUT_META_KEY,
                                 f"{report.bytes_indexed / report.seconds:.0f}")
