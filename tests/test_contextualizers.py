@@ -367,3 +367,27 @@ def test_python_outline_agrees_with_ast_over_the_standard_library():
                     first_sentence(ast.get_docstring(node) or ""))
     assert classes > 500
     assert agreed / classes >= 0.99 and modules_agreed / modules >= 0.99
+
+
+def test_class_outline_finds_what_the_class_pattern_finds():
+    """The generic outline finds class-like definitions from their keywords instead of
+    trying its pattern at every character (issue 37): on any text, the same matches as the
+    pattern's own ``finditer``. Texts are drawn (seeded) from the words and blanks that make
+    the cases differ: modifiers on lines of their own, blank runs, several keywords on a
+    line, a keyword inside a word, a name on the next line."""
+    import random
+
+    from contextd.contextualizers.structural import _CLASS_RE, _class_matches
+
+    pieces = ["class", "interface", "struct", "trait", "enum", "object", "export", "default",
+              "abstract", "public", "private", "open", "data", "subclass", "Foo", "$bar",
+              "x = ", "{", "}", " ", "  ", "\t", "\n", "\n\n", "\n  \n", "\r\n", "\x0b"]
+    rng = random.Random(37)
+    differing = []
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) + rng.choice(("", " ", "\n"))
+                       for _ in range(rng.randint(1, 40)))
+        expected = [(m.start(), m.group(0)) for m in _CLASS_RE.finditer(text)]
+        if [(m.start(), m.group(0)) for m in _class_matches(text)] != expected:
+            differing.append(text)
+    assert differing == []

@@ -37,6 +37,12 @@ _CLASS_RE = re.compile(
     r"^\s*(?:export\s+)?(?:default\s+)?(?:abstract\s+)?(?:public\s+|private\s+|internal\s+)?"
     r"(?:data\s+|sealed\s+|open\s+)?(?:class|interface|struct|trait|enum|object)\s+([A-Za-z_$][\w$]*)",
     re.M)
+# _CLASS_RE without its ``^``, matched only at the line starts a keyword hit allows (see
+# _class_matches); the keyword followed by a blank is what every match holds.
+_CLASS_AT_RE = re.compile(_CLASS_RE.pattern[1:])
+_CLASS_KEYWORD_RE = re.compile(r"(?:class|interface|struct|trait|enum|object)\s")
+_CLASS_MODIFIERS = frozenset({"export", "default", "abstract", "public", "private", "internal",
+                              "data", "sealed", "open"})
 _PY_CLASS_RE = re.compile(r"^([ \t]*)class[ \t]+([A-Za-z_]\w*)", re.M)
 _PY_STRING_RE = re.compile(r"""[ \t]*[rRuU]?(\"\"\"|\'\'\'|"|')(.*?)\1""", re.S)
 _TRIPLE_QUOTES = ('"""', "'''")
@@ -322,7 +328,7 @@ def outline_generic(document: str) -> DocumentOutline:
     lines = document.splitlines()
     line_starts = _line_offsets(lines)
     found = []
-    for match in _CLASS_RE.finditer(document):
+    for match in _class_matches(document):
         index = bisect.bisect_right(line_starts, match.start()) - 1
         found.append((index, match.group(1), len(match.group(0)) - len(match.group(0).lstrip())))
     ends = [len(lines)] * len(found)
@@ -334,6 +340,55 @@ def outline_generic(document: str) -> DocumentOutline:
     classes = [ClassInfo(name, index + 1, end, first_sentence(_comment_before(lines, index)))
                for (index, name, _), end in zip(found, ends)]
     return DocumentOutline(first_sentence(_leading_comment(lines, 0)), classes)
+
+
+def _class_matches(document: str) -> list[re.Match]:
+    """``_CLASS_RE.finditer(document)``, found from its keywords instead of trying the
+    pattern at every character: that scan was half the contextualizer's time on a TypeScript
+    project (issue 37). A match starts at a line start from which only blanks and modifiers
+    (``export``, ``abstract`` ...) lead to a keyword, so for each line holding a keyword the
+    pattern is tried at those line starts only, earliest first, as finditer would. Each line
+    is looked at once and no walk up crosses a keyword's line, so the work stays linear."""
+    out: list[re.Match] = []
+    pos = 0  # where finditer would go on from: the last match's end
+    line_end = -1
+    for hit in _CLASS_KEYWORD_RE.finditer(document):
+        if hit.start() <= line_end:
+            continue  # the line was tried: another keyword on it leads to the same attempt
+        line = document.rfind("\n", 0, hit.start()) + 1
+        line_end = document.find("\n", hit.start())
+        line_end = len(document) if line_end < 0 else line_end
+        if line < pos:
+            continue  # the line holds the last match's end: no line start left on it
+        for start in _class_starts(document, line, pos):
+            match = _CLASS_AT_RE.match(document, start)
+            if match is not None:
+                out.append(match)
+                pos = match.end()
+                break
+    return out
+
+
+def _class_starts(document: str, line: int, pos: int) -> list[int]:
+    """The line starts (none before ``pos``), earliest first, from which ``_CLASS_AT_RE``
+    may reach the line starting at ``line``: through the lines above it holding only blanks
+    and modifier words. A run of blank lines leads where the line below it does, so only
+    the run's first line is tried for both (the match starts there)."""
+    starts = [line]
+    while line > pos:
+        above = document.rfind("\n", 0, line - 1) + 1
+        if above < pos:
+            break
+        words = document[above:line - 1].split()
+        if not _CLASS_MODIFIERS.issuperset(words):
+            break
+        if words:
+            starts.append(above)
+        else:
+            starts[-1] = above
+        line = above
+    starts.reverse()
+    return starts
 
 
 def outline_markdown(document: str) -> DocumentOutline:
