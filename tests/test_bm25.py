@@ -135,3 +135,19 @@ def test_code_tokens_read_identifiers_and_numbers_as_the_alternation_does():
     expected = [t for word in alternation.findall(source) for t in _identifier_tokens(word)]
     assert code_tokens(source) == expected
     assert code_tokens("404NotFound 2fa") == ["404", *_identifier_tokens("NotFound"), "fa"]
+
+
+def test_a_build_counted_in_several_batches_scores_as_the_reference(monkeypatch):
+    """build counts its documents a batch at a time (issue 37): batches that end mid-corpus,
+    and an empty last batch, change no score, and each term's slots stay in order."""
+    import contextd.providers.fulltext as fulltext
+
+    corpus = _corpus()[:98]  # 14 batches of 7, the last one then empty
+    ids = [str(i) for i in range(len(corpus))]
+    monkeypatch.setattr(fulltext, "BUILD_BATCH_DOCS", 7)
+    index = BM25Index.build(zip(ids, corpus))
+    assert index.frozen_count == len(ids)
+    _assert_same(index, ids, corpus)
+    rows = zip(index.indptr[:-1], index.indptr[1:])
+    assert all((index.frozen_slots[a:b][1:] > index.frozen_slots[a:b][:-1]).all()
+               for a, b in rows)

@@ -69,6 +69,9 @@ TOKENS_VERSION = 1
 RESAVE_MIN_DOCS = 2000
 RESAVE_SHARE = 0.1
 RESAVE_INTERVAL_S = 30.0
+# Documents counted together by BM25Index.build: big enough for numpy to pay, small enough
+# that a batch's token arrays stay a few MB.
+BUILD_BATCH_DOCS = 4096
 _NO_SLOTS = np.zeros(0, dtype=np.int64)
 _NO_TF = np.zeros(0, dtype=np.float32)
 
@@ -112,6 +115,20 @@ def code_tokens(text: str) -> list[str]:
     lower-cased and lightly stemmed, stopwords and one-character tokens dropped."""
     # Chained in C: a Python loop over the identifiers was a third of the BM25 build.
     return list(chain.from_iterable(map(_run_tokens, _RUN_RE.findall(text))))
+
+
+def _batch_postings(batch: list[Sequence[str]], first_slot: int,
+                    lookup: Callable[[str], int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The postings of a batch of documents' tokens, the first in slot ``first_slot``: term
+    ids, slots and term frequencies, one entry per distinct term of a document, ordered by
+    slot (then term id). ``lookup`` gives a term its id (a new term the next one)."""
+    sizes = np.fromiter(map(len, batch), dtype=np.int64, count=len(batch))
+    terms = np.fromiter(map(lookup, chain.from_iterable(batch)), dtype=np.int64,
+                        count=int(sizes.sum()))
+    docs = np.repeat(np.arange(len(batch), dtype=np.int64), sizes)
+    pairs, tfs = np.unique((docs << 32) | terms, return_counts=True)
+    slots = (pairs >> 32).astype(np.int32) + np.int32(first_slot)
+    return pairs & 0xFFFFFFFF, slots, tfs
 
 
 class BM25Index:
@@ -170,30 +187,32 @@ class BM25Index:
     @classmethod
     def build(cls, documents: Iterable[tuple[str, Sequence[str]]], **params: float
               ) -> "BM25Index":
-        """A frozen index of ``documents`` ((id, tokens) pairs), in one pass."""
+        """A frozen index of ``documents`` ((id, tokens) pairs), in one pass. Each batch of
+        documents is counted in numpy (its (slot, term) pairs made unique) instead of a
+        Counter per document: a third less time on a 53k-chunk project, and arrays in place
+        of lists of Python ints while the pass goes on (issue 37)."""
         index = cls(**params)
         # A new term gets the next id, in the order terms are first seen, looked up in C.
         term_ids: defaultdict[str, int] = defaultdict(count().__next__)
         lookup = term_ids.__getitem__
-        terms: list[int] = []
-        tfs: list[int] = []
-        per_doc: list[int] = []
-        lengths: list[int] = []
         ids: list[str] = []
+        lengths: list[int] = []
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        batch: list[Sequence[str]] = []
         for doc_id, tokens in documents:
-            counts = Counter(tokens)
-            terms.extend(map(lookup, counts))
-            tfs.extend(counts.values())
-            per_doc.append(len(counts))
-            lengths.append(len(tokens))
             ids.append(doc_id)
-        term_arr = np.asarray(terms, dtype=np.int64)
-        slots = np.repeat(np.arange(len(ids), dtype=np.int32), per_doc)
+            lengths.append(len(tokens))
+            batch.append(tokens)
+            if len(batch) == BUILD_BATCH_DOCS:
+                parts.append(_batch_postings(batch, len(ids) - len(batch), lookup))
+                batch = []
+        parts.append(_batch_postings(batch, len(ids) - len(batch), lookup))
+        term_arr, slots, tfs = (np.concatenate(column) for column in zip(*parts))
         order = np.argsort(term_arr, kind="stable")  # stable: slots stay ascending per term
         indptr = np.zeros(len(term_ids) + 1, dtype=np.int64)
         np.cumsum(np.bincount(term_arr, minlength=len(term_ids)), out=indptr[1:])
         index._set_frozen(dict(term_ids), indptr, slots[order],
-                          np.asarray(tfs, dtype=np.float32)[order],
+                          tfs.astype(np.float32)[order],
                           np.asarray(lengths, dtype=np.float64), ids)
         return index
 
