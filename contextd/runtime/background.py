@@ -165,7 +165,11 @@ def contextd_command(root: Any, config_path: Any = None) -> list[str]:
 
 def start_background_owner(project: Project) -> int:
     """Start ``contextd owner`` for ``project``, detached (own session: a Ctrl-C in the
-    terminal does not reach it), logging to ``<db dir>/owner.log``; returns its pid."""
+    terminal does not reach it), logging to ``<db dir>/owner.log``; returns its pid. Marked as
+    starting (:mod:`contextd.runtime.starting_owner`) until it serves, so that a command run
+    meanwhile waits for it instead of becoming a second owner."""
+    from contextd.runtime import starting_owner
+
     command = contextd_command(project.root, project.config.source) + ["owner"]
     # Beside the database, or in the private folder of a decrypted one; made if missing (a
     # PostgreSQL project has no database file, so nothing has made the folder yet).
@@ -174,6 +178,7 @@ def start_background_owner(project: Project) -> int:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=log_file, start_new_session=True, close_fds=True,
                                  cwd=str(project.root))
+    starting_owner.mark(project.db_path, child.pid)
     log.info("background owner started (pid %d), logging to %s", child.pid, log_path)
     return child.pid
 
@@ -184,6 +189,7 @@ def run_background_owner(project: Project) -> None:
     watch, and leave after ``idle_exit_seconds`` without calls once nothing is running.
     Leaves at once when another long-running process (an MCP server) owns the index: that
     one does the work."""
+    from contextd.runtime import starting_owner
     from contextd.runtime.job_log import log_to_owner_file
     from contextd.runtime.owner import connect
 
@@ -207,6 +213,7 @@ def run_background_owner(project: Project) -> None:
                 log.info("background owner: idle for %.0f s, exiting", idle)
                 break
     finally:
+        starting_owner.clear(project.db_path, os.getpid())  # served, or gave up
         closing = threading.Thread(target=engine.close, name="contextd-close", daemon=True)
         closing.start()
         closing.join(CLOSE_WAIT_S if stop.is_set() else None)
