@@ -64,6 +64,7 @@ SAMPLE_S = 0.2
 ANSWER_TARGET_MS = 3000
 FRESH_LIMIT_S = 120.0
 READ_LIMIT_S = 900.0
+WATCH_START_S = 10.0
 
 
 def load() -> str:
@@ -203,14 +204,37 @@ def stale_lines(root: Path, answer: dict) -> int:
     return stale
 
 
-def caught_up(root: Path) -> bool:
+def indexing_state(root: Path) -> dict:
     done = subprocess.run([*CONTEXTD, "--root", str(root), "--json", "stats"],
                           capture_output=True, text=True, timeout=300)
     try:
-        indexing = json.loads(done.stdout).get("indexing") or {}
+        return json.loads(done.stdout).get("indexing") or {}
     except json.JSONDecodeError:
-        return False
-    return indexing.get("state") != "indexing" and not indexing.get("left_out")
+        return {}
+
+
+def caught_up(root: Path) -> bool:
+    indexing = indexing_state(root)
+    return bool(indexing) and indexing.get("state") != "indexing" \
+        and not indexing.get("left_out")
+
+
+def reading_after_checkout(root: Path, started: float) -> str:
+    """When the owner's reading of the checkout's changes ended: it must be seen reading
+    (within WATCH_START_S: the watcher's debounce) and then not; an answer with no stale
+    line before that only shows that snippets are read from disk."""
+    seen = None
+    while time.monotonic() - started < FRESH_LIMIT_S:
+        state = indexing_state(root).get("state")
+        now = time.monotonic() - started
+        if state == "indexing":
+            seen = seen if seen is not None else now
+        elif seen is not None:
+            return f"the owner read the changes from {seen:.1f} s to {now:.1f} s"
+        elif now > WATCH_START_S:
+            return f"the owner was never seen reading in the first {WATCH_START_S:.0f} s"
+        time.sleep(0.5)
+    return f"the owner still reading after {FRESH_LIMIT_S:.0f} s"
 
 
 def checkouts(root: Path, count: int, back: int) -> None:
@@ -232,8 +256,13 @@ def checkouts(root: Path, count: int, back: int) -> None:
         started = time.monotonic()
         got = ask(root, query)
         stale_seen = stale_lines(root, got["answer"])
+        timings = got["answer"].get("timings_ms") or {}
         print(f"checkout {n + 1} ({'back ' + str(back) if n % 2 == 0 else 'forth'}): next "
-              f"answer {got['wall']:,.0f} ms, {stale_seen} stale lines, {load()}")
+              f"answer {got['wall']:,.0f} ms (command {timings.get('command', 0):,.0f}, load "
+              f"{timings.get('load', 0):,.0f}, search {timings.get('total', 0):,.0f}), "
+              f"{stale_seen} stale lines, {load()}")
+        for note in got["answer"].get("notes", []):
+            print(f"        note: {note[:150]}")
         while time.monotonic() - started < FRESH_LIMIT_S:
             if caught_up(root):
                 got = ask(root, query)
@@ -246,6 +275,7 @@ def checkouts(root: Path, count: int, back: int) -> None:
             time.sleep(1.0)
         else:
             print(f"  not caught up after {FRESH_LIMIT_S:.0f} s")
+        print(f"  {reading_after_checkout(root, started)}, {load()}")
 
 
 def wait_for_vectors(root: Path, limit_s: float) -> None:

@@ -57,7 +57,7 @@ RECOUNT_WINDOWS = 10
 BOOTSTRAP_OFF = "bootstrap disabled"
 # Runs given less time than this (seconds) read in this process, without a worker pool.
 POOL_WORTH_S = 5.0
-# How often the vector follower, waiting for a run reading files, checks for a stop.
+# How often the vector follower, waiting for a run to let the index go, checks for a stop.
 READING_POLL_S = 0.25
 # The store claim every run holds (Indexer.running): one run per index across processes.
 INDEX_CLAIM = "index"
@@ -112,9 +112,10 @@ class Indexer:
         self._embed_now = True
         self._pool_allowed = True
         self._embedding_busy = False
-        # Clear while a run reads files: the vector follower waits for it between windows.
-        self._not_reading = threading.Event()
-        self._not_reading.set()
+        # Clear while a run holds the index (its boundary checks, reading, writing): the
+        # vector follower waits for it between windows.
+        self._no_run = threading.Event()
+        self._no_run.set()
         # Whether this process is answering a query now: the run's own chunking waits for
         # the pool meanwhile (the engine sets it; contextd.query.catch_up.answering_now).
         self.gives_way: Callable[[], bool] = lambda: False
@@ -156,10 +157,13 @@ class Indexer:
                     yield False
                     return
             self._run_depth += 1
+            self._no_run.clear()
             try:
                 yield True
             finally:
                 self._run_depth -= 1
+                if self._run_depth == 0:
+                    self._no_run.set()
                 if release is not None:
                     release()
         finally:
@@ -386,7 +390,8 @@ class Indexer:
         Runs outside the run lock, so refreshes, watcher batches and catch-ups go on
         meanwhile (an owner answers "at once" from the lexical and symbol indexes while
         this fills in the vectors, in the order files were written). ``reading_first`` (the
-        owner's follower): before each window, wait while a run reads files. On 2 cores the
+        owner's follower): before each window, wait while a run holds the index (a
+        refresh checks its paths against the boundary, reads and writes). On 2 cores the
         model took one beside a watcher's refresh after a ``git checkout`` (issue 37: half
         of the owner's samples in ONNX while the refresh of 1,400 files crawled), so the
         lexical answer was current only after minutes; the vectors can wait seconds. The
@@ -429,8 +434,8 @@ class Indexer:
             self._embedding_busy = False
 
     def _wait_for_reading(self, cancel: threading.Event | None) -> None:
-        """Return once no run reads files (or ``cancel`` is set)."""
-        while not self._not_reading.wait(READING_POLL_S):
+        """Return once no run holds the index (or ``cancel`` is set)."""
+        while not self._no_run.wait(READING_POLL_S):
             if cancel is not None and cancel.is_set():
                 return
 
@@ -707,7 +712,6 @@ class Indexer:
                         self.config.bootstrap.fail_fast, stage.wake if stage else lambda: None)
         progress.start(len(tasks), mode)
         try:
-            self._not_reading.clear()
             prefix_store = self.store if needs_store(self.config) else None
             before = stage_stats(self.config, prefix_store) if prefix_store else {}
             # ``produce`` (the service's pushed content) gives the outcomes instead of reading
@@ -729,7 +733,6 @@ class Indexer:
             cancel.set()  # Ctrl-C or a failure: the embedding stage stops after its window
             raise
         finally:
-            self._not_reading.set()
             self._state = "embedding"
             if stage is not None:
                 report.chunks_embedded = stage.finish()
