@@ -15,7 +15,8 @@ its index removed, and then:
   indexed start (min / median / max per question);
 * with ``--complete``: the same questions in process over the complete lexical index, the
   right-file count the first answers are held against;
-* with ``--checkouts N``: N times, ``git checkout`` a commit ``--back`` commits away (then
+* with ``--checkouts N``: once the background owner has read every file, N times,
+  ``git checkout`` a commit ``--back`` commits away (then
   back), the next answer's wall ms, then answers each second until one shows no line that
   differs from the file on disk and the owner says its catch-up is done: seconds until the
   answer reflects the new tree, and the stale lines seen before;
@@ -23,6 +24,11 @@ its index removed, and then:
 * throughout: the **peak RSS (VmHWM) of every process that owned the index**, sampled from
   ``/proc/<pid>/status`` every 0.2 s (the CLI command that owned it first, then the background
   owner), against ``[owner] memory_limit_mb``.
+
+contextd's own modules are compiled to bytecode first (:func:`compiled_package`), as ``pip
+install`` does for an installed package: an editable checkout under
+``PYTHONDONTWRITEBYTECODE=1`` (this machine's environment) compiles ~400 modules again in every
+command, ~0.7 s of each answer at load 3 that no installed contextd pays.
 
 The load average is printed with every figure: the machine is shared, so figures are noisy.
 On 2026-11-28 (load 6-8, 2 shared cores; --questions 8 --checkouts 2 --complete): fastapi
@@ -57,10 +63,24 @@ WORK = Path("/tmp/contextd-first-answers")
 SAMPLE_S = 0.2
 ANSWER_TARGET_MS = 3000
 FRESH_LIMIT_S = 120.0
+READ_LIMIT_S = 900.0
+WATCH_START_S = 10.0
 
 
 def load() -> str:
     return f"load {os.getloadavg()[0]:.1f}"
+
+
+def compiled_package() -> int:
+    """Compile contextd's modules to bytecode (``__pycache__``, git-ignored) where they are
+    not yet; returns how many modules the package holds."""
+    import compileall
+
+    import contextd
+
+    package = Path(contextd.__file__).parent
+    compileall.compile_dir(str(package), quiet=1)
+    return sum(1 for _ in package.rglob("*.py"))
 
 
 def scratch_copy(source: Path, work: Path) -> Path:
@@ -184,20 +204,50 @@ def stale_lines(root: Path, answer: dict) -> int:
     return stale
 
 
-def caught_up(root: Path) -> bool:
+def indexing_state(root: Path) -> dict:
     done = subprocess.run([*CONTEXTD, "--root", str(root), "--json", "stats"],
                           capture_output=True, text=True, timeout=300)
     try:
-        indexing = json.loads(done.stdout).get("indexing") or {}
+        return json.loads(done.stdout).get("indexing") or {}
     except json.JSONDecodeError:
-        return False
-    return indexing.get("state") != "indexing" and not indexing.get("left_out")
+        return {}
+
+
+def caught_up(root: Path) -> bool:
+    indexing = indexing_state(root)
+    return bool(indexing) and indexing.get("state") != "indexing" \
+        and not indexing.get("left_out")
+
+
+def reading_after_checkout(root: Path, started: float) -> str:
+    """When the owner's reading of the checkout's changes ended: it must be seen reading
+    (within WATCH_START_S: the watcher's debounce) and then not; an answer with no stale
+    line before that only shows that snippets are read from disk."""
+    seen = None
+    while time.monotonic() - started < FRESH_LIMIT_S:
+        state = indexing_state(root).get("state")
+        now = time.monotonic() - started
+        if state == "indexing":
+            seen = seen if seen is not None else now
+        elif seen is not None:
+            return f"the owner read the changes from {seen:.1f} s to {now:.1f} s"
+        elif now > WATCH_START_S:
+            return f"the owner was never seen reading in the first {WATCH_START_S:.0f} s"
+        time.sleep(0.5)
+    return f"the owner still reading after {FRESH_LIMIT_S:.0f} s"
 
 
 def checkouts(root: Path, count: int, back: int) -> None:
     """``count`` branch switches (``back`` commits back, then forth), each followed by
     answers until one reflects the new tree."""
     query = questions(root)[0]["query"]
+    # The first answers leave the background owner reading the project: a checkout now
+    # would time that reading, not the branch switch.
+    started = time.monotonic()
+    while not caught_up(root) and time.monotonic() - started < READ_LIMIT_S:
+        time.sleep(2.0)
+    print(f"every file read {time.monotonic() - started:.0f} s after the first answers "
+          f"(the background owner's reading), {load()}")
     here = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
                           capture_output=True, text=True).stdout.strip()
     for n in range(count):
@@ -206,8 +256,13 @@ def checkouts(root: Path, count: int, back: int) -> None:
         started = time.monotonic()
         got = ask(root, query)
         stale_seen = stale_lines(root, got["answer"])
+        timings = got["answer"].get("timings_ms") or {}
         print(f"checkout {n + 1} ({'back ' + str(back) if n % 2 == 0 else 'forth'}): next "
-              f"answer {got['wall']:,.0f} ms, {stale_seen} stale lines, {load()}")
+              f"answer {got['wall']:,.0f} ms (command {timings.get('command', 0):,.0f}, load "
+              f"{timings.get('load', 0):,.0f}, search {timings.get('total', 0):,.0f}), "
+              f"{stale_seen} stale lines, {load()}")
+        for note in got["answer"].get("notes", []):
+            print(f"        note: {note[:150]}")
         while time.monotonic() - started < FRESH_LIMIT_S:
             if caught_up(root):
                 got = ask(root, query)
@@ -220,6 +275,7 @@ def checkouts(root: Path, count: int, back: int) -> None:
             time.sleep(1.0)
         else:
             print(f"  not caught up after {FRESH_LIMIT_S:.0f} s")
+        print(f"  {reading_after_checkout(root, started)}, {load()}")
 
 
 def wait_for_vectors(root: Path, limit_s: float) -> None:
@@ -250,6 +306,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="wait up to this many seconds for every vector")
     parser.add_argument("--work", type=Path, default=WORK)
     args = parser.parse_args(argv)
+    print(f"contextd's {compiled_package()} modules compiled to bytecode, as an install does")
     for source in args.repos:
         root = scratch_copy(source.resolve(), args.work)
         print(f"\n## {root.name} (scratch copy {root}), {load()}")

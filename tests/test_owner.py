@@ -325,3 +325,85 @@ def test_a_command_reaching_a_watching_owner_mid_run_is_told_busy(engines, proje
     finally:
         done.set()
     assert report.mode == BUSY, report
+
+
+def _lock_free(project) -> bool:
+    probe = OwnerLock(lock_path(project.db_path))
+    free = probe.try_acquire()
+    probe.release()
+    return free
+
+
+def _stop(pid: int, project) -> None:
+    """End a background owner this test started, and wait until it has let the index go."""
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while not _lock_free(project) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not _lock_free(project):
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_command_waits_for_a_starting_background_owner_instead_of_owning(engines, project):
+    """Issue 37, one reader at a time: between the moment a command lets go of the index and
+    the moment the background owner it started has imported and taken over, the lock is
+    free. A process arriving then waits for that owner (marked as starting) and asks it,
+    instead of owning the index and reading files in-line beside it."""
+    from contextd.runtime.background import start_background_owner
+    from contextd.runtime.starting_owner import marker_path
+
+    pid = start_background_owner(project)
+    try:
+        assert marker_path(project.db_path).exists()
+        # Generous: the new owner's imports take seconds on a loaded machine.
+        command = engines(starting_wait_s=120)
+        assert not command.is_owner
+        assert command.owner_pid == pid
+        assert command.stats().owner["pid"] == pid
+        deadline = time.monotonic() + 30
+        while marker_path(project.db_path).exists():  # the owner removes it once it serves
+            assert time.monotonic() < deadline, "the serving owner left its marker"
+            time.sleep(0.05)
+    finally:
+        _stop(pid, project)
+
+
+def _marker(project, pid: int, age_s: float = 0.0) -> None:
+    from contextd.runtime.starting_owner import marker_path
+
+    path = marker_path(project.db_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"pid": pid, "started": time.time() - age_s}))
+
+
+def test_a_marker_whose_process_is_gone_or_too_old_is_ignored(engines, project):
+    from contextd.runtime.starting_owner import STALE_S
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    _marker(project, gone.pid)
+    first = engines(starting_wait_s=120)
+    assert first.is_owner  # at once: no wait for a process that is not there
+    first.close()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        _marker(project, sleeper.pid, age_s=STALE_S + 1)
+        assert engines(starting_wait_s=120).is_owner
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_the_wait_for_a_starting_owner_that_never_comes_is_bounded(engines, project):
+    """A marked process that never takes the index over (hung in its imports) delays a
+    command by ``starting_wait_s`` at most; then the command owns the index itself."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        _marker(project, sleeper.pid)
+        started = time.monotonic()
+        command = engines(starting_wait_s=0.5)
+        assert command.is_owner
+        assert time.monotonic() - started >= 0.5
+    finally:
+        sleeper.kill()
+        sleeper.wait()

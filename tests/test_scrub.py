@@ -192,3 +192,13 @@ def test_scrubbing_can_be_switched_off_in_config(tmp_path):
     indexer = Indexer(Project(root, config), DuckDBStore(tmp_path / "off.duckdb"), embed=False)
     indexer.ensure_indexed()
     assert "kept_value" in indexer.store.chunks_for_files()[0].text
+
+
+def test_text_that_lower_casing_lengthens_is_scrubbed_and_ends(scrubber):
+    """Turkish "İ" lower-cases to two characters: keyword offsets found in the lower-cased
+    copy then ran past the text, and the scan for candidate lines looped for ever (issue 37:
+    an owner stuck on fastapi's docs/tr/docs/virtual-environments.md)."""
+    text = "İ" * 20 + "\nİstanbul notes\npassword = \"super_secret_123\"\nthe key"
+    result = scrubber.scrub(text, "notes.py")
+    assert f'password = "{REDACTED}"' in result.text and "super_secret_123" not in result.text
+    assert result.text.startswith("İ" * 20)

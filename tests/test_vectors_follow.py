@@ -5,6 +5,8 @@ embedding model; the order is observed through the store and the follower, not t
 
 from __future__ import annotations
 
+import threading
+
 from test_mcp_server import make_repo
 
 from contextd.config.project import Project
@@ -70,4 +72,61 @@ def test_a_whole_run_without_vectors_hands_them_to_the_follower_before_it_ends(t
         assert not indexer.embedding_under_way
     finally:
         follower.stop()
+        indexer.store.close()
+
+
+class _HeldProgress:
+    """A progress sink whose first file update holds the run (still reading, its files'
+    state not yet idle) until the test releases it."""
+
+    def __init__(self):
+        self.reading = threading.Event()
+        self.release = threading.Event()
+
+    def start(self, total_files, label="indexing"):
+        pass
+
+    def update(self, files_done, chunks_done, current_file=None):
+        self.reading.set()
+        self.release.wait(120)
+
+    def embedding(self, done, pending):
+        pass
+
+    def finish(self, message=""):
+        pass
+
+
+def test_the_follower_lets_a_run_reading_files_go_first(tmp_path):
+    """Issue 37: after a ``git checkout`` the owner's watcher re-read 1,400 files while the
+    follower embedded the backlog beside it, and on 2 cores the lexical answer was current
+    only after minutes. The follower now waits, between windows, while a run reads files;
+    it computes every vector once the run is over."""
+    root = make_repo(tmp_path / "repo", {f"src/mod_{i:02d}.py": _module(i, "Step")
+                                         for i in range(10)})
+    project = Project.open(root)
+    indexer = Indexer(project, DuckDBStore(project.db_path))
+    held = _HeldProgress()
+    run = threading.Thread(target=lambda: indexer.refresh(["src/mod_00.py"], progress=held))
+    try:
+        indexer.ensure_indexed(embed=False)
+        identity = indexer.embedder.identity
+        indexer.embedder.embed_query("model loaded")  # the follower's first window is prompt
+        backlog = indexer.store.count_missing_embeddings(identity)
+        follower = indexer.follow_vectors()
+        (root / "src/mod_00.py").write_text(_module(0, "Rewritten step"))
+        run.start()
+        assert held.reading.wait(60)
+        follower.wake()
+        # Not one window while the run reads (a few seconds would embed the whole backlog).
+        assert not follower.wait(3)
+        assert indexer.store.count_missing_embeddings(identity) >= backlog
+        held.release.set()
+        run.join(60)
+        assert follower.wait(600)
+        assert indexer.store.count_missing_embeddings(identity) == 0
+    finally:
+        held.release.set()
+        run.join(60)
+        indexer.follow_vectors().stop()
         indexer.store.close()

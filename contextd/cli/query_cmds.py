@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from contextd.cli.common import (
-    COMMAND_TIMING, CliState, command_ms, emit, open_engine, pass_state, shown,
+    COMMAND_STARTED, COMMAND_TIMING, CliState, command_ms, emit, open_engine, pass_state, shown,
     user_path,
 )
 from contextd.errors import UsageError
@@ -205,8 +205,8 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
     engine = open_engine(state, reads_only=True)
     read_only = is_read_only(engine)
     try:
-        handoff = Handoff() if read_only else index_for_command(engine, project,
-                                                                _progress(state))
+        handoff = Handoff() if read_only else index_for_command(
+            engine, project, _progress(state), started=COMMAND_STARTED)
         if handoff.start_owner:
             # Started before this answer is searched, not after: the owner's start-up (its
             # imports, ~1 s of CPU) overlaps the search, and it takes the index over the
@@ -253,7 +253,8 @@ def _ab_command(state: CliState, text: str, k: int | None, expect: tuple[str, ..
     try:
         from contextd.runtime.background import index_for_command, start_background_owner
 
-        handoff = index_for_command(engine, state.project(), _progress(state))
+        handoff = index_for_command(engine, state.project(), _progress(state),
+                                    started=COMMAND_STARTED)
         expect = tuple(root_relative(p, state.project().root) for p in expect)
         data = engine.contextual_search(text, limit=k or 10, ab=True, expect=expect)
         if handoff.start_owner:  # files or vectors left: the background reads and embeds them

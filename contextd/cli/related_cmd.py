@@ -6,7 +6,8 @@ import os
 
 import click
 
-from contextd.cli.common import CliState, emit, open_engine, pass_state, shown, user_path
+from contextd.cli.common import (COMMAND_STARTED, CliState, emit, open_engine, pass_state,
+                                 shown, user_path)
 from contextd.errors import UsageError
 from contextd.query.related import DEFAULT_K, RelatedResult
 
@@ -61,7 +62,8 @@ def related_command(state: CliState, location: str, k: int) -> None:
     engine = open_engine(state)
     try:
         handoff = index_for_command(engine, project, terminal_progress(
-            bootstrap.show_progress, bootstrap.progress_interval_seconds))
+            bootstrap.show_progress, bootstrap.progress_interval_seconds),
+            started=COMMAND_STARTED)
         # Handed off: the vectors are the background owner's job; answer without the model.
         result = engine.related(relative.replace(os.sep, "/"), line, k,
                                 wait_for_model=not handoff.handed_off)

@@ -576,8 +576,10 @@ class OwnerConfig:
     index_within_seconds: float = _opt(
         1.5, min=0.0, max=600.0,
         help="A CLI command on a project not fully indexed reads files (source code first) "
-             "for at most this many seconds, answers from what it read, and hands the rest "
-             "to the background owner; 0: read every file before answering.")
+             "until this many seconds after it started (its imports and the opening of the "
+             "index count; at least 0.5 s of reading is left), answers from what it read and "
+             "the text of the files not read, and hands the rest to the background owner; 0: "
+             "read every file before answering.")
     warm_after_load_ms: int = _opt(
         150, min=0,
         help="A CLI command whose indexes took longer than this to load (a large project in "

@@ -57,6 +57,8 @@ RECOUNT_WINDOWS = 10
 BOOTSTRAP_OFF = "bootstrap disabled"
 # Runs given less time than this (seconds) read in this process, without a worker pool.
 POOL_WORTH_S = 5.0
+# How often the vector follower, waiting for a run to let the index go, checks for a stop.
+READING_POLL_S = 0.25
 # The store claim every run holds (Indexer.running): one run per index across processes.
 INDEX_CLAIM = "index"
 # Runs that read a whole scope: their embedding batches follow bootstrap.batch_size.
@@ -110,6 +112,10 @@ class Indexer:
         self._embed_now = True
         self._pool_allowed = True
         self._embedding_busy = False
+        # Clear while a run holds the index (its boundary checks, reading, writing): the
+        # vector follower waits for it between windows.
+        self._no_run = threading.Event()
+        self._no_run.set()
         # Whether this process is answering a query now: the run's own chunking waits for
         # the pool meanwhile (the engine sets it; contextd.query.catch_up.answering_now).
         self.gives_way: Callable[[], bool] = lambda: False
@@ -151,10 +157,13 @@ class Indexer:
                     yield False
                     return
             self._run_depth += 1
+            self._no_run.clear()
             try:
                 yield True
             finally:
                 self._run_depth -= 1
+                if self._run_depth == 0:
+                    self._no_run.set()
                 if release is not None:
                     release()
         finally:
@@ -369,18 +378,24 @@ class Indexer:
         sink. For a process that stays up to compute them: the owner."""
         if self.follower is None:
             self.follower = VectorFollower(
-                lambda cancel, sink: self.embed_pending(cancel=cancel, progress=sink),
+                lambda cancel, sink: self.embed_pending(cancel=cancel, progress=sink,
+                                                        reading_first=True),
                 progress)
         return self.follower
 
     def embed_pending(self, cancel: threading.Event | None = None,
-                      progress: Progress | None = None) -> int:
+                      progress: Progress | None = None, reading_first: bool = False) -> int:
         """Compute every missing vector now; returns how many texts were embedded.
 
         Runs outside the run lock, so refreshes, watcher batches and catch-ups go on
         meanwhile (an owner answers "at once" from the lexical and symbol indexes while
-        this fills in the vectors, in the order files were written). The figures (done,
-        pending, rate, ETA) feed :meth:`status` and ``progress``."""
+        this fills in the vectors, in the order files were written). ``reading_first`` (the
+        owner's follower): before each window, wait while a run holds the index (a
+        refresh checks its paths against the boundary, reads and writes). On 2 cores the
+        model took one beside a watcher's refresh after a ``git checkout`` (issue 37: half
+        of the owner's samples in ONNX while the refresh of 1,400 files crawled), so the
+        lexical answer was current only after minutes; the vectors can wait seconds. The
+        figures (done, pending, rate, ETA) feed :meth:`status` and ``progress``."""
         embedder = self.embedder
         progress = progress or NullProgress()
         figures = self.embedding_figures = WorkFigures("chunks embedded")
@@ -408,13 +423,21 @@ class Indexer:
                 embedder.embed_query("warm up")  # load (or export) the model off the clock
                 figures.restart_clock()
             embedded = embed_missing(self.store, embedder, self.config.embedding.batch_size,
-                                     cancel, self._embed_lock, on_batch)
+                                     cancel, self._embed_lock, on_batch,
+                                     before_window=(lambda: self._wait_for_reading(cancel))
+                                     if reading_first else None)
             figures.record(done, self.store.count_missing_embeddings(embedder.identity))
             if embedded >= EMBEDDING_RATE_MIN_TEXTS and figures.rate > 0:
                 self.store.set_meta(EMBEDDING_RATE_META_KEY, f"{figures.rate:.1f}")
             return embedded
         finally:
             self._embedding_busy = False
+
+    def _wait_for_reading(self, cancel: threading.Event | None) -> None:
+        """Return once no run holds the index (or ``cancel`` is set)."""
+        while not self._no_run.wait(READING_POLL_S):
+            if cancel is not None and cancel.is_set():
+                return
 
     @property
     def indexing(self) -> bool:

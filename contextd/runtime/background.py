@@ -9,9 +9,9 @@ owner lock as soon as the command exits (:mod:`contextd.runtime.owner`), compute
 order that pays first, watches the files, serves later CLI and MCP calls warm, and exits
 after ``[owner] idle_exit_seconds`` without calls once its work is done.
 
-The hand-off is decided by time, not size: the command reads files for at most ``[owner]
-index_within_seconds`` (source first; a 3,000-file project takes 8-15 s to read whole, and the
-owner resumes the rest) and embeds in-line only what fits in ``[owner] answer_within_seconds``
+The hand-off is decided by time, not size: the command reads files until ``[owner]
+index_within_seconds`` after it started, its imports included (source first; a 3,000-file
+project takes 8-15 s to read whole, and the owner resumes the rest) and embeds in-line only what fits in ``[owner] answer_within_seconds``
 (counted from its start, chunking included, at a deliberately low rate), so a first answer
 comes within a few seconds on any project, and no process is left behind when everything fit
 (unless loading the indexes was slow: :func:`keeps_warm`). A command that reaches a running
@@ -53,6 +53,10 @@ CLOSE_WAIT_S = 2.0
 # the loaded shared machine of issue 26 (35-46 chunks/s), not the quiet one (~150), so the
 # estimate errs towards answering at once.
 INLINE_CHUNKS_PER_S = 40.0
+# The least reading window a command keeps, however long its start took (``[owner]
+# index_within_seconds`` counts from the command's start): a 30-file project is read whole in
+# it at load 4, and fastapi's 2,855 files are listed (the walk, ~0.6 s at load 4).
+MIN_WINDOW_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -97,37 +101,56 @@ class Handoff:
                 f"{ready_results(notes)}. 'contextd stats' shows how far the embedding is")
 
 
-def index_for_command(engine: Any, project: Project, progress: Any) -> Handoff:
+def index_for_command(engine: Any, project: Project, progress: Any,
+                      started: float | None = None) -> Handoff:
     """Bring the index up to date for a command run by a person, as far as it can in a few
-    seconds: the files it reads in ``[owner] index_within_seconds`` (source first; the
-    lexical and symbol answers), the vectors only when they fit in ``[owner]
-    answer_within_seconds``; the rest is handed to the background. A command reaching a
-    running owner does not wait for the owner's own catch-up either: it answers from what
-    is indexed, and the answer says what is not."""
+    seconds: the files it reads until ``[owner] index_within_seconds`` after the command
+    started (source first; the lexical and symbol answers), the vectors only when they fit
+    in ``[owner] answer_within_seconds``; the rest is handed to the background. A command
+    reaching a running owner does not wait for the owner's own catch-up either: it answers
+    from what is indexed, and the answer says what is not.
+
+    ``started``: the command's start, a ``time.perf_counter()`` reading (the CLI's: the
+    start of Python), default now. The window is counted from there, not from the first
+    file read, because a person waits for the interpreter, the imports and the opening of
+    the index too (issue 37: ~1.2 s of them before a 1.5 s window made a 4.4 s first
+    answer); the answer still searches the text of the files not read (the unread scan)."""
     from contextd.indexer.report import BUSY
 
     owner = project.config.owner
     if not owner.background:
         engine.ensure_indexed(progress=progress)
         return Handoff()
-    started = time.monotonic()
+    began = time.perf_counter()  # answer_within_seconds counts from here, chunking included
+    started = began if started is None else started
     is_owner = getattr(engine, "is_owner", False)
     # An owner reached over its socket reads under the same limit: its own catch-up resumes
     # what this call leaves.
     report = engine.ensure_indexed(progress=progress, embed=False, wait=False,
-                                   within_s=owner.index_within_seconds or None)
+                                   within_s=reading_window(owner.index_within_seconds, started))
     files_left = report.files_left if report.cancelled else 0
     catching_up = report.mode == BUSY  # the owner's own catch-up holds the index
     pending = engine.embeddings_pending()
     if not pending and not files_left and not catching_up:
         return Handoff()
-    seconds_left = owner.answer_within_seconds - (time.monotonic() - started)
+    seconds_left = owner.answer_within_seconds - (time.perf_counter() - began)
     if is_owner and not files_left and not catching_up and _fits(project, pending,
                                                                  seconds_left):
         engine.ensure_indexed(progress=progress)  # nothing to chunk: only the vectors
         return Handoff()
     return Handoff(pending, start_owner=is_owner, files_left=files_left,
                    catching_up=catching_up)
+
+
+def reading_window(configured: float, started: float) -> float | None:
+    """The seconds a command started at ``started`` (a ``time.perf_counter()`` reading) may
+    still read files: what is left of ``configured`` (``[owner] index_within_seconds``; 0:
+    no limit, None), and never less than MIN_WINDOW_S (or ``configured`` when smaller), in
+    which a small project is read whole, and a large one lists its files (the walk, which the
+    unread scan and the background owner need)."""
+    if not configured:
+        return None
+    return max(min(configured, MIN_WINDOW_S), configured - (time.perf_counter() - started))
 
 
 def keeps_warm(engine: Any, project: Project, response: Any) -> bool:
@@ -165,7 +188,11 @@ def contextd_command(root: Any, config_path: Any = None) -> list[str]:
 
 def start_background_owner(project: Project) -> int:
     """Start ``contextd owner`` for ``project``, detached (own session: a Ctrl-C in the
-    terminal does not reach it), logging to ``<db dir>/owner.log``; returns its pid."""
+    terminal does not reach it), logging to ``<db dir>/owner.log``; returns its pid. Marked as
+    starting (:mod:`contextd.runtime.starting_owner`) until it serves, so that a command run
+    meanwhile waits for it instead of becoming a second owner."""
+    from contextd.runtime import starting_owner
+
     command = contextd_command(project.root, project.config.source) + ["owner"]
     # Beside the database, or in the private folder of a decrypted one; made if missing (a
     # PostgreSQL project has no database file, so nothing has made the folder yet).
@@ -174,6 +201,7 @@ def start_background_owner(project: Project) -> int:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=log_file, start_new_session=True, close_fds=True,
                                  cwd=str(project.root))
+    starting_owner.mark(project.db_path, child.pid)
     log.info("background owner started (pid %d), logging to %s", child.pid, log_path)
     return child.pid
 
@@ -184,6 +212,7 @@ def run_background_owner(project: Project) -> None:
     watch, and leave after ``idle_exit_seconds`` without calls once nothing is running.
     Leaves at once when another long-running process (an MCP server) owns the index: that
     one does the work."""
+    from contextd.runtime import starting_owner
     from contextd.runtime.job_log import log_to_owner_file
     from contextd.runtime.owner import connect
 
@@ -207,6 +236,7 @@ def run_background_owner(project: Project) -> None:
                 log.info("background owner: idle for %.0f s, exiting", idle)
                 break
     finally:
+        starting_owner.clear(project.db_path, os.getpid())  # served, or gave up
         closing = threading.Thread(target=engine.close, name="contextd-close", daemon=True)
         closing.start()
         closing.join(CLOSE_WAIT_S if stop.is_set() else None)

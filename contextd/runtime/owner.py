@@ -17,6 +17,10 @@ session), a watcher and a person's CLI all work on one project at once. So:
   and serves its socket, so that at most one embeds per machine and the commands run meanwhile
   (``stats`` above all) ask it, the process that knows how far the embedding is, and get
   answers from its warm model; with no such owner they open the Engine themselves.
+* **A starting owner** — a command that starts a background owner writes a marker beside
+  the database (:mod:`contextd.runtime.starting_owner`); a process that finds the lock free
+  while that owner is still starting waits for it (a second or two) rather than take the
+  lock and read files in-line as a second owner.
 * **Takeover** — a client whose call breaks (the owner died or is shutting down) runs the
   election again: the winner opens the Engine, the others reconnect, and the call is retried,
   so a refresh in flight is not lost. A long-running process that should keep the index
@@ -39,7 +43,7 @@ from typing import Any
 
 from contextd.operations import OPERATIONS, expose, wire_shape
 from contextd.operations.records import EngineStats
-from contextd.runtime import rpc
+from contextd.runtime import rpc, starting_owner
 from contextd.runtime.election import OwnerLock, lock_path, socket_path
 from contextd.runtime.owner_server import OwnerDuties, OwnerServer
 from contextd.errors import ContextdError, StoreError
@@ -65,11 +69,16 @@ class SharedEngine:
 
     def __init__(self, project: Project, *, duties: bool = False,
                  wait_s: float = DEFAULT_WAIT_S, serve: bool = False,
-                 context_type: type | None = None):
+                 context_type: type | None = None,
+                 starting_wait_s: float = starting_owner.WAIT_S):
         self.project = project
         self._context_type = context_type
         self.duties = duties
         self.wait_s = wait_s
+        # How long this process leaves a free lock to a background owner still starting,
+        # and since when it has (None: it is not waiting for one).
+        self.starting_wait_s = starting_wait_s
+        self._awaiting_since: float | None = None
         self._db = str(Path(project.db_path).resolve())
         self._socket = socket_path(project.db_path)
         self._lock = OwnerLock(lock_path(project.db_path))
@@ -197,6 +206,7 @@ class SharedEngine:
             try:
                 client = rpc.Client.connect(self._socket, self._db, wire_shape())
                 self.owner_pid = client.owner_pid
+                self._awaiting_since = None
                 return client
             except (OSError, rpc.PeerGone):
                 pass  # the owner is starting or stopping; the lock tells us when it is gone
@@ -210,7 +220,10 @@ class SharedEngine:
     def _may_own(self) -> bool:
         """Whether this process opens the Engine now: it won the election (a DuckDB index;
         the background owner of a PostgreSQL one), or, on PostgreSQL, no background owner
-        holds the lock on this machine."""
+        holds the lock on this machine. Neither while a background owner started by another
+        command is on its way (:meth:`_awaits_starting_owner`)."""
+        if self._awaits_starting_owner():
+            return False
         if self._elects:
             return self._lock.try_acquire()
         if not self._lock.path.exists():
@@ -220,6 +233,20 @@ class SharedEngine:
             probe.release()
             return True
         return False
+
+    def _awaits_starting_owner(self) -> bool:
+        """Whether to leave the lock to a background owner that another command started and
+        that has not taken over yet: for up to ``starting_wait_s`` without an owner to talk
+        to, then this process may own the index itself (a connection to an owner starts
+        the count again)."""
+        pid = starting_owner.starting_pid(self._db)
+        if pid is None:
+            return False
+        now = time.monotonic()
+        if self._awaiting_since is None:
+            self._awaiting_since = now
+            log.info("owner: waiting for the background owner (pid %d) to start", pid)
+        return now - self._awaiting_since < self.starting_wait_s
 
     def _release(self, client: rpc.Client | None) -> None:
         if client is not None:
@@ -251,6 +278,7 @@ class SharedEngine:
             self._lock.release()
             raise
         self._engine = engine
+        starting_owner.clear(self._db, os.getpid())  # announced as starting: it serves now
         for client in self._idle:
             client.close()
         self._idle.clear()
@@ -305,9 +333,11 @@ expose(SharedEngine)
 
 
 def connect(project: Project, *, duties: bool = False, wait_s: float = DEFAULT_WAIT_S,
-            serve: bool = False) -> SharedEngine:
+            serve: bool = False,
+            starting_wait_s: float = starting_owner.WAIT_S) -> SharedEngine:
     """The project's Engine, shared: become the owner if nobody is, else a client of the
     owner. ``duties`` (long-running processes: the MCP server, the watcher) also keeps the
     index current while owning, and takes over as soon as the owner goes. ``serve`` (the
     background owner) takes the lock and serves other processes on a PostgreSQL index too."""
-    return SharedEngine(project, duties=duties, wait_s=wait_s, serve=serve).start()
+    return SharedEngine(project, duties=duties, wait_s=wait_s, serve=serve,
+                        starting_wait_s=starting_wait_s).start()

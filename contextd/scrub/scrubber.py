@@ -16,6 +16,7 @@ keyword or a token marker, which is a small fraction of any code base.
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
@@ -420,11 +421,16 @@ class Scrubber:
         return ScrubResult(text, total)
 
 
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
 def _candidate_lines(text: str) -> list[tuple[tuple[int, int], bool]]:
     """Sorted (start, end) of the lines holding a keyword or a token marker, each with
     whether it holds a marker (only those can match a provider format)."""
     spans: dict[tuple[int, int], bool] = {}
-    lower = text.lower()
+    # ASCII letters only (the keywords are ASCII): str.lower() makes Turkish "İ" two
+    # characters, and offsets found in a longer copy looped for ever (fastapi's docs/tr).
+    lower = text.translate(_ASCII_LOWER)
     for haystack, words, is_marker in ((lower, KEYWORDS, False), (text, TOKEN_MARKERS, True)):
         for word in words:
             found = haystack.find(word)
