@@ -15,7 +15,7 @@ from contextd import ContextModule
 from contextd.config.sections import RankingConfig
 from contextd.query.fusion import FusionStrategy, fuse
 from contextd.query.generated_files import GENERATED_MIN_BYTES, GeneratedFiles
-from contextd.query.literals import lift_rare_literals, query_literals
+from contextd.query.literals import Literal, lift_rare_literals, query_literals
 from contextd.query.records import QueryRequest
 from contextd.query.semantic_adds import keep_lexical_floor
 from contextd.query.understanding import understand
@@ -432,3 +432,17 @@ def test_a_definition_of_a_name_that_no_candidate_writes_is_not_lifted():
         understood = understand(query, RankingConfig())
         literals = query_literals(query, understood.quoted, understood.symbols)
         assert [s.chunk_id for s in lift_rare_literals(candidates, literals)] == order
+
+
+def test_a_definition_holds_a_code_name_in_another_spelling_but_not_a_word_or_an_acronym():
+    """``checkoutCreate`` is defined by ``CheckoutCreate`` and ``checkout_create``, not by a
+    longer name, and a constant's name by the method spelt in lower case; a plain word (prometheus's ``'metric'`` and its ``Metric`` types), a
+    language's name (``PromQL`` and the UI's ``promQL`` methods) and a dotted call are
+    defined by nothing."""
+    name = Literal("checkoutCreate", fold_case=False)
+    assert name.defined_by("CheckoutCreate") and name.defined_by("Mutations.checkout_create")
+    assert not name.defined_by("CheckoutCreateInput")
+    assert Literal("EXPORT_COMPLETED", fold_case=False).defined_by("Plugin.export_completed")
+    assert not Literal("metric", fold_case=False).defined_by("Metric")
+    assert not Literal("PromQL", fold_case=False).defined_by("HybridComplete.promQL")
+    assert not Literal("Checkout.safe_update", fold_case=False).defined_by("Checkout.safe_update")

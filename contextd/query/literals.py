@@ -59,6 +59,9 @@ _WORD_RE = re.compile(r"[A-Za-z0-9_]+")
 _CODE_FORM_RE = re.compile(r"[a-z0-9][A-Z]|\w_|_\w|\w{2}\.[A-Za-z_]\w")
 # A plain name as code writes it: what a definition's label can spell.
 _NAME_RE = re.compile(r"[A-Za-z_$][\w$]*")
+# Two capitals in a row beside a lower-case letter: an acronym inside a word, as product
+# names spell them (PromQL, GraphQL, OAuth2); a constant's capitals (EXPORT_COMPLETED) are not.
+_ACRONYM_RE = re.compile(r"(?<=[a-z])[A-Z]{2}|[A-Z]{2}(?=[a-z])")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,8 +80,11 @@ class Literal:
         spelt as code is defined anywhere; a quoted string or an id is not. A dotted name
         (``Checkout.safe_update``) is not either: a change request writes the methods it
         calls that way, and lifting their definitions put saleor's ``checkout/models.py``
-        before the file that changed."""
-        if not (self.lifts and not self.fold_case and label and _NAME_RE.fullmatch(self.text)):
+        before the file that changed. Nor is a plain word (a quoted ``'metric'`` lifted
+        prometheus's TypeScript ``Metric`` types) or a name with an acronym (``PromQL``,
+        ``GraphQL``: a language's name in prose, which lifted the UI's ``promQL`` methods)."""
+        if not (self.lifts and not self.fold_case and label and _NAME_RE.fullmatch(self.text)
+                and _CODE_FORM_RE.search(self.text) and not _ACRONYM_RE.search(self.text)):
             return False
         return _squashed(label.rsplit(".", 1)[-1]) == _squashed(self.text)
 
