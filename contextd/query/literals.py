@@ -15,6 +15,11 @@ A *literal* of a query is what a person writes when pasting from code or a log:
 - a name written as code (``snake_case``, ``camelCase``, ``Dotted.name``), matched as written
   as a whole word.
 
+A chunk that *defines* a rare name holds it too, however it spells it (``CheckoutCreate``,
+``checkout_create`` for ``checkoutCreate``): an API's public name is often written in one case
+by callers, tests and commit messages and defined in another, and without this saleor's test
+files, whose GraphQL strings write the mutation's name, were lifted above the class to change.
+
 A literal counts only when it is *rare among the candidates*: held by at most
 RARE_MAX_CHUNKS of them and by at most RARE_SHARE of them. A name most candidates share
 (``send`` in a query about ``Session.send``) tells them apart no better than the fused score,
@@ -52,6 +57,11 @@ _WORD_RE = re.compile(r"[A-Za-z0-9_]+")
 # A spelling only code has: a case change inside a word, an underscore joined to a word, two
 # names joined by a dot.
 _CODE_FORM_RE = re.compile(r"[a-z0-9][A-Z]|\w_|_\w|\w{2}\.[A-Za-z_]\w")
+# A plain name as code writes it: what a definition's label can spell.
+_NAME_RE = re.compile(r"[A-Za-z_$][\w$]*")
+# Two capitals in a row beside a lower-case letter: an acronym inside a word, as product
+# names spell them (PromQL, GraphQL, OAuth2); a constant's capitals (EXPORT_COMPLETED) are not.
+_ACRONYM_RE = re.compile(r"(?<=[a-z])[A-Z]{2}|[A-Z]{2}(?=[a-z])")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +72,21 @@ class Literal:
     text: str
     fold_case: bool
     lifts: bool = True
+
+    def defined_by(self, label: str) -> bool:
+        """Whether a chunk labelled ``label`` defines the name this literal writes, spelt
+        in any case, with or without underscores (``checkoutCreate`` -> the class
+        ``CheckoutCreate`` or a method ``Mutations.checkout_create``). Only a plain name
+        spelt as code is defined anywhere; a quoted string or an id is not. A dotted name
+        (``Checkout.safe_update``) is not either: a change request writes the methods it
+        calls that way, and lifting their definitions put saleor's ``checkout/models.py``
+        before the file that changed. Nor is a plain word (a quoted ``'metric'`` lifted
+        prometheus's TypeScript ``Metric`` types) or a name with an acronym (``PromQL``,
+        ``GraphQL``: a language's name in prose, which lifted the UI's ``promQL`` methods)."""
+        if not (self.lifts and not self.fold_case and label and _NAME_RE.fullmatch(self.text)
+                and _CODE_FORM_RE.search(self.text) and not _ACRONYM_RE.search(self.text)):
+            return False
+        return _squashed(label.rsplit(".", 1)[-1]) == _squashed(self.text)
 
     def held_by(self, text: str) -> bool:
         """Whether ``text`` holds the literal as a whole word (or, quoted, as written)."""
@@ -76,6 +101,10 @@ class Literal:
                 return True
             start = haystack.find(needle, start + 1)
         return False
+
+
+def _squashed(name: str) -> str:
+    return name.replace("_", "").lower()
 
 
 def _joins(neighbour: str, edge: str) -> bool:
@@ -123,6 +152,15 @@ def lift_rare_literals(candidates: Sequence[ContextSnippet], literals: Sequence[
             if 0 < sum(row[i] for row in held) <= limit]
     if not rare:
         return list(candidates)
+    # The definition of a rare name holds it too, however it spells it (Literal.defined_by):
+    # otherwise the test whose GraphQL string writes `checkoutCreate` is lifted above the
+    # class CheckoutCreate that a change to the mutation edits. Rarity is the text's alone:
+    # a name no chunk writes lifts nothing (a message naming the mutations where an error
+    # surfaced, `transactionProcess`, would lift them over the helper that changed).
+    for row, candidate in zip(held, candidates):
+        if not (exempt is not None and exempt(candidate.file_path)):
+            for i in rare:
+                row[i] = row[i] or literals[i].defined_by(candidate.label)
     top = max(c.score for c in candidates) or 1.0
     scored = []
     for snippet, row in zip(candidates, held):
