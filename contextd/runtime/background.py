@@ -11,10 +11,11 @@ after ``[owner] idle_exit_seconds`` without calls once its work is done.
 
 The hand-off is decided by time, not size: the command reads files until ``[owner]
 index_within_seconds`` after it started, its imports included (source first; a 3,000-file
-project takes 8-15 s to read whole, and the owner resumes the rest) and embeds in-line only what fits in ``[owner] answer_within_seconds``
-(counted from its start, chunking included, at a deliberately low rate), so a first answer
-comes within a few seconds on any project, and no process is left behind when everything fit
-(unless loading the indexes was slow: :func:`keeps_warm`). A command that reaches a running
+project takes 8-15 s to read whole, and the owner resumes the rest) and embeds in-line only
+what fits in ``[owner] answer_within_seconds`` (counted from the start of its reading,
+chunking included, at a deliberately low rate), so a first answer comes within a few
+seconds on any project, and no process is left behind when everything fit (unless loading
+the indexes was slow: :func:`keeps_warm`). A command that reaches a running
 owner never waits for its catch-up nor asks it for vectors: the owner reads and computes them
 in the background (its duties), and the command answers from what is ready. ``[owner]
 background = false`` turns the hand-off off.
