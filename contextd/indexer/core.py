@@ -58,7 +58,7 @@ BOOTSTRAP_OFF = "bootstrap disabled"
 # Runs given less time than this (seconds) read in this process, without a worker pool.
 POOL_WORTH_S = 5.0
 # How often the vector follower, waiting for a run to let the index go, checks for a stop.
-READING_POLL_S = 0.25
+NO_RUN_POLL_S = 0.25
 # The store claim every run holds (Indexer.running): one run per index across processes.
 INDEX_CLAIM = "index"
 # Runs that read a whole scope: their embedding batches follow bootstrap.batch_size.
@@ -379,23 +379,23 @@ class Indexer:
         if self.follower is None:
             self.follower = VectorFollower(
                 lambda cancel, sink: self.embed_pending(cancel=cancel, progress=sink,
-                                                        reading_first=True),
+                                                        runs_first=True),
                 progress)
         return self.follower
 
     def embed_pending(self, cancel: threading.Event | None = None,
-                      progress: Progress | None = None, reading_first: bool = False) -> int:
+                      progress: Progress | None = None, runs_first: bool = False) -> int:
         """Compute every missing vector now; returns how many texts were embedded.
 
         Runs outside the run lock, so refreshes, watcher batches and catch-ups go on
         meanwhile (an owner answers "at once" from the lexical and symbol indexes while
-        this fills in the vectors, in the order files were written). ``reading_first`` (the
+        this fills in the vectors, in the order files were written). ``runs_first`` (the
         owner's follower): before each window, wait while a run holds the index (a
         refresh checks its paths against the boundary, reads and writes). On 2 cores the
-        model took one beside a watcher's refresh after a ``git checkout`` (issue 37: half
-        of the owner's samples in ONNX while the refresh of 1,400 files crawled), so the
-        lexical answer was current only after minutes; the vectors can wait seconds. The
-        figures (done, pending, rate, ETA) feed :meth:`status` and ``progress``."""
+        model took one beside a watcher's refresh after a ``git checkout`` (issue 37: 1,127
+        of 2,893 samples of the owner in ONNX during the next answer), slowing the lexical
+        answer's catch-up; the vectors can wait seconds. The figures (done, pending, rate,
+        ETA) feed :meth:`status` and ``progress``."""
         embedder = self.embedder
         progress = progress or NullProgress()
         figures = self.embedding_figures = WorkFigures("chunks embedded")
@@ -424,8 +424,8 @@ class Indexer:
                 figures.restart_clock()
             embedded = embed_missing(self.store, embedder, self.config.embedding.batch_size,
                                      cancel, self._embed_lock, on_batch,
-                                     before_window=(lambda: self._wait_for_reading(cancel))
-                                     if reading_first else None)
+                                     before_window=(lambda: self._wait_for_no_run(cancel))
+                                     if runs_first else None)
             figures.record(done, self.store.count_missing_embeddings(embedder.identity))
             if embedded >= EMBEDDING_RATE_MIN_TEXTS and figures.rate > 0:
                 self.store.set_meta(EMBEDDING_RATE_META_KEY, f"{figures.rate:.1f}")
@@ -433,9 +433,9 @@ class Indexer:
         finally:
             self._embedding_busy = False
 
-    def _wait_for_reading(self, cancel: threading.Event | None) -> None:
+    def _wait_for_no_run(self, cancel: threading.Event | None) -> None:
         """Return once no run holds the index (or ``cancel`` is set)."""
-        while not self._no_run.wait(READING_POLL_S):
+        while not self._no_run.wait(NO_RUN_POLL_S):
             if cancel is not None and cancel.is_set():
                 return
 
@@ -461,8 +461,9 @@ class Indexer:
     @property
     def embedding_under_way(self) -> bool:
         """Whether vectors are being computed now, or about to be, with some still pending.
-        A follower woken after a run counts from that moment: before its round counts the
-        vectors missing, an answer without semantic hits would otherwise say nothing."""
+        A woken follower counts from that moment (a run wakes it before it reads idle):
+        before its round counts the vectors missing, an answer without semantic hits would
+        otherwise say nothing."""
         if self._embedding_busy:
             return bool(self.embedding_figures.pending)
         if self.follower is not None and self.follower.running and self.embed:
@@ -693,9 +694,8 @@ class Indexer:
         # the chunks this run writes: a stage here would only make the run wait for the
         # whole backlog (a client's catch-up, a watcher batch). With a follower, such a run
         # hands its vectors to it and never waits for them (embed=False included: in the
-        # owner they follow all the same).
-        # A whole run told to leave the vectors out (embed=False: an owner's catch-up, a
-        # command's reading window) hands them over too, when there is a follower.
+        # owner they follow all the same), and so does a whole run told to leave them out
+        # (embed=False: the owner's catch-up).
         follow = (self.follower is not None and mode != "push" and self.embed
                   and (mode not in WHOLE_RUNS or not self._embed_now))
         if self.embed and self._embed_now and not self._embedding_busy and not follow:
