@@ -233,6 +233,12 @@ def test_hits_carry_roles_and_a_role_scope_keeps_only_those(module):
     ("Exclude items in descendants of private collections", QueryIntent.IMPLEMENTATION),
     ("Normalize rich_text_schema result to envelope format", QueryIntent.IMPLEMENTATION),
     ("Align document API fields with images", QueryIntent.IMPLEMENTATION),
+    # The area a commit title names before its verb (prometheus, the Linux kernel's style).
+    ("tsdb: fix the stale series eviction", QueryIntent.IMPLEMENTATION),
+    ("cmd/promtool: Add a flag for the push url path", QueryIntent.IMPLEMENTATION),
+    ("v3 API: remove the markdown format", QueryIntent.IMPLEMENTATION),
+    ("revert(250e019): undo sanitization in QueryBuilder", QueryIntent.IMPLEMENTATION),
+    ("tsdb: stale series eviction", QueryIntent.NEUTRAL),
     ("where is the retry delay computed", QueryIntent.IMPLEMENTATION),
     ("how are timeouts configured", QueryIntent.IMPLEMENTATION),
     ("the retry delay should not exceed 30 seconds", QueryIntent.IMPLEMENTATION),

@@ -64,6 +64,11 @@ _DESCRIPTION_RE = re.compile(
     r"|[a-z]{3,}(?<![su])s\s+(?:a|an|the|this|that|these|those|all|any|each|every|its|their|"
     r"given|one|some|whether|if)\b)", re.I)
 _FIRST_WORD_RE = re.compile(r"[A-Za-z']+")
+# The area a commit message names before its verb, as many projects write the title
+# ("tsdb: fix …", "cmd/promtool: add …", "web/ui: …", "v3 API: wire …"): one to three words
+# or paths and a colon. Without it the area was read as the first word: 10 of prometheus's
+# 39 sampled change requests counted as one, 29 do with it.
+_AREA_PREFIX_RE = re.compile(r"^\W*(?:[\w./@-]+(?:\s+[\w./@-]+){0,2}(?:\([^)]*\))?!?:\s+)+")
 
 
 def classify(query: str, about_tests: bool) -> QueryIntent:
@@ -74,8 +79,10 @@ def classify(query: str, about_tests: bool) -> QueryIntent:
         return QueryIntent.USAGE
     if _QUESTION_RE.search(query) or _IMPLEMENTED_RE.search(query):
         return QueryIntent.IMPLEMENTATION
-    first = _FIRST_WORD_RE.search(query)
-    if _TRACKER_PREFIX_RE.match(query) or (first and first.group(0).lower() in _CHANGE_VERBS):
+    firsts = (_FIRST_WORD_RE.search(text) for text in
+              (query, _AREA_PREFIX_RE.sub("", query, count=1)))
+    if _TRACKER_PREFIX_RE.match(query) or any(first and first.group(0).lower() in _CHANGE_VERBS
+                                              for first in firsts):
         return QueryIntent.IMPLEMENTATION
     if _BUG_RE.search(query) or _DESCRIPTION_RE.search(query):
         return QueryIntent.IMPLEMENTATION
