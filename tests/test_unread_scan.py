@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from contextd.config.sections import RankingConfig
 from contextd.providers.fulltext import BM25Index, code_tokens
 from contextd.query.literals import query_literals
 from contextd.query.unread_scan import (
-    PROVIDER_ID, distinctive_terms, place_scanned, scan_unread,
+    PROVIDER_ID, distinctive_terms, place_scanned, scan_priors, scan_unread,
 )
 from contextd.records import ChunkKind, ContextSnippet
 from contextd.text.stemming import light_stem
@@ -129,13 +130,15 @@ def test_a_name_written_as_code_outweighs_a_rare_plain_word(tmp_path):
 
 def test_the_package_code_comes_before_its_docs_examples_at_equal_evidence(tmp_path):
     """fastapi's docs_src/ holds a thousand example modules using the names its package
-    defines: at equal evidence the package's module is shown first."""
+    defines: at equal evidence the package's module is shown first, the shorter example's
+    higher term density notwithstanding (the ranking's docs factor)."""
     pending = _write(tmp_path, {
         "docs_src/models/tutorial001.py": "@app.get('/', response_model=Item)\n",
         "fastapi/routing.py": "def serialize(response_model, content):\n    return content\n"})
     query = "where is response_model used"
     terms = distinctive_terms(query, (), 0, {})
-    scan = scan_unread(str(tmp_path), pending, query, terms, 0, {}, lambda text, _p: text)
+    scan = scan_unread(str(tmp_path), pending, query, terms, 0, {}, lambda text, _p: text,
+                       priors=scan_priors(RankingConfig()))
     assert [s.file_path for s in scan.snippets] == ["fastapi/routing.py",
                                                     "docs_src/models/tutorial001.py"]
 

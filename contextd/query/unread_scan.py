@@ -4,17 +4,23 @@ A first command reads a large project for a second or two and answers from what 
 the background owner reads the rest. On a 12,000-file project the first answer came from a
 few hundred files and said "no strong match" for a question whose file it had not read yet.
 So while files wait to be indexed (the bootstrap's pending list), an answer also scans their
-bytes the way ripgrep would (a case-insensitive substring test per term over each file, source
-code first, at most SCAN_BUDGET_S), and fuses each matching file's best window, read from disk.
+bytes the way ripgrep would (a case-insensitive count per term over each file, source code
+first, at most SCAN_BUDGET_S), and fuses the best files' best windows, read from disk.
 
 Only the query's *distinctive* terms are searched: its literals (quoted strings, identifiers,
 ids: :mod:`contextd.query.literals`) and its words that are not stop words and are rare in the
 part already indexed (BM25 document frequencies: held by at most COMMON_SHARE of the indexed
-chunks) and in the part scanned. A first try searched every word of the query: in a project
-of 5,000 look-alike handlers, 12-line windows matched on the query's common words were fused
-above the one indexed file that answered, which is why evidence decides the place of a
-scanned window (:func:`place_scanned`): it never ranks above an indexed chunk that holds as
-much of the distinctive terms as it does.
+chunks). A first try searched every word of the query: in a project of 5,000 look-alike
+handlers, 12-line windows matched on the query's common words were fused above the one
+indexed file that answered.
+
+The files found are ranked the way the complete index would rank them (issue 37: the first
+answers had the right file in the top 5 for 5 of 8 fastapi questions, the complete lexical
+index for 7): BM25 over the files, with each term's rarity counted over the files scanned and
+the chunks indexed, length normalisation, the ranking's role factors and path words
+(:class:`Measure`). The same measure places a scanned window among the indexed candidates
+(:func:`place_scanned`): it never ranks above an indexed chunk that measures as much as its
+file does.
 """
 
 from __future__ import annotations
@@ -28,8 +34,10 @@ import time
 from typing import Any, Callable, Container, Mapping, Sequence
 
 from contextd.chunkers.chunking import language_for
+from contextd.providers.fulltext import BM25_K1
 from contextd.query.evidence import words
 from contextd.query.literals import Literal
+from contextd.query.path_words import PathWords
 from contextd.records import ChunkKind, ContextScope, ContextSnippet
 from contextd.scrub.scrubber import scrub_secrets
 from contextd.text.stemming import light_stem
@@ -41,19 +49,25 @@ PROVIDER_ID = "text_scan"
 WINDOW_LINES = 12
 # Words shorter than this match inside too many others to be searched as substrings.
 MIN_WORD_LENGTH = 3
-# A word held by more than this share of the indexed chunks (or of the files scanned) tells
-# files apart no better than the indexed answer does: it is not searched for / weighs nothing.
+# A word held by more than this share of the indexed chunks tells files apart no better than
+# the indexed answer does: it is not searched for.
 COMMON_SHARE = 0.02
 # ... unless it is held by this few chunks (a small index says little about rarity).
 RARE_MIN_DOCS = 3
-# Below this many files scanned, the share of them holding a term says nothing.
-SCAN_SHARE_MIN_FILES = 100
+# BM25's length normalisation over whole files (the index's b is 0.75 over chunks). A file is
+# many chunks and the index finds a long module by one of them; at 0.75 over files,
+# fastapi's routing.py and dependencies/utils.py (4,000 and 1,000 lines) sank below a dozen
+# short tests that say "dependencies" and "yield" once each.
+FILE_LENGTH_B = 0.3
+# A file's score by its kind (source, docs, tests, configuration: _scan_order) when the
+# caller gives none.
+NO_PRIORS = (1.0, 1.0, 1.0, 1.0)
 # How long one answer may spend scanning files not read yet (12,000 small files take 0.3 s on
 # a quiet 2-core machine, 1.1-2.2 s at load 12).
 SCAN_BUDGET_S = 1.0
 # Files kept from a scan (the best by evidence) and the least evidence worth showing.
 SCAN_KEEP = 20
-MIN_EVIDENCE = 0.5
+MIN_EVIDENCE = 0.4
 # Files larger than this are not scanned (the boundary's size limit applies before).
 MAX_SCAN_BYTES = 2_000_000
 # Scanned first: source code, then docs, tests and configuration (the bootstrap's order, told
@@ -61,6 +75,9 @@ MAX_SCAN_BYTES = 2_000_000
 # reaches is what answers most questions.
 _DOC_SUFFIXES = frozenset({".md", ".mdx", ".rst", ".txt", ".adoc"})
 _CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".xml"})
+# The kinds of _scan_order whose paths say what their code is about (source, tests), as the
+# ranking's path words boost only code: docs pages are named by their topic in every language.
+_CODE_KINDS = frozenset({0, 2})
 # Words of a path (folders and file name) at least this long count as spelling a query term.
 PATH_WORD_LENGTH = 4
 # A name written as code: snake_case, camelCase, or capitals inside a word (HTTPException,
@@ -107,9 +124,10 @@ class UnreadScan:
         asked = query_words(query) + [lit.text.lower() for lit in literals]
         indexed, frequency = self._frequencies(asked + [_needle(w) for w in asked])
         terms = distinctive_terms(query, literals, indexed, frequency)
-        security = self.project.config.security
+        security, ranking = self.project.config.security, self.project.config.ranking
         scan = scan_unread(str(self.project.root), pending, query, terms, indexed, frequency,
-                           lambda text, path: scrub_secrets(text, path, security).text)
+                           lambda text, path: scrub_secrets(text, path, security).text,
+                           priors=scan_priors(ranking), path_boost=ranking.path_words_boost)
         return place_scanned(candidates, scan), scan.note(), pending
 
     def _frequencies(self, asked: Sequence[str]) -> tuple[int, dict[str, int]]:
@@ -120,6 +138,15 @@ class UnreadScan:
         with index.lock:
             stems = {light_stem(w) for w in asked}
             return len(index.bm25), {stem: index.bm25.df(stem) for stem in stems}
+
+
+def scan_priors(ranking: Any) -> tuple[float, float, float, float]:
+    """The factor of a scanned file's score by its kind (source, docs, tests, configuration:
+    :func:`_scan_order`): the ``[ranking]`` role factors the index's answer applies (docs and
+    configuration as for an implementation question, tests as ``source_over_tests``), so a
+    docs page in each of ten languages does not bury the module it describes."""
+    return (1.0, ranking.implementation_doc_factor, ranking.source_over_tests,
+            ranking.implementation_config_factor)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,15 +190,48 @@ def _needle(word: str) -> str:
     return stem if len(stem) >= MIN_WORD_LENGTH and word.startswith(stem) else word
 
 
+@dataclasses.dataclass(frozen=True)
+class Measure:
+    """A scan's BM25 measure of a text at a path, one scale for the files scanned and the
+    indexed chunks they are placed among: each term's occurrences, saturated and normalised
+    by the text's length against the average of the files searched, times the term's weight
+    (:func:`_weights`), times the prior of the path's kind (:func:`scan_priors`) and, for
+    code, its path words (``fastapi/openapi/docs.py`` for "the Swagger UI docs page"), as
+    the index's ranking boosts them."""
+
+    terms: Sequence[Term]
+    weights: Sequence[float]
+    average: float
+    priors: Sequence[float]
+    path_boost: float
+    path_words: PathWords | None
+    stems: frozenset[str]
+
+    def counted(self, path: str, counts: Sequence[int], length: int) -> float:
+        norm = BM25_K1 * (1 - FILE_LENGTH_B + FILE_LENGTH_B * length / self.average)
+        lexical = sum(w * n * (BM25_K1 + 1) / (n + norm)
+                      for w, n in zip(self.weights, counts) if n and w)
+        kind, _ = _scan_order(path, self.terms)
+        boost = 1 + self.path_boost * self.path_words.share(path, self.stems) \
+            if self.path_words is not None and kind in _CODE_KINDS else 1.0
+        return lexical * self.priors[kind] * boost
+
+    def of_text(self, path: str, text: str) -> float:
+        lower = text.lower()
+        return self.counted(path, [lower.count(t.needle) for t in self.terms], len(text))
+
+
 @dataclasses.dataclass
 class Scan:
-    """What a scan found (snippets, best first, each with its evidence) and how far it got."""
+    """What a scan found (snippets, best first, each with its evidence and its file's
+    measure) and how far it got."""
 
     snippets: list[ContextSnippet]
     terms: list[Term]
     weights: list[float]
     searched: int
     pending: int
+    measure: Measure | None = None
 
     def note(self) -> str | None:
         if not self.pending:
@@ -184,25 +244,28 @@ class Scan:
             terms=", ".join(repr(t.written) for t in self.terms),
             left=self.pending - self.searched)
 
-    def evidence(self, text: str) -> float:
-        """The weighted share of the distinctive terms ``text`` holds, in [0, 1]."""
-        return _held_weight(text.lower(), self.terms, self.weights) / (sum(self.weights) or 1.0)
-
 
 def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Term],
                 indexed: int, frequency: Mapping[str, int], scrub: Callable[[str, str], str],
-                budget_s: float = SCAN_BUDGET_S) -> Scan:
+                budget_s: float = SCAN_BUDGET_S, priors: Sequence[float] = NO_PRIORS,
+                path_boost: float = 0.0) -> Scan:
     """Search the files ``paths`` (root-relative, not indexed yet) for ``terms`` of
     ``query`` (whose words a window holds is its coverage, as BM25 coverage for calibration);
     ``indexed``/``frequency`` as for :func:`distinctive_terms` weigh each term (a term rare
     among the indexed chunks and the files scanned weighs most); ``scrub(text, path)``
-    redacts a snippet's secrets as indexing would."""
+    redacts a snippet's secrets as indexing would; ``priors``: the factor of a file's score
+    by its kind (source, docs, tests, configuration: :func:`scan_priors`); ``path_boost``: as
+    ``[ranking] path_words_boost``.
+
+    The files are ranked by their :class:`Measure`, as BM25 ranks documents, so that the
+    first answer orders them as the complete index would. Ranking them by the share of the
+    terms they hold put a docs page that says each word once beside the module about them."""
     if not terms or not paths:
         return Scan([], list(terms), [], 0, len(paths))
     needles = [t.needle.encode() for t in terms]
     deadline = time.monotonic() + budget_s
-    held: dict[str, tuple[bytes, frozenset[int]]] = {}
-    searched = 0
+    held: dict[str, tuple[bytes, tuple[int, ...]]] = {}
+    searched = size = 0
     base = root.rstrip(os.sep) + os.sep
     for path in sorted(paths, key=lambda p: _scan_order(p, terms)):
         if searched % 64 == 0 and time.monotonic() > deadline:
@@ -217,60 +280,51 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
             continue
         if len(data) > MAX_SCAN_BYTES:
             continue
+        size += len(data)
         lower = data.lower()
-        found = frozenset(i for i, needle in enumerate(needles) if needle in lower)
-        if found:
-            held[path] = (data, found)
+        counts = tuple(lower.count(needle) for needle in needles)
+        if any(counts):
+            held[path] = (data, counts)
     weights = _weights(terms, held, searched, indexed, frequency)
     total = sum(weights) or 1.0
-
-    def rank(share: float, path: str) -> tuple[float, tuple[int, int], str]:
-        return -round(share, 2), _scan_order(path, terms), path
-
-    # A window holds at most what its file holds, so the files are taken best file first and
-    # the search for windows stops at the first file that could not rank among the SCAN_KEEP
-    # best windows found: a common term left hundreds of files to cut windows of (1.6 s of a
-    # 3 s answer on fastapi), where twenty are kept.
-    files = sorted((rank(sum(weights[i] for i in found) / total, path), path)
-                   for path, (_, found) in held.items())
-    best: list[tuple[tuple[float, tuple[int, int], str], float, int, list[str]]] = []
-    for file_rank, path in files:
-        if -file_rank[0] < MIN_EVIDENCE:
-            break  # the whole file holds too little: no window of it holds more
-        if len(best) >= SCAN_KEEP and file_rank > best[-1][0]:
+    measure = Measure(list(terms), weights, size / (searched or 1) or 1.0, priors, path_boost,
+                      PathWords(paths) if held else None,
+                      frozenset(light_stem(w) for w in query_words(query)))
+    # The best files whose terms weigh at least MIN_EVIDENCE; a window of each (a window
+    # holds at most what its file holds, so only the files kept are cut: a common term left
+    # hundreds of files to cut windows of, 1.6 s of a 3 s answer on fastapi).
+    files = sorted(((-measure.counted(path, counts, len(data)), _scan_order(path, terms), path)
+                    for path, (data, counts) in held.items()
+                    if sum(w for w, n in zip(weights, counts) if n) / total >= MIN_EVIDENCE))
+    best: list[tuple[str, float, float, int, list[str]]] = []
+    for negative, _, path in files:
+        if len(best) >= SCAN_KEEP:
             break
         window = _best_window(held[path][0], terms, weights)
-        if window is not None and window[0] / total >= MIN_EVIDENCE:
-            best.append((rank(window[0] / total, path), window[0] / total, window[1], window[2]))
-            best = sorted(best, key=lambda item: item[0])[:SCAN_KEEP]
+        if window is not None:
+            best.append((path, -negative, window[0] / total, window[1], window[2]))
     asked = query_words(query)
-    snippets = [_snippet(key[2], share, _coverage(asked, lines), start, lines, scrub)
-                for key, share, start, lines in best]
-    return Scan(snippets, list(terms), weights, searched, len(paths))
+    snippets = [_snippet(path, share, _coverage(asked, lines), start, lines, scrub, rank)
+                for path, rank, share, start, lines in best]
+    return Scan(snippets, list(terms), weights, searched, len(paths), measure)
 
 
-def _weights(terms: Sequence[Term], held: Mapping[str, tuple[bytes, frozenset[int]]],
+def _weights(terms: Sequence[Term], held: Mapping[str, tuple[bytes, tuple[int, ...]]],
              searched: int, indexed: int, frequency: Mapping[str, int]) -> list[float]:
-    """Each term's IDF over the indexed chunks and the files scanned together. A word held
-    by more than COMMON_SHARE of enough files scanned (common in the unread part) weighs 0;
-    a name written as code weighs at least as much as the heaviest word (on fastapi,
-    ``HTTPException`` is in hundreds of files, and a README window holding "turned" outranked
-    the module that raises it)."""
+    """Each term's BM25 IDF over the indexed chunks and the files scanned together (a term
+    held by most of them weighs next to nothing; none is left out, since a question's
+    plainest words, 'status code', 'validation error', are what its file holds most). A name
+    written as code weighs at least as much as the heaviest word (on fastapi,
+    ``HTTPException`` is in hundreds of files, and a README window holding "turned"
+    outranked the module that raises it)."""
+    documents = searched + indexed
     weights = []
     for i, term in enumerate(terms):
-        in_scan = sum(1 for _, found in held.values() if i in found)
-        if not term.identifier and searched >= SCAN_SHARE_MIN_FILES \
-                and in_scan > COMMON_SHARE * searched:
-            weights.append(0.0)
-            continue
-        df = in_scan + frequency.get(light_stem(term.needle), 0)
-        weights.append(math.log(1 + (searched + indexed) / (1 + df)))
+        df = sum(1 for _, counts in held.values() if counts[i]) \
+            + frequency.get(light_stem(term.needle), 0)
+        weights.append(math.log(1 + (documents - df + 0.5) / (df + 0.5)))
     heaviest = max((w for w, t in zip(weights, terms) if not t.identifier), default=0.0)
     return [max(w, heaviest) if t.identifier else w for w, t in zip(weights, terms)]
-
-
-def _held_weight(lower: str, terms: Sequence[Term], weights: Sequence[float]) -> float:
-    return sum(w for t, w in zip(terms, weights) if w and t.needle in lower)
 
 
 def _scan_order(path: str, terms: Sequence[Term]) -> tuple[int, int]:
@@ -343,41 +397,56 @@ def _coverage(asked: Sequence[str], lines: Sequence[str]) -> float:
 
 
 def _snippet(path: str, share: float, coverage: float, start: int, lines: list[str],
-             scrub: Callable[[str, str], str]) -> ContextSnippet:
+             scrub: Callable[[str, str], str], rank: float) -> ContextSnippet:
     text = scrub("\n".join(lines), path)
     return ContextSnippet(
         chunk_id=f"{PROVIDER_ID}:{path}:{start}", score=share, file_path=path, label="",
         kind=ChunkKind.CODE_BLOCK.value, text=text, language=language_for(path) or "",
         start_line=start, end_line=start + len(lines) - 1, tokens=estimate_tokens(text),
         providers=(PROVIDER_ID,),
-        metadata={"scan_evidence": round(share, 4), "bm25_coverage": round(coverage, 4),
-                  "read_from_disk": True})
+        metadata={"scan_evidence": round(share, 4), "scan_score": round(rank, 4),
+                  "bm25_coverage": round(coverage, 4), "read_from_disk": True})
 
 
 def place_scanned(candidates: Sequence[ContextSnippet], scan: Scan) -> list[ContextSnippet]:
     """The indexed candidates and the scanned windows in one list, best first. A window goes
-    below every candidate (indexed or scanned) that holds at least as much of the
-    distinctive terms as it does, and above the rest; its score lies between its
-    neighbours' (the indexed candidates keep theirs). With no indexed candidate, a window
-    scores its evidence."""
+    below the scan's better windows and below every indexed candidate that measures at least
+    as much as its file does (:class:`Measure`: the same BM25 scale, role priors and path
+    words for both), and above the rest; its score lies between its neighbours' (the indexed
+    candidates keep theirs and their order), below the one above by their measures' ratio.
+    The first, when above every indexed candidate, as far above the best one as it measures
+    more (at least 1%); with no indexed candidate at all, it scores its evidence. Placing by the share of the terms held put an indexed README chunk that says
+    each word of a question once above the scanned module about them."""
     ranked = sorted(candidates, key=lambda s: -s.score)
-    if not scan.snippets:
+    if not scan.snippets or scan.measure is None:
         return ranked
-    # (evidence, snippet, scanned)
-    placed = [(scan.evidence(c.text), c, False) for c in ranked]
-    for hit in scan.snippets:  # best evidence first
-        evidence = float(hit.metadata["scan_evidence"])
-        after = max((i for i, (e, _, _) in enumerate(placed) if e >= evidence), default=-1)
-        placed.insert(after + 1, (evidence, hit, True))
+    measure = scan.measure
+    # (measure, snippet, scanned)
+    placed = [(measure.of_text(c.file_path, c.text), c, False) for c in ranked]
+    last = -1  # where the scan's previous window went: the scan's own order stays
+    for hit in scan.snippets:  # best first
+        rank = float(hit.metadata["scan_score"])
+        last = max([last] + [i for i, (m, _, _) in enumerate(placed) if m >= rank]) + 1
+        placed.insert(last, (rank, hit, True))
     out: list[ContextSnippet] = []
-    for i, (evidence, snippet, scanned) in enumerate(placed):
+    for i, (rank, snippet, scanned) in enumerate(placed):
         if scanned:
+            evidence = float(snippet.metadata["scan_evidence"])
             above = out[-1].score if out else None
-            below = next((s.score for _, s, later in placed[i + 1:] if not later), None)
-            if above is None:
-                score = evidence if below is None else (below * 1.01 or evidence)
+            below, below_measure = next(((s.score, m) for m, s, later in placed[i + 1:]
+                                         if not later), (None, 0.0))
+            if above is None:  # as far above the indexed best as it measures more
+                score = evidence if below is None else (
+                    below * max(1.01, rank / below_measure if below_measure > 0 else 0.0)
+                    or evidence)
             else:
-                score = above * 0.99 if below is None else (above + below) / 2
+                # Below the one above as much as it measures less: MMR reads a score against
+                # the best one, and windows 1% apart each left the choice to word overlap
+                # alone (fastapi's openapi/utils.py, second of the scan, was not shown).
+                previous = placed[i - 1][0]
+                score = above * min(1.0, rank / previous) if previous > 0 else above
+                if below is not None and score <= below:
+                    score = (above + below) / 2
             snippet = dataclasses.replace(snippet, score=score)
         out.append(snippet)
     return out
