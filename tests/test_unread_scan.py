@@ -1,6 +1,6 @@
-"""The text scan of files not indexed yet (contextd.query.unread_scan): only the query's
-distinctive terms are searched, a scanned window never ranks above an indexed chunk holding as
-much of them, and the note says how many files were searched. Real files on disk, a real
+"""The text scan of files not indexed yet (contextd.query.unread_scan): the query's words are
+searched and weighed by their rarity, a scanned window never ranks above an indexed chunk
+that measures as much, and the note says how many files were searched. Real files on disk, a real
 BM25 index for the document frequencies of the part indexed."""
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from contextd.config.sections import RankingConfig
 from contextd.providers.fulltext import BM25Index, code_tokens
 from contextd.query.literals import query_literals
 from contextd.query.unread_scan import (
-    PROVIDER_ID, distinctive_terms, place_scanned, scan_priors, scan_unread,
+    PROVIDER_ID, place_scanned, scan_priors, scan_unread, search_terms,
 )
 from contextd.records import ChunkKind, ContextSnippet
-from contextd.text.stemming import light_stem
 
 HANDLER = 'def handle():\n    """Handle one request."""\n    return 1\n'
 INVOICE = ('def invoice_total(lines):\n    """Sum quantity times unit price over the invoice '
@@ -42,14 +41,23 @@ def _write(root: Path, files: dict[str, str]) -> list[str]:
     return sorted(files)
 
 
-def test_words_common_in_the_indexed_part_are_not_searched():
+def test_a_word_common_in_the_indexed_part_weighs_next_to_nothing(tmp_path):
+    """Every word of the query is searched, weighed by its rarity over the indexed chunks and
+    the files scanned: 'handle' and 'request', in every handler, weigh next to nothing, so
+    the handlers not indexed yet hold too little of the query to be shown."""
     texts = {f"h{i}": HANDLER for i in range(200)}
     texts["invoice"] = INVOICE
     indexed, frequency = _indexed(texts)
+    pending = _write(tmp_path, {**{f"gen/handler_{i}.py": HANDLER for i in range(20)},
+                                "billing/credit.py": "def credit(invoice):\n    return -1\n"})
     query = "handle the invoice request"
-    terms = distinctive_terms(query, query_literals(query, (), ()), indexed, frequency)
-    assert [t.written for t in terms] == ["invoice"]
-    assert frequency[light_stem("handle")] == 200  # held by every handler: not distinctive
+    terms = search_terms(query, query_literals(query, (), ()))
+    assert [t.written for t in terms] == ["handle", "invoice", "request"]
+    scan = scan_unread(str(tmp_path), pending, query, terms, indexed, frequency,
+                       lambda text, _path: text)
+    weight = dict(zip([t.written for t in terms], scan.weights))
+    assert weight["handle"] < weight["invoice"] / 20 and weight["request"] < weight["invoice"] / 20
+    assert [s.file_path for s in scan.snippets] == ["billing/credit.py"]
 
 
 def test_a_window_of_common_words_is_not_fused_above_the_indexed_answer(tmp_path):
@@ -61,7 +69,7 @@ def test_a_window_of_common_words_is_not_fused_above_the_indexed_answer(tmp_path
     texts["invoice"] = INVOICE
     indexed, frequency = _indexed(texts)
     query = "invoice total of the lines handle one request"
-    terms = distinctive_terms(query, query_literals(query, (), ()), indexed, frequency)
+    terms = search_terms(query, query_literals(query, (), ()))
     scan = scan_unread(str(tmp_path), pending, query, terms, indexed, frequency,
                        lambda text, _path: text)
     assert scan.snippets == []
@@ -83,7 +91,7 @@ def test_a_scanned_window_ranks_below_indexed_chunks_with_as_much_evidence(tmp_p
     texts = {"parcels": both.text, "shipping": one.text, **{f"h{i}": HANDLER for i in range(50)}}
     indexed, frequency = _indexed(texts)
     query = "damaged parcel courier"
-    terms = distinctive_terms(query, (), indexed, frequency)
+    terms = search_terms(query, ())
     assert {t.written for t in terms} == {"damaged", "parcel", "courier"}
     scan = scan_unread(str(tmp_path), pending, query, terms, indexed, frequency,
                        lambda text, _path: text)
@@ -102,7 +110,7 @@ def test_the_note_says_how_many_files_were_not_searched_within_the_budget(tmp_pa
     pending = _write(tmp_path, {f"src/m{i}.py": f"def m{i}():\n    return {i}\n"
                                 for i in range(10)})
     query = "zqtok61x7229008"
-    terms = distinctive_terms(query, query_literals(query, (), ()), 0, {})
+    terms = search_terms(query, query_literals(query, (), ()))
     scan = scan_unread(str(tmp_path), pending, query, terms, 0, {}, lambda text, _p: text,
                        budget_s=0.0)
     assert scan.searched == 0
@@ -121,7 +129,7 @@ def test_a_name_written_as_code_outweighs_a_rare_plain_word(tmp_path):
     files["README.md"] = "# Docs\n\nYour code turned into an API.\n"
     pending = _write(tmp_path, files)
     query = "how is an HTTPException turned into a JSON error response"
-    terms = distinctive_terms(query, (), 0, {})
+    terms = search_terms(query, ())
     assert [t.written for t in terms if t.identifier] == ["HTTPException"]
     scan = scan_unread(str(tmp_path), pending, query, terms, 0, {}, lambda text, _p: text)
     assert scan.snippets[0].file_path == "fastapi/exception_handlers.py"
@@ -136,7 +144,7 @@ def test_the_package_code_comes_before_its_docs_examples_at_equal_evidence(tmp_p
         "docs_src/models/tutorial001.py": "@app.get('/', response_model=Item)\n",
         "fastapi/routing.py": "def serialize(response_model, content):\n    return content\n"})
     query = "where is response_model used"
-    terms = distinctive_terms(query, (), 0, {})
+    terms = search_terms(query, ())
     scan = scan_unread(str(tmp_path), pending, query, terms, 0, {}, lambda text, _p: text,
                        priors=scan_priors(RankingConfig()))
     assert [s.file_path for s in scan.snippets] == ["fastapi/routing.py",
@@ -154,7 +162,7 @@ def test_the_window_shown_opens_on_the_first_place_holding_most_of_the_terms(tmp
     lines[90] = "reconcile once more"             # one term, late
     paths = _write(tmp_path, {"books/ledger_tools.py": "\n".join(lines) + "\n"})
     query = "reconcile ledger"
-    terms = distinctive_terms(query, [], 0, {})
+    terms = search_terms(query, [])
     scan = scan_unread(str(tmp_path), paths, query, terms, 0, {}, lambda text, _path: text)
     [hit] = scan.snippets
     assert (hit.start_line, hit.end_line) == (41, 52)
@@ -169,7 +177,7 @@ def test_only_the_best_files_are_kept_in_rank_order(tmp_path):
                   for n in range(5)})
     paths = _write(tmp_path, files)
     query = "reconcile ledger"
-    scan = scan_unread(str(tmp_path), paths, query, distinctive_terms(query, [], 0, {}), 0, {},
+    scan = scan_unread(str(tmp_path), paths, query, search_terms(query, []), 0, {},
                        lambda text, _path: text)
     shown = [hit.file_path for hit in scan.snippets]
     assert shown[:5] == [f"pkg/full_{n:02d}.py" for n in range(5)]

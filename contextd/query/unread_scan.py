@@ -1,4 +1,4 @@
-"""The files not read yet, searched as text for the query's distinctive words only.
+"""The files not read yet, searched as text for the query's words, ranked as BM25 would.
 
 A first command reads a large project for a second or two and answers from what it read;
 the background owner reads the rest. On a 12,000-file project the first answer came from a
@@ -7,12 +7,14 @@ So while files wait to be indexed (the bootstrap's pending list), an answer also
 bytes the way ripgrep would (a case-insensitive count per term over each file, source code
 first, at most SCAN_BUDGET_S), and fuses the best files' best windows, read from disk.
 
-Only the query's *distinctive* terms are searched: its literals (quoted strings, identifiers,
-ids: :mod:`contextd.query.literals`) and its words that are not stop words and are rare in the
-part already indexed (BM25 document frequencies: held by at most COMMON_SHARE of the indexed
-chunks). A first try searched every word of the query: in a project of 5,000 look-alike
-handlers, 12-line windows matched on the query's common words were fused above the one
-indexed file that answered.
+The query's literals (quoted strings, identifiers, ids: :mod:`contextd.query.literals`), its
+names written as code and its words that are not stop words are searched. A word common in
+the part indexed or scanned weighs next to nothing (its BM25 rarity), and a file whose terms
+weigh less than MIN_EVIDENCE of the query's is not shown: in a project of 5,000 look-alike
+handlers, windows matched on the query's common words were once fused above the one indexed
+file that answered. (Leaving such words out of the search instead, as a later pass did, left
+the scan ranking wagtail's image models by "generated" and "cached" alone once the owner had
+indexed the image package's other modules.)
 
 The files found are ranked the way the complete index would rank them (issue 37: the first
 answers had the right file in the top 5 for 5 of 8 fastapi questions, the complete lexical
@@ -49,11 +51,6 @@ PROVIDER_ID = "text_scan"
 WINDOW_LINES = 12
 # Words shorter than this match inside too many others to be searched as substrings.
 MIN_WORD_LENGTH = 3
-# A word held by more than this share of the indexed chunks tells files apart no better than
-# the indexed answer does: it is not searched for.
-COMMON_SHARE = 0.02
-# ... unless it is held by this few chunks (a small index says little about rarity).
-RARE_MIN_DOCS = 3
 # BM25's length normalisation over whole files (the index's b is 0.75 over chunks). A file is
 # many chunks and the index finds a long module by one of them; at 0.75 over files,
 # fastapi's routing.py and dependencies/utils.py (4,000 and 1,000 lines) sank below a dozen
@@ -87,8 +84,9 @@ _CODE_NAME_RE = re.compile(
 _PATH_WORD_RE = re.compile(r"[a-z0-9]+")
 SCANNED_NOTE = ("{searched:,} of the {pending:,} files not indexed yet were searched as text "
                 "for {terms} ({found}); {left:,} not searched")
-NO_TERMS_NOTE = ("the {pending:,} files not indexed yet were not searched as text: every word "
-                 "of the query is common in the part indexed")
+NO_TERMS_NOTE = ("the {pending:,} files not indexed yet were not searched as text: the query "
+                 "has no word to search for (stop words and words under "
+                 f"{MIN_WORD_LENGTH} letters are not searched)")
 
 
 FULL_TEXT_ID = "full_text"
@@ -123,7 +121,7 @@ class UnreadScan:
             return list(candidates), None, []
         asked = query_words(query) + [lit.text.lower() for lit in literals]
         indexed, frequency = self._frequencies(asked + [_needle(w) for w in asked])
-        terms = distinctive_terms(query, literals, indexed, frequency)
+        terms = search_terms(query, literals)
         security, ranking = self.project.config.security, self.project.config.ranking
         scan = scan_unread(str(self.project.root), pending, query, terms, indexed, frequency,
                            lambda text, path: scrub_secrets(text, path, security).text,
@@ -151,7 +149,7 @@ def scan_priors(ranking: Any) -> tuple[float, float, float, float]:
 
 @dataclasses.dataclass(frozen=True)
 class Term:
-    """One distinctive term: the lower-cased text searched for and what the query wrote."""
+    """One term searched for: the lower-cased text searched for and what the query wrote."""
 
     needle: str
     written: str
@@ -160,25 +158,22 @@ class Term:
     identifier: bool = False
 
 
-def distinctive_terms(query: str, literals: Sequence[Literal], indexed: int,
-                      frequency: Mapping[str, int]) -> list[Term]:
-    """The query's literals, then its words that are neither stop words nor common among the
-    ``indexed`` chunks (``frequency``: a word's BM25 document frequency, by its stem)."""
+def search_terms(query: str, literals: Sequence[Literal]) -> list[Term]:
+    """The query's literals, its names written as code, then its words (no stop word, no
+    short one), each once."""
     terms = {lit.text.lower(): Term(lit.text.lower(), lit.text, identifier=True)
              for lit in literals if len(lit.text) >= MIN_WORD_LENGTH}
     for name in _CODE_NAME_RE.findall(query):
         if len(name) >= MIN_WORD_LENGTH:
             terms.setdefault(name.lower(), Term(name.lower(), name, identifier=True))
-    limit = max(RARE_MIN_DOCS, COMMON_SHARE * indexed)
     for word in query_words(query):
-        if frequency.get(light_stem(word), 0) <= limit:
-            terms.setdefault(word, Term(_needle(word), word))
+        terms.setdefault(word, Term(_needle(word), word))
     return list(terms.values())
 
 
 def query_words(query: str) -> list[str]:
-    """The lower-cased words of a query that could be distinctive (no stop word, no short
-    one), each once."""
+    """The lower-cased words of a query that are searched (no stop word, no short one), each
+    once."""
     return list(dict.fromkeys(w for w in words(query)
                               if len(w) >= MIN_WORD_LENGTH and w not in STOP_WORDS))
 
@@ -251,8 +246,9 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
                 path_boost: float = 0.0) -> Scan:
     """Search the files ``paths`` (root-relative, not indexed yet) for ``terms`` of
     ``query`` (whose words a window holds is its coverage, as BM25 coverage for calibration);
-    ``indexed``/``frequency`` as for :func:`distinctive_terms` weigh each term (a term rare
-    among the indexed chunks and the files scanned weighs most); ``scrub(text, path)``
+    ``indexed``/``frequency`` (the indexed chunks, the BM25 document frequency of a word's
+    stem among them) weigh each term (a term rare among the indexed chunks and the files
+    scanned weighs most); ``scrub(text, path)``
     redacts a snippet's secrets as indexing would; ``priors``: the factor of a file's score
     by its kind (source, docs, tests, configuration: :func:`scan_priors`); ``path_boost``: as
     ``[ranking] path_words_boost``.
