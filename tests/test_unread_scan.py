@@ -5,7 +5,10 @@ BM25 index for the document frequencies of the part indexed."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+
+import pytest
 
 from contextd.config.sections import RankingConfig
 from contextd.providers.fulltext import BM25Index, code_tokens
@@ -182,3 +185,127 @@ def test_only_the_best_files_are_kept_in_rank_order(tmp_path):
     shown = [hit.file_path for hit in scan.snippets]
     assert shown[:5] == [f"pkg/full_{n:02d}.py" for n in range(5)]
     assert len(shown) == len(set(shown)) <= 20
+
+
+SWAGGER = '''"""The interactive API documentation pages."""
+
+
+def get_swagger_ui_html(openapi_url, title):
+    """The Swagger UI page: its HTML, with the Swagger UI bundle and its CSS."""
+    html = f"""<!DOCTYPE html><html><head><title>{title}</title>
+    <link href="swagger-ui.css" rel="stylesheet"></head>
+    <body><div id="swagger-ui"></div>
+    <script src="swagger-ui-bundle.js"></script>
+    <script>SwaggerUIBundle({{url: '{openapi_url}', dom_id: '#swagger-ui'}})</script>
+    </body></html>"""
+    return HTMLResponse(html)
+
+
+def get_redoc_html(openapi_url, title):
+    """The ReDoc page: its HTML."""
+    return HTMLResponse(f"<html><title>{title}</title><redoc spec-url='{openapi_url}'></html>")
+'''
+# A docs page per language that says each word of the question once, as fastapi's do.
+GUIDE = ("# {lang}: the docs\n\nThe app serves a Swagger UI page, an HTML page built at "
+         "startup.\n\nSee the tutorial for more.\n")
+
+
+def _never_indexed(root: Path):
+    """A store over ``root`` whose bootstrap was cancelled before it read a file: every file
+    is pending, so answers come from the scan of the files not read yet."""
+    from contextd.config.project import Project
+    from contextd.indexer import Indexer
+    from contextd.store import open_store
+
+    project = Project.open(root)
+    store = open_store(project)
+    cancelled = threading.Event()
+    cancelled.set()
+    Indexer(project, store, embed=False).ensure_indexed(cancel=cancelled, embed=False)
+    return project, store
+
+
+def test_the_first_answer_ranks_unread_files_as_the_complete_index_does(tmp_path):
+    """A project never indexed: the module about the Swagger UI page holds "swagger" and
+    "html" many times but never "built"; each language's docs page says every word of the
+    question once. Ranked by the share of the words held, the docs pages came first; ranked
+    as BM25 ranks files (occurrences, rarity, the docs factor), the module does, as it does
+    once the whole project is indexed."""
+    from contextd import ContextModule
+    from contextd.indexer import Indexer
+    from contextd.query.records import QueryRequest
+
+    files = {"app/openapi/docs.py": SWAGGER,
+             **{f"docs/{lang}/index.md": GUIDE.format(lang=lang)
+                for lang in ("en", "de", "fr", "es", "ko")},
+             **{f"app/part_{n}.py": f"def part_{n}(built):\n    return built + {n}\n"
+                for n in range(4)}}
+    _write(tmp_path, files)
+    question = "how is the Swagger UI HTML page built"
+    project, store = _never_indexed(tmp_path)
+    try:
+        assert len(store.progress_pending()[1]) == len(files)
+        module = ContextModule(project, store)
+        first = module.query(QueryRequest(question, k=5))
+        assert first.hits[0].file_path == "app/openapi/docs.py", \
+            [h.file_path for h in first.hits]
+        assert first.hits[0].providers == ("text_scan",)
+        module.shutdown()
+        Indexer(project, store, embed=False).ensure_indexed(embed=False)
+        module = ContextModule(project, store)
+        complete = module.query(QueryRequest(question, k=5))
+        assert not store.progress_pending()[1]
+        assert complete.hits[0].file_path == "app/openapi/docs.py"
+        module.shutdown()
+    finally:
+        store.close()
+
+
+def _readme(text: str) -> ContextSnippet:
+    return ContextSnippet(chunk_id="README.md:1", score=0.8, file_path="README.md", label="",
+                          kind=ChunkKind.MARKDOWN_SECTION.value, text=text, language="markdown",
+                          start_line=1, end_line=text.count("\n") + 1, tokens=30,
+                          providers=("full_text",))
+
+
+def test_a_scanned_module_is_placed_above_an_indexed_readme_that_says_each_word_once(
+        tmp_path):
+    """The README is indexed (a few hundred files are, early on), the module about the
+    question is not. The README's chunk holds every word of the question once; the module
+    holds most of them many times. Placed by the share of the words held, the module went
+    below the README; placed by the same BM25 measure as the files scanned (occurrences,
+    the docs factor), it goes above, as the complete index ranks them."""
+    pending = _write(tmp_path, {"app/openapi/docs.py": SWAGGER,
+                                **{f"app/part_{n}.py": f"def part_{n}(built):\n    return {n}\n"
+                                   for n in range(4)}})
+    readme = _readme(GUIDE.format(lang="en"))
+    indexed, frequency = _indexed({"readme": readme.text,
+                                   **{f"h{i}": HANDLER for i in range(20)}})
+    query = "how is the Swagger UI HTML page built"
+    scan = scan_unread(str(tmp_path), pending, query, search_terms(query, ()), indexed,
+                       frequency, lambda text, _path: text, priors=scan_priors(RankingConfig()))
+    assert scan.snippets[0].file_path == "app/openapi/docs.py"
+    placed = place_scanned([readme], scan)
+    assert [s.file_path for s in placed][:2] == ["app/openapi/docs.py", "README.md"]
+    assert placed[0].score > placed[1].score
+
+
+def test_scanned_windows_score_as_far_apart_as_their_files_measure(tmp_path):
+    """MMR reads each score against the best one: scanned windows that scored 1% apart each
+    left the choice to word overlap alone. A window's score is the one above it times the
+    ratio of their measures (fastapi's openapi/utils.py, second of the scan at 91% of the
+    first, was dropped for a file at 40%)."""
+    files = {"pkg/ledger.py": "def reconcile(ledger):\n    '''Reconcile the ledger.'''\n"
+                              "    return ledger.reconcile()\n",
+             "pkg/books.py": "def close(ledger):\n    return ledger\n",
+             **{f"pkg/other_{n}.py": f"def other_{n}():\n    return {n}\n" for n in range(8)}}
+    paths = _write(tmp_path, files)
+    query = "reconcile the ledger"
+    scan = scan_unread(str(tmp_path), paths, query, search_terms(query, ()), 0, {},
+                       lambda text, _path: text)
+    assert [s.file_path for s in scan.snippets] == ["pkg/ledger.py", "pkg/books.py"]
+    measures = [s.metadata["scan_score"] for s in scan.snippets]
+    placed = place_scanned([], scan)
+    assert placed[1].score / placed[0].score == pytest.approx(measures[1] / measures[0],
+                                                              rel=0.01)
+    assert placed[1].score / placed[0].score < 0.8
