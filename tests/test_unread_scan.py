@@ -12,11 +12,13 @@ import pytest
 
 from contextd.config.sections import RankingConfig
 from contextd.providers.fulltext import BM25Index, code_tokens
+from contextd.query.path_words import PathWords
 from contextd.query.literals import query_literals
 from contextd.query.unread_scan import (
-    PROVIDER_ID, place_scanned, scan_priors, scan_unread, search_terms,
+    PROVIDER_ID, place_scanned, scan_order, scan_priors, scan_unread, search_terms,
 )
 from contextd.records import ChunkKind, ContextSnippet
+from contextd.text.stemming import light_stem
 
 HANDLER = 'def handle():\n    """Handle one request."""\n    return 1\n'
 INVOICE = ('def invoice_total(lines):\n    """Sum quantity times unit price over the invoice '
@@ -309,3 +311,20 @@ def test_scanned_windows_score_as_far_apart_as_their_files_measure(tmp_path):
     assert placed[1].score / placed[0].score == pytest.approx(measures[1] / measures[0],
                                                               rel=0.01)
     assert placed[1].score / placed[0].score < 0.8
+
+
+def test_files_whose_paths_spell_most_of_the_query_are_searched_first():
+    """The budget may end before the last source file: the paths that spell most of the
+    question's words go first, source code before docs and tests, not every path spelling
+    some term alike (wagtail's ``import_redirects.py`` spelt 'port' as much as
+    ``models/sites.py`` spelt 'site'); the module searched first is the one the question is
+    about, wherever the listing put it."""
+    paths = ["wagtail/contrib/redirects/management/commands/import_redirects.py",
+             "wagtail/admin/reports/audit.py", "wagtail/admin/views/request_log.py",
+             "wagtail/tests/test_sites.py", "docs/reference/sites.md",
+             *[f"wagtail/admin/part_{n}.py" for n in range(5)], "wagtail/models/sites.py"]
+    stems = frozenset(light_stem(w) for w in ("site", "matched", "request", "hostname", "port"))
+    order = scan_order(paths, PathWords(paths), stems)
+    assert order[0] == "wagtail/models/sites.py"
+    assert order.index("docs/reference/sites.md") > order.index("wagtail/admin/part_4.py")
+    assert order[-1] == "wagtail/tests/test_sites.py"

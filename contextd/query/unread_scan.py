@@ -36,7 +36,6 @@ import time
 from typing import Any, Callable, Container, Mapping, Sequence
 
 from contextd.chunkers.chunking import language_for
-from contextd.providers.fulltext import BM25_K1
 from contextd.query.evidence import words
 from contextd.query.literals import Literal
 from contextd.query.path_words import PathWords
@@ -51,12 +50,14 @@ PROVIDER_ID = "text_scan"
 WINDOW_LINES = 12
 # Words shorter than this match inside too many others to be searched as substrings.
 MIN_WORD_LENGTH = 3
+# BM25's term-frequency saturation, as the index's (its provider sits above this stage).
+FILE_K1 = 1.5
 # BM25's length normalisation over whole files (the index's b is 0.75 over chunks). A file is
 # many chunks and the index finds a long module by one of them; at 0.75 over files,
 # fastapi's routing.py and dependencies/utils.py (4,000 and 1,000 lines) sank below a dozen
 # short tests that say "dependencies" and "yield" once each.
 FILE_LENGTH_B = 0.3
-# A file's score by its kind (source, docs, tests, configuration: _scan_order) when the
+# A file's score by its kind (source, docs, tests, configuration: _kind) when the
 # caller gives none.
 NO_PRIORS = (1.0, 1.0, 1.0, 1.0)
 # How long one answer may spend scanning files not read yet (12,000 small files take 0.3 s on
@@ -72,16 +73,13 @@ MAX_SCAN_BYTES = 2_000_000
 # reaches is what answers most questions.
 _DOC_SUFFIXES = frozenset({".md", ".mdx", ".rst", ".txt", ".adoc"})
 _CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".xml"})
-# The kinds of _scan_order whose paths say what their code is about (source, tests), as the
+# The kinds (_kind) whose paths say what their code is about (source, tests), as the
 # ranking's path words boost only code: docs pages are named by their topic in every language.
 _CODE_KINDS = frozenset({0, 2})
-# Words of a path (folders and file name) at least this long count as spelling a query term.
-PATH_WORD_LENGTH = 4
 # A name written as code: snake_case, camelCase, or capitals inside a word (HTTPException,
 # OpenAPI); not an acronym alone (JSON, HTML: prose writes them everywhere).
 _CODE_NAME_RE = re.compile(
     r"\b(?:[A-Za-z]\w*_\w*[A-Za-z0-9]|[a-z]+[A-Z]\w*|[A-Z]+[a-z]\w*[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
-_PATH_WORD_RE = re.compile(r"[a-z0-9]+")
 SCANNED_NOTE = ("{searched:,} of the {pending:,} files not indexed yet were searched as text "
                 "for {terms} ({found}); {left:,} not searched")
 NO_TERMS_NOTE = ("the {pending:,} files not indexed yet were not searched as text: the query "
@@ -103,7 +101,8 @@ class UnreadScan:
 
     def placed(self, candidates: Sequence[ContextSnippet], query: str,
                literals: Sequence[Literal], scope: ContextScope,
-               accepts_path: Callable[[str], bool] | None, indexed_paths: Container[str]
+               accepts_path: Callable[[str], bool] | None, indexed_paths: Container[str],
+               word_stems: frozenset[str] | None = None
                ) -> tuple[list[ContextSnippet], str | None, list[str]]:
         """(the candidates with the scanned windows placed among them, the note saying how
         many files were searched, the files not indexed yet: translation groups span them
@@ -111,7 +110,9 @@ class UnreadScan:
         only indexing knows (languages, chunk kinds, roles).
         ``accepts_path``: the scope's test of a path (None: every path is inside);
         ``indexed_paths``: the files the answer's indexes hold (a pending file a refresh has
-        indexed since, after a cancelled rebuild, is not scanned again)."""
+        indexed since, after a cancelled rebuild, is not scanned again); ``word_stems``: the
+        query's word stems, identifiers' parts included, as the ranking's path words read
+        them (default: the stems of :func:`query_words`)."""
         if scope.languages or scope.kinds or scope.roles:
             return list(candidates), None, []
         _, pending = self.store.progress_pending()
@@ -125,7 +126,8 @@ class UnreadScan:
         security, ranking = self.project.config.security, self.project.config.ranking
         scan = scan_unread(str(self.project.root), pending, query, terms, indexed, frequency,
                            lambda text, path: scrub_secrets(text, path, security).text,
-                           priors=scan_priors(ranking), path_boost=ranking.path_words_boost)
+                           priors=scan_priors(ranking), path_boost=ranking.path_words_boost,
+                           stems=word_stems)
         return place_scanned(candidates, scan), scan.note(), pending
 
     def _frequencies(self, asked: Sequence[str]) -> tuple[int, dict[str, int]]:
@@ -140,7 +142,7 @@ class UnreadScan:
 
 def scan_priors(ranking: Any) -> tuple[float, float, float, float]:
     """The factor of a scanned file's score by its kind (source, docs, tests, configuration:
-    :func:`_scan_order`): the ``[ranking]`` role factors the index's answer applies (docs and
+    :func:`_kind`): the ``[ranking]`` role factors the index's answer applies (docs and
     configuration as for an implementation question, tests as ``source_over_tests``), so a
     docs page in each of ten languages does not bury the module it describes."""
     return (1.0, ranking.implementation_doc_factor, ranking.source_over_tests,
@@ -199,16 +201,16 @@ class Measure:
     average: float
     priors: Sequence[float]
     path_boost: float
-    path_words: PathWords | None
+    path_words: PathWords
     stems: frozenset[str]
 
     def counted(self, path: str, counts: Sequence[int], length: int) -> float:
-        norm = BM25_K1 * (1 - FILE_LENGTH_B + FILE_LENGTH_B * length / self.average)
-        lexical = sum(w * n * (BM25_K1 + 1) / (n + norm)
+        norm = FILE_K1 * (1 - FILE_LENGTH_B + FILE_LENGTH_B * length / self.average)
+        lexical = sum(w * n * (FILE_K1 + 1) / (n + norm)
                       for w, n in zip(self.weights, counts) if n and w)
-        kind, _ = _scan_order(path, self.terms)
+        kind = _kind(path)
         boost = 1 + self.path_boost * self.path_words.share(path, self.stems) \
-            if self.path_words is not None and kind in _CODE_KINDS else 1.0
+            if kind in _CODE_KINDS else 1.0
         return lexical * self.priors[kind] * boost
 
     def of_text(self, path: str, text: str) -> float:
@@ -243,7 +245,7 @@ class Scan:
 def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Term],
                 indexed: int, frequency: Mapping[str, int], scrub: Callable[[str, str], str],
                 budget_s: float = SCAN_BUDGET_S, priors: Sequence[float] = NO_PRIORS,
-                path_boost: float = 0.0) -> Scan:
+                path_boost: float = 0.0, stems: frozenset[str] | None = None) -> Scan:
     """Search the files ``paths`` (root-relative, not indexed yet) for ``terms`` of
     ``query`` (whose words a window holds is its coverage, as BM25 coverage for calibration);
     ``indexed``/``frequency`` (the indexed chunks, the BM25 document frequency of a word's
@@ -251,7 +253,10 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
     scanned weighs most); ``scrub(text, path)``
     redacts a snippet's secrets as indexing would; ``priors``: the factor of a file's score
     by its kind (source, docs, tests, configuration: :func:`scan_priors`); ``path_boost``: as
-    ``[ranking] path_words_boost``.
+    ``[ranking] path_words_boost``; ``stems``: the query's word stems its paths are read
+    against (default: those of :func:`query_words`).
+
+    Files are searched in :func:`scan_order`.
 
     The files are ranked by their :class:`Measure`, as BM25 ranks documents, so that the
     first answer orders them as the complete index would. Ranking them by the share of the
@@ -263,7 +268,9 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
     held: dict[str, tuple[bytes, tuple[int, ...]]] = {}
     searched = size = 0
     base = root.rstrip(os.sep) + os.sep
-    for path in sorted(paths, key=lambda p: _scan_order(p, terms)):
+    stems = frozenset(light_stem(w) for w in query_words(query)) if stems is None else stems
+    path_words = PathWords(paths)
+    for path in scan_order(paths, path_words, stems):
         if searched % 64 == 0 and time.monotonic() > deadline:
             break
         searched += 1
@@ -284,12 +291,11 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
     weights = _weights(terms, held, searched, indexed, frequency)
     total = sum(weights) or 1.0
     measure = Measure(list(terms), weights, size / (searched or 1) or 1.0, priors, path_boost,
-                      PathWords(paths) if held else None,
-                      frozenset(light_stem(w) for w in query_words(query)))
+                      path_words, stems)
     # The best files whose terms weigh at least MIN_EVIDENCE; a window of each (a window
     # holds at most what its file holds, so only the files kept are cut: a common term left
     # hundreds of files to cut windows of, 1.6 s of a 3 s answer on fastapi).
-    files = sorted(((-measure.counted(path, counts, len(data)), _scan_order(path, terms), path)
+    files = sorted(((-measure.counted(path, counts, len(data)), _kind(path), path)
                     for path, (data, counts) in held.items()
                     if sum(w for w, n in zip(weights, counts) if n) / total >= MIN_EVIDENCE))
     best: list[tuple[str, float, float, int, list[str]]] = []
@@ -323,25 +329,30 @@ def _weights(terms: Sequence[Term], held: Mapping[str, tuple[bytes, tuple[int, .
     return [max(w, heaviest) if t.identifier else w for w, t in zip(weights, terms)]
 
 
-def _scan_order(path: str, terms: Sequence[Term]) -> tuple[int, int]:
-    """(0 source code, 1 docs and their examples, 2 tests, 3 configuration (see
-    _DOC_SUFFIXES); 0 when the path spells a query term, else 1): within each kind, the
-    files whose path spells a term of the query first, since the budget may end before the
-    kind's last file. Code under a top folder of docs or examples (fastapi's 1,000 modules of
-    ``docs_src/``) counts as docs: the package's own code answers first."""
+def scan_order(paths: Sequence[str], path_words: PathWords, stems: frozenset[str]
+               ) -> list[str]:
+    """The order files are searched in: by kind (source code first: :func:`_kind`), and in
+    each kind those whose paths spell most of the query's words (``stems``) first: the share
+    of a path's distinctive words (``path_words``), as the ranking's path words. The budget
+    may end before a kind's last file: on wagtail at load 17, 832 of 2,904 files were
+    searched, and with every path that spelled any term alike (``import_redirects.py``
+    spelt 'port'), ``models/sites.py`` was not among them for "how is the Site matched from
+    the request hostname and port"."""
+    return sorted(paths, key=lambda p: (_kind(p), -path_words.share(p, stems)))
+
+
+def _kind(path: str) -> int:
+    """0 source code, 1 docs and their examples, 2 tests, 3 configuration (see _DOC_SUFFIXES).
+    Code under a top folder of docs or examples (fastapi's 1,000 modules of ``docs_src/``)
+    counts as docs: the package's own code answers first."""
     lowered = path.lower()
     suffix = lowered[lowered.rfind("."):] if "." in lowered[lowered.rfind("/") + 1:] else ""
     top = lowered.split("/", 1)[0] if "/" in lowered else ""
     if suffix in _DOC_SUFFIXES or "doc" in top or "example" in top:
-        kind = 1
-    elif "test" in lowered:
-        kind = 2
-    else:
-        kind = 3 if suffix in _CONFIG_SUFFIXES else 0
-    parts = [p for p in _PATH_WORD_RE.findall(lowered) if len(p) >= PATH_WORD_LENGTH]
-    spelled = any(p in t.needle or t.needle in p for p in parts for t in terms
-                  if len(t.needle) >= PATH_WORD_LENGTH)
-    return kind, 0 if spelled else 1
+        return 1
+    if "test" in lowered:
+        return 2
+    return 3 if suffix in _CONFIG_SUFFIXES else 0
 
 
 def _best_window(data: bytes, terms: Sequence[Term], weights: Sequence[float]
