@@ -11,7 +11,9 @@ its index removed, and then:
   ``timings_ms`` (``command``: from process start to the answer; ``load``: the providers
   loading their indexes; ``total``: the search), the rest of the wall being interpreter start,
   imports and exit; whether an owner was running when it started; the rank of the right file
-  in the top 5 (``benchmarks/scale/questions_<repo>.json``). ``--runs`` repeats the never-
+  in the top 5 (``benchmarks/scale/questions_<repo>.json``), and for an answer that misses it,
+  its top 5 files with the provider of each (``text_scan``: the scan of the files not read
+  yet; the others: the index). ``--runs`` repeats the never-
   indexed start (min / median / max per question);
 * with ``--complete``: the same questions in process over the complete lexical index, the
   right-file count the first answers are held against;
@@ -176,6 +178,10 @@ def first_answers(root: Path, count: int, runs: int, memory: PeakMemory) -> int:
                   f"{q['query'][:48]}")
             for note in answer.get("notes", []):
                 print(f"        note: {note[:150]}")
+            if rank is None and "hits" in answer:  # where the right file lost: scan or index
+                print("        missed, top 5: " + ", ".join(
+                    f"{hit['file_path']} ({'+'.join(hit.get('providers', []))})"
+                    for hit in answer["hits"][:TOP]))
             if "error" in answer:
                 print(f"        ERROR: {answer['error']}")
         print(f"  right file in the top {TOP}: {right} / {len(asked)}; owner peaks so far: "

@@ -12,9 +12,9 @@ names written as code and its words that are not stop words are searched. A word
 the part indexed or scanned weighs next to nothing (its BM25 rarity), and a file whose terms
 weigh less than MIN_EVIDENCE of the query's is not shown: in a project of 5,000 look-alike
 handlers, windows matched on the query's common words were once fused above the one indexed
-file that answered. (Leaving such words out of the search instead, as a later pass did, left
-the scan ranking wagtail's image models by "generated" and "cached" alone once the owner had
-indexed the image package's other modules.)
+file that answered. Leaving such words out of the search instead, as the scan did before,
+had it rank wagtail's image models by "generated" and "cached" alone once the owner had
+indexed the image package's other modules.
 
 The files found are ranked the way the complete index would rank them (issue 37: the first
 answers had the right file in the top 5 for 5 of 8 fastapi questions, the complete lexical
@@ -63,7 +63,9 @@ NO_PRIORS = (1.0, 1.0, 1.0, 1.0)
 # How long one answer may spend scanning files not read yet (12,000 small files take 0.3 s on
 # a quiet 2-core machine, 1.1-2.2 s at load 12).
 SCAN_BUDGET_S = 1.0
-# Files kept from a scan (the best by evidence) and the least evidence worth showing.
+# Files kept from a scan (the best by their Measure), and the least share of the query's
+# term weight a file must hold to be shown (0.5 left out wagtail's embeds/finders/oembed.py,
+# which holds "oembed", "html" and "url" but not "video" or "fetched").
 SCAN_KEEP = 20
 MIN_EVIDENCE = 0.4
 # Files larger than this are not scanned (the boundary's size limit applies before).
@@ -250,17 +252,16 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
     ``query`` (whose words a window holds is its coverage, as BM25 coverage for calibration);
     ``indexed``/``frequency`` (the indexed chunks, the BM25 document frequency of a word's
     stem among them) weigh each term (a term rare among the indexed chunks and the files
-    scanned weighs most); ``scrub(text, path)``
-    redacts a snippet's secrets as indexing would; ``priors``: the factor of a file's score
-    by its kind (source, docs, tests, configuration: :func:`scan_priors`); ``path_boost``: as
-    ``[ranking] path_words_boost``; ``stems``: the query's word stems its paths are read
-    against (default: those of :func:`query_words`).
+    scanned weighs most); ``scrub(text, path)`` redacts a snippet's secrets as indexing
+    would; ``priors``: the factor of a file's score by its kind (source, docs, tests,
+    configuration: :func:`scan_priors`); ``path_boost``: as ``[ranking] path_words_boost``;
+    ``stems``: the query's word stems its paths are read against (default: those of
+    :func:`query_words`).
 
-    Files are searched in :func:`scan_order`.
-
-    The files are ranked by their :class:`Measure`, as BM25 ranks documents, so that the
-    first answer orders them as the complete index would. Ranking them by the share of the
-    terms they hold put a docs page that says each word once beside the module about them."""
+    Files are searched in :func:`scan_order` and ranked by their :class:`Measure`, as BM25
+    ranks documents, so that the first answer orders them as the complete index would.
+    Ranking them by the share of the terms they hold put a docs page that says each word
+    once beside the module about them."""
     if not terms or not paths:
         return Scan([], list(terms), [], 0, len(paths))
     needles = [t.needle.encode() for t in terms]
