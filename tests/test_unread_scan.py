@@ -12,6 +12,7 @@ import pytest
 
 from contextd.config.sections import RankingConfig
 from contextd.providers.fulltext import BM25Index, code_tokens
+from contextd.query.duplicates import collapse_near_duplicates
 from contextd.query.path_words import PathWords
 from contextd.query.literals import query_literals
 from contextd.query.unread_scan import (
@@ -328,3 +329,43 @@ def test_files_whose_paths_spell_most_of_the_query_are_searched_first():
     assert order[0] == "wagtail/models/sites.py"
     assert order.index("docs/reference/sites.md") > order.index("wagtail/admin/part_4.py")
     assert order[-1] == "wagtail/tests/test_sites.py"
+
+
+# One parameter docstring that two modules carry (fastapi's applications.py and routing.py).
+RESPONSE_DOC = '''    """
+    The response model of the path operation: the response data is filtered by it.
+    Fields the model does not declare are left out of what is sent back to the client,
+    and the values are converted to the declared types, validated, and serialized.
+    Read more in the tutorial about the response model, the status codes it may carry,
+    the headers that go with it, and how extra models inherit from a base model.
+    A model may be a list of models, a dictionary of them, or a union of several.
+    The OpenAPI schema of the operation shows it, with examples where they are given.
+    When no model is given the return annotation of the function is read instead.
+    """
+'''
+
+
+def test_a_window_that_copies_a_better_file_s_window_gives_way_to_the_file_s_own(tmp_path):
+    """Both modules' best window for the question is the docstring they share; the answer's
+    near-duplicate step keeps one file of the two, so the second module shows its next best
+    window that is no copy, and both files are shown."""
+    applications = "".join(f"def {verb}(path, response_model=None):\n{RESPONSE_DOC}"
+                           f"    return route(path, response_model)\n\n\n"
+                           for verb in ("get", "put", "post", "patch", "delete", "head"))
+    routing = (f"def get(path, response_model=None):\n{RESPONSE_DOC}"
+               "    return route(path, response_model)\n\n\n"
+               + "".join(f"def helper_{n}(value):\n    return value + {n}\n\n\n"
+                         for n in range(4))
+               + "def serialize_response(field, data):\n"
+               "    # the response data, validated by the response model's fields\n"
+               "    return field.validate(data)\n")
+    paths = _write(tmp_path, {"pkg/applications.py": applications, "pkg/routing.py": routing,
+                              **{f"pkg/other_{n}.py": f"def other_{n}():\n    return {n}\n"
+                                 for n in range(6)}})
+    query = "where is response_model used to filter the response data"
+    scan = scan_unread(str(tmp_path), paths, query, search_terms(query, ()), 0, {},
+                       lambda text, _path: text)
+    assert [s.file_path for s in scan.snippets] == ["pkg/applications.py", "pkg/routing.py"]
+    assert scan.snippets[1].start_line > 1  # not the docstring the two files share
+    shown = collapse_near_duplicates(place_scanned([], scan))
+    assert [s.file_path for s in shown] == ["pkg/applications.py", "pkg/routing.py"]

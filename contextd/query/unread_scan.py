@@ -36,6 +36,8 @@ import time
 from typing import Any, Callable, Container, Mapping, Sequence
 
 from contextd.chunkers.chunking import language_for
+# The answer's own near-copy test: a window the answer would collapse is not chosen.
+from contextd.query.duplicates import _near_copies, _word_set
 from contextd.query.evidence import words
 from contextd.query.literals import Literal
 from contextd.query.path_words import PathWords
@@ -48,6 +50,8 @@ from contextd.text.tokens import estimate_tokens
 PROVIDER_ID = "text_scan"
 # Lines of a snippet cut around the best place of a file.
 WINDOW_LINES = 12
+# The windows of a file tried, best first, for one that is no near-copy of another file's.
+WINDOW_TRIES = 8
 # Words shorter than this match inside too many others to be searched as substrings.
 MIN_WORD_LENGTH = 3
 # BM25's term-frequency saturation, as the index's (its provider sits above this stage).
@@ -300,12 +304,14 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
                     for path, (data, counts) in held.items()
                     if sum(w for w, n in zip(weights, counts) if n) / total >= MIN_EVIDENCE))
     best: list[tuple[str, float, float, int, list[str]]] = []
+    shown: list[frozenset[str]] = []
     for negative, _, path in files:
         if len(best) >= SCAN_KEEP:
             break
-        window = _best_window(held[path][0], terms, weights)
+        window = _best_window(held[path][0], terms, weights, shown)
         if window is not None:
             best.append((path, -negative, window[0] / total, window[1], window[2]))
+            shown.append(_word_set("\n".join(window[2])))
     asked = query_words(query)
     snippets = [_snippet(path, share, _coverage(asked, lines), start, lines, scrub, rank)
                 for path, rank, share, start, lines in best]
@@ -356,13 +362,19 @@ def _kind(path: str) -> int:
     return 3 if suffix in _CONFIG_SUFFIXES else 0
 
 
-def _best_window(data: bytes, terms: Sequence[Term], weights: Sequence[float]
+def _best_window(data: bytes, terms: Sequence[Term], weights: Sequence[float],
+                 shown: Sequence[frozenset[str]] = ()
                  ) -> tuple[float, int, list[str]] | None:
     """(weight held, first line number, lines) of the WINDOW_LINES-line window of a file
     holding the most weight of the terms, opening on a line that holds one (the first such
-    window); None when the file is not text or holds none. The lines holding each term are
-    found by searching the lower-cased text, not by testing each term on each line (3 s of
-    CPU for fastapi's 944 files holding 'OpenAPI')."""
+    window), unless it is a near-copy of a window ``shown`` from another file (their word
+    sets): then the next best that is not, if one of the next WINDOW_TRIES is; None when the
+    file is not text or holds none. fastapi's routing.py and applications.py carry the same
+    parameter docstrings; routing.py's best window for "where is response_model used to
+    filter the response data" was applications.py's twice over, and the answer's
+    near-duplicate step dropped it (the complete index has the file's other chunks). The
+    lines holding each term are found by searching the lower-cased text, not by testing each
+    term on each line (3 s of CPU for fastapi's 944 files holding 'OpenAPI')."""
     try:
         lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
@@ -383,18 +395,22 @@ def _best_window(data: bytes, terms: Sequence[Term], weights: Sequence[float]
                 if line_number + 1 < len(starts) else -1
         if found:
             held_at[i] = found
-    best = (0.0, 0)
+    windows = []  # (weight, start) of each window opening on a line holding a term
     for start in sorted({n for found in held_at.values() for n in found}):
         weight = 0.0
         for i, found in held_at.items():
             k = bisect.bisect_left(found, start)
             if k < len(found) and found[k] < start + WINDOW_LINES:
                 weight += weights[i]
-        if weight > best[0]:
-            best = (weight, start)
-    weight, start = best
-    if not weight:
+        windows.append((weight, start))
+    windows.sort(key=lambda window: (-window[0], window[1]))
+    if not windows or not windows[0][0]:
         return None
+    for weight, start in windows[:WINDOW_TRIES] if shown else ():
+        words = _word_set("\n".join(lines[start:start + WINDOW_LINES]))
+        if weight and not any(_near_copies(words, other) for other in shown):
+            return weight, start + 1, lines[start:start + WINDOW_LINES]
+    weight, start = windows[0]
     return weight, start + 1, lines[start:start + WINDOW_LINES]
 
 
