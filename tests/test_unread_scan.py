@@ -369,3 +369,29 @@ def test_a_window_that_copies_a_better_file_s_window_gives_way_to_the_file_s_own
     assert scan.snippets[1].start_line > 1  # not the docstring the two files share
     shown = collapse_near_duplicates(place_scanned([], scan))
     assert [s.file_path for s in shown] == ["pkg/applications.py", "pkg/routing.py"]
+
+
+def test_an_indexed_module_is_measured_by_its_whole_file_as_the_scanned_ones_are(tmp_path):
+    """fastapi's security/http.py was indexed; its chunk the index found says "bearer" and
+    "authorization" once, while the tests not read yet say them throughout. Measured by that
+    chunk, the module went below a dozen scanned tests; measured by its file on disk, as a
+    scanned file is, it stays above them."""
+    header = ('class HTTPBearer:\n    """The bearer token of the Authorization header."""\n\n'
+              + "".join(f"    option_{n} = {n}\n" for n in range(16)))
+    module = header + "".join(
+        f"    def step_{n}(self, request):\n"
+        f"        authorization = request.headers.get('Authorization')  # the header\n"
+        f"        scheme, token = authorization.split()  # bearer {n}\n" for n in range(8))
+    test = ("def test_bearer(client):\n    token, scheme = 'bearer token', 'bearer'\n"
+            "    header = {'Authorization': f'{scheme} {token}'}\n"
+            "    assert client.get('/', headers=header).json() == {'scheme': scheme}\n")
+    _write(tmp_path, {"pkg/security/http.py": module})
+    pending = _write(tmp_path, {f"tests/test_bearer_{n}.py": test for n in range(6)})
+    chunk = _chunk("pkg/security/http.py", header, 0.9)
+    indexed, frequency = _indexed({"http": chunk.text, **{f"h{i}": HANDLER for i in range(30)}})
+    query = "how does the bearer token scheme read the Authorization header"
+    scan = scan_unread(str(tmp_path), pending, query, search_terms(query, ()), indexed,
+                       frequency, lambda text, _path: text, priors=scan_priors(RankingConfig()))
+    assert len(scan.snippets) == 6
+    placed = place_scanned([chunk], scan)
+    assert placed[0].file_path == "pkg/security/http.py", [s.file_path for s in placed]

@@ -235,6 +235,7 @@ class Scan:
     searched: int
     pending: int
     measure: Measure | None = None
+    root: str = ""
 
     def note(self) -> str | None:
         if not self.pending:
@@ -315,7 +316,7 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
     asked = query_words(query)
     snippets = [_snippet(path, share, _coverage(asked, lines), start, lines, scrub, rank)
                 for path, rank, share, start, lines in best]
-    return Scan(snippets, list(terms), weights, searched, len(paths), measure)
+    return Scan(snippets, list(terms), weights, searched, len(paths), measure, root)
 
 
 def _weights(terms: Sequence[Term], held: Mapping[str, tuple[bytes, tuple[int, ...]]],
@@ -432,21 +433,44 @@ def _snippet(path: str, share: float, coverage: float, start: int, lines: list[s
                   "bm25_coverage": round(coverage, 4), "read_from_disk": True})
 
 
+def _file_measure(measure: Measure, root: str, candidate: ContextSnippet,
+                  files: dict[str, float]) -> float:
+    """The measure of an indexed candidate's whole file as it is on disk (``files``: those
+    measured already), as a scanned file is measured; its chunk's text when the file cannot
+    be read. Measured by its chunk, fastapi's security/http.py (indexed, one chunk holding
+    the question's words once or twice) went below a dozen scanned tests each saying
+    "bearer", "token" and "authorization" throughout."""
+    if candidate.file_path not in files:
+        try:
+            with open(os.path.join(root, candidate.file_path), "rb") as handle:
+                data = handle.read(MAX_SCAN_BYTES + 1)
+        except OSError:
+            data = b""
+        files[candidate.file_path] = measure.of_text(
+            candidate.file_path, data.decode("utf-8", "replace")) \
+            if root and data and len(data) <= MAX_SCAN_BYTES else -1.0
+    known = files[candidate.file_path]
+    return known if known >= 0 else measure.of_text(candidate.file_path, candidate.text)
+
+
 def place_scanned(candidates: Sequence[ContextSnippet], scan: Scan) -> list[ContextSnippet]:
     """The indexed candidates and the scanned windows in one list, best first. A window goes
-    below the scan's better windows and below every indexed candidate that measures at least
-    as much as its file does (:class:`Measure`: the same BM25 scale, role priors and path
-    words for both), and above the rest; its score lies between its neighbours' (the indexed
-    candidates keep theirs and their order), below the one above by their measures' ratio.
-    The first, when above every indexed candidate, as far above the best one as it measures
-    more (at least 1%); with no indexed candidate at all, it scores its evidence. Placing by the share of the terms held put an indexed README chunk that says
-    each word of a question once above the scanned module about them."""
+    below the scan's better windows and below every indexed candidate whose file measures at
+    least as much as its own (:class:`Measure`: the same BM25 scale, role priors and path
+    words for both, each file as it is on disk: :func:`_file_measure`), and above the rest;
+    its score lies between its neighbours' (the indexed candidates keep theirs and their
+    order), below the one above by their measures' ratio. The first, when above every
+    indexed candidate, is as far above the best one as it measures more (at least 1%); with
+    no indexed candidate at all, it scores its evidence. Placing by the share of the terms
+    held put an indexed README chunk that says each word of a question once above the
+    scanned module about them."""
     ranked = sorted(candidates, key=lambda s: -s.score)
     if not scan.snippets or scan.measure is None:
         return ranked
     measure = scan.measure
     # (measure, snippet, scanned)
-    placed = [(measure.of_text(c.file_path, c.text), c, False) for c in ranked]
+    files: dict[str, float] = {}
+    placed = [(_file_measure(measure, scan.root, c, files), c, False) for c in ranked]
     last = -1  # where the scan's previous window went: the scan's own order stays
     for hit in scan.snippets:  # best first
         rank = float(hit.metadata["scan_score"])
