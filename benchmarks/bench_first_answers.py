@@ -33,11 +33,15 @@ install`` does for an installed package: an editable checkout under
 command, ~0.7 s of each answer at load 3 that no installed contextd pays.
 
 The load average is printed with every figure: the machine is shared, so figures are noisy.
-On 2026-11-28 (load 6-8, 2 shared cores; --questions 8 --checkouts 2 --complete): fastapi
-first answers 2.3-5.6 s (median 3.1 s; the first one 5.6 s), right file in the top 5 for 3 of
-8 against 7 of 8 over the complete lexical index; after a checkout 50 commits back the next
-answer in 2.5 s, current after 36 s, no stale line; owner peak 587 MB. wagtail 1.8-9.3 s
-(median 4.3 s), 6 of 8 against 8 of 8; checkout 3.6 s, current after 45 s; owner peak 718 MB.
+Earlier on 2026-11-28 (load 6-8, 2 shared cores; --checkouts 2): after a checkout 50 commits
+back, fastapi's next answer in 2.5 s, current after 36 s, no stale line; owner peak 587 MB;
+wagtail's checkout 3.6 s, current after 45 s; owner peak 718 MB. Issue 37's fifth pass (the
+unread-file scan ranked as BM25 ranks files, placed by the same measure; --runs 2, load
+8-12, other benchmarks and tests running beside it): right file in the top 5 for 8 of 8 in
+both runs on fastapi (the complete lexical index: 7 of 8) and on wagtail (complete: 8 of 8),
+against 5 of 8 and 6 of 8 before; first answers fastapi 2.2-11.8 s (median 5.2 s), wagtail
+4.4-14.5 s (median 6.3 s), of which the search took 1.1-7.4 s; each first command 4.2-14.5
+s; owner peaks 399-421 MB. 31 of the 32 answers took over 3 s on that loaded machine.
 
     .venv/bin/python benchmarks/bench_first_answers.py /work/corpora/r/fastapi \\
         /work/corpora/r/wagtail [--questions 8] [--runs 2] [--complete] [--checkouts 2] \\
