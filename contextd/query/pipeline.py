@@ -267,7 +267,8 @@ class QueryPipeline:
             accepts = ScopeFilter(scope)
             candidates, scan_note, unread = self.unread.placed(
                 candidates, query, literals, scope,
-                None if accepts.unrestricted else accepts.accepts_path, paths)
+                None if accepts.unrestricted else accepts.accepts_path, paths,
+                understood.word_stems if understood else None)
             notes += [scan_note] if scan_note else []
             if unread:  # a scanned page of docs/ko/ steps back for the docs/en/ one unread
                 groups = TranslationGroups([*paths, *unread])

@@ -1,20 +1,28 @@
-"""The files not read yet, searched as text for the query's distinctive words only.
+"""The files not read yet, searched as text for the query's words, ranked as BM25 would.
 
 A first command reads a large project for a second or two and answers from what it read;
 the background owner reads the rest. On a 12,000-file project the first answer came from a
 few hundred files and said "no strong match" for a question whose file it had not read yet.
 So while files wait to be indexed (the bootstrap's pending list), an answer also scans their
-bytes the way ripgrep would (a case-insensitive substring test per term over each file, source
-code first, at most SCAN_BUDGET_S), and fuses each matching file's best window, read from disk.
+bytes the way ripgrep would (a case-insensitive count per term over each file, source code
+first, at most SCAN_BUDGET_S), and fuses the best files' best windows, read from disk.
 
-Only the query's *distinctive* terms are searched: its literals (quoted strings, identifiers,
-ids: :mod:`contextd.query.literals`) and its words that are not stop words and are rare in the
-part already indexed (BM25 document frequencies: held by at most COMMON_SHARE of the indexed
-chunks) and in the part scanned. A first try searched every word of the query: in a project
-of 5,000 look-alike handlers, 12-line windows matched on the query's common words were fused
-above the one indexed file that answered, which is why evidence decides the place of a
-scanned window (:func:`place_scanned`): it never ranks above an indexed chunk that holds as
-much of the distinctive terms as it does.
+The query's literals (quoted strings, identifiers, ids: :mod:`contextd.query.literals`), its
+names written as code and its words that are not stop words are searched. A word common in
+the part indexed or scanned weighs next to nothing (its BM25 rarity), and a file whose terms
+weigh less than MIN_EVIDENCE of the query's is not shown: in a project of 5,000 look-alike
+handlers, windows matched on the query's common words were once fused above the one indexed
+file that answered. Leaving such words out of the search instead, as the scan did before,
+had it rank wagtail's image models by "generated" and "cached" alone once the owner had
+indexed the image package's other modules.
+
+The files found are ranked the way the complete index would rank them (issue 37: the first
+answers had the right file in the top 5 for 5 of 8 fastapi questions, the complete lexical
+index for 7): BM25 over the files, with each term's rarity counted over the files scanned and
+the chunks indexed, length normalisation, the ranking's role factors and path words
+(:class:`Measure`). The same measure places a scanned window among the indexed candidates
+(:func:`place_scanned`): it never ranks above an indexed chunk that measures as much as its
+file does.
 """
 
 from __future__ import annotations
@@ -28,8 +36,11 @@ import time
 from typing import Any, Callable, Container, Mapping, Sequence
 
 from contextd.chunkers.chunking import language_for
+# The answer's own near-copy test: a window the answer would collapse is not chosen.
+from contextd.query.duplicates import _near_copies, _word_set
 from contextd.query.evidence import words
 from contextd.query.literals import Literal
+from contextd.query.path_words import PathWords
 from contextd.records import ChunkKind, ContextScope, ContextSnippet
 from contextd.scrub.scrubber import scrub_secrets
 from contextd.text.stemming import light_stem
@@ -39,21 +50,28 @@ from contextd.text.tokens import estimate_tokens
 PROVIDER_ID = "text_scan"
 # Lines of a snippet cut around the best place of a file.
 WINDOW_LINES = 12
+# The windows of a file tried, best first, for one that is no near-copy of another file's.
+WINDOW_TRIES = 8
 # Words shorter than this match inside too many others to be searched as substrings.
 MIN_WORD_LENGTH = 3
-# A word held by more than this share of the indexed chunks (or of the files scanned) tells
-# files apart no better than the indexed answer does: it is not searched for / weighs nothing.
-COMMON_SHARE = 0.02
-# ... unless it is held by this few chunks (a small index says little about rarity).
-RARE_MIN_DOCS = 3
-# Below this many files scanned, the share of them holding a term says nothing.
-SCAN_SHARE_MIN_FILES = 100
+# BM25's term-frequency saturation, as the index's (its provider sits above this stage).
+FILE_K1 = 1.5
+# BM25's length normalisation over whole files (the index's b is 0.75 over chunks). A file is
+# many chunks and the index finds a long module by one of them; at 0.75 over files,
+# fastapi's routing.py and dependencies/utils.py (4,000 and 1,000 lines) sank below a dozen
+# short tests that say "dependencies" and "yield" once each.
+FILE_LENGTH_B = 0.3
+# A file's score by its kind (source, docs, tests, configuration: _kind) when the
+# caller gives none.
+NO_PRIORS = (1.0, 1.0, 1.0, 1.0)
 # How long one answer may spend scanning files not read yet (12,000 small files take 0.3 s on
 # a quiet 2-core machine, 1.1-2.2 s at load 12).
 SCAN_BUDGET_S = 1.0
-# Files kept from a scan (the best by evidence) and the least evidence worth showing.
+# Files kept from a scan (the best by their Measure), and the least share of the query's
+# term weight a file must hold to be shown (0.5 left out wagtail's embeds/finders/oembed.py,
+# which holds "oembed", "html" and "url" but not "video" or "fetched").
 SCAN_KEEP = 20
-MIN_EVIDENCE = 0.5
+MIN_EVIDENCE = 0.4
 # Files larger than this are not scanned (the boundary's size limit applies before).
 MAX_SCAN_BYTES = 2_000_000
 # Scanned first: source code, then docs, tests and configuration (the bootstrap's order, told
@@ -61,17 +79,18 @@ MAX_SCAN_BYTES = 2_000_000
 # reaches is what answers most questions.
 _DOC_SUFFIXES = frozenset({".md", ".mdx", ".rst", ".txt", ".adoc"})
 _CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".xml"})
-# Words of a path (folders and file name) at least this long count as spelling a query term.
-PATH_WORD_LENGTH = 4
+# The kinds (_kind) whose paths say what their code is about (source, tests), as the
+# ranking's path words boost only code: docs pages are named by their topic in every language.
+_CODE_KINDS = frozenset({0, 2})
 # A name written as code: snake_case, camelCase, or capitals inside a word (HTTPException,
 # OpenAPI); not an acronym alone (JSON, HTML: prose writes them everywhere).
 _CODE_NAME_RE = re.compile(
     r"\b(?:[A-Za-z]\w*_\w*[A-Za-z0-9]|[a-z]+[A-Z]\w*|[A-Z]+[a-z]\w*[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
-_PATH_WORD_RE = re.compile(r"[a-z0-9]+")
 SCANNED_NOTE = ("{searched:,} of the {pending:,} files not indexed yet were searched as text "
                 "for {terms} ({found}); {left:,} not searched")
-NO_TERMS_NOTE = ("the {pending:,} files not indexed yet were not searched as text: every word "
-                 "of the query is common in the part indexed")
+NO_TERMS_NOTE = ("the {pending:,} files not indexed yet were not searched as text: the query "
+                 "has no word to search for (stop words and words under "
+                 f"{MIN_WORD_LENGTH} letters are not searched)")
 
 
 FULL_TEXT_ID = "full_text"
@@ -88,7 +107,8 @@ class UnreadScan:
 
     def placed(self, candidates: Sequence[ContextSnippet], query: str,
                literals: Sequence[Literal], scope: ContextScope,
-               accepts_path: Callable[[str], bool] | None, indexed_paths: Container[str]
+               accepts_path: Callable[[str], bool] | None, indexed_paths: Container[str],
+               word_stems: frozenset[str] | None = None
                ) -> tuple[list[ContextSnippet], str | None, list[str]]:
         """(the candidates with the scanned windows placed among them, the note saying how
         many files were searched, the files not indexed yet: translation groups span them
@@ -96,7 +116,9 @@ class UnreadScan:
         only indexing knows (languages, chunk kinds, roles).
         ``accepts_path``: the scope's test of a path (None: every path is inside);
         ``indexed_paths``: the files the answer's indexes hold (a pending file a refresh has
-        indexed since, after a cancelled rebuild, is not scanned again)."""
+        indexed since, after a cancelled rebuild, is not scanned again); ``word_stems``: the
+        query's word stems, identifiers' parts included, as the ranking's path words read
+        them (default: the stems of :func:`query_words`)."""
         if scope.languages or scope.kinds or scope.roles:
             return list(candidates), None, []
         _, pending = self.store.progress_pending()
@@ -106,10 +128,12 @@ class UnreadScan:
             return list(candidates), None, []
         asked = query_words(query) + [lit.text.lower() for lit in literals]
         indexed, frequency = self._frequencies(asked + [_needle(w) for w in asked])
-        terms = distinctive_terms(query, literals, indexed, frequency)
-        security = self.project.config.security
+        terms = search_terms(query, literals)
+        security, ranking = self.project.config.security, self.project.config.ranking
         scan = scan_unread(str(self.project.root), pending, query, terms, indexed, frequency,
-                           lambda text, path: scrub_secrets(text, path, security).text)
+                           lambda text, path: scrub_secrets(text, path, security).text,
+                           priors=scan_priors(ranking), path_boost=ranking.path_words_boost,
+                           stems=word_stems)
         return place_scanned(candidates, scan), scan.note(), pending
 
     def _frequencies(self, asked: Sequence[str]) -> tuple[int, dict[str, int]]:
@@ -122,9 +146,18 @@ class UnreadScan:
             return len(index.bm25), {stem: index.bm25.df(stem) for stem in stems}
 
 
+def scan_priors(ranking: Any) -> tuple[float, float, float, float]:
+    """The factor of a scanned file's score by its kind (source, docs, tests, configuration:
+    :func:`_kind`): the ``[ranking]`` role factors the index's answer applies (docs and
+    configuration as for an implementation question, tests as ``source_over_tests``), so a
+    docs page in each of ten languages does not bury the module it describes."""
+    return (1.0, ranking.implementation_doc_factor, ranking.source_over_tests,
+            ranking.implementation_config_factor)
+
+
 @dataclasses.dataclass(frozen=True)
 class Term:
-    """One distinctive term: the lower-cased text searched for and what the query wrote."""
+    """One term searched for: the lower-cased text searched for and what the query wrote."""
 
     needle: str
     written: str
@@ -133,25 +166,22 @@ class Term:
     identifier: bool = False
 
 
-def distinctive_terms(query: str, literals: Sequence[Literal], indexed: int,
-                      frequency: Mapping[str, int]) -> list[Term]:
-    """The query's literals, then its words that are neither stop words nor common among the
-    ``indexed`` chunks (``frequency``: a word's BM25 document frequency, by its stem)."""
+def search_terms(query: str, literals: Sequence[Literal]) -> list[Term]:
+    """The query's literals, its names written as code, then its words (no stop word, no
+    short one), each once."""
     terms = {lit.text.lower(): Term(lit.text.lower(), lit.text, identifier=True)
              for lit in literals if len(lit.text) >= MIN_WORD_LENGTH}
     for name in _CODE_NAME_RE.findall(query):
         if len(name) >= MIN_WORD_LENGTH:
             terms.setdefault(name.lower(), Term(name.lower(), name, identifier=True))
-    limit = max(RARE_MIN_DOCS, COMMON_SHARE * indexed)
     for word in query_words(query):
-        if frequency.get(light_stem(word), 0) <= limit:
-            terms.setdefault(word, Term(_needle(word), word))
+        terms.setdefault(word, Term(_needle(word), word))
     return list(terms.values())
 
 
 def query_words(query: str) -> list[str]:
-    """The lower-cased words of a query that could be distinctive (no stop word, no short
-    one), each once."""
+    """The lower-cased words of a query that are searched (no stop word, no short one), each
+    once."""
     return list(dict.fromkeys(w for w in words(query)
                               if len(w) >= MIN_WORD_LENGTH and w not in STOP_WORDS))
 
@@ -163,15 +193,49 @@ def _needle(word: str) -> str:
     return stem if len(stem) >= MIN_WORD_LENGTH and word.startswith(stem) else word
 
 
+@dataclasses.dataclass(frozen=True)
+class Measure:
+    """A scan's BM25 measure of a text at a path, one scale for the files scanned and the
+    indexed chunks they are placed among: each term's occurrences, saturated and normalised
+    by the text's length against the average of the files searched, times the term's weight
+    (:func:`_weights`), times the prior of the path's kind (:func:`scan_priors`) and, for
+    code, its path words (``fastapi/openapi/docs.py`` for "the Swagger UI docs page"), as
+    the index's ranking boosts them."""
+
+    terms: Sequence[Term]
+    weights: Sequence[float]
+    average: float
+    priors: Sequence[float]
+    path_boost: float
+    path_words: PathWords
+    stems: frozenset[str]
+
+    def counted(self, path: str, counts: Sequence[int], length: int) -> float:
+        norm = FILE_K1 * (1 - FILE_LENGTH_B + FILE_LENGTH_B * length / self.average)
+        lexical = sum(w * n * (FILE_K1 + 1) / (n + norm)
+                      for w, n in zip(self.weights, counts) if n and w)
+        kind = _kind(path)
+        boost = 1 + self.path_boost * self.path_words.share(path, self.stems) \
+            if kind in _CODE_KINDS else 1.0
+        return lexical * self.priors[kind] * boost
+
+    def of_text(self, path: str, text: str) -> float:
+        lower = text.lower()
+        return self.counted(path, [lower.count(t.needle) for t in self.terms], len(text))
+
+
 @dataclasses.dataclass
 class Scan:
-    """What a scan found (snippets, best first, each with its evidence) and how far it got."""
+    """What a scan found (snippets, best first, each with its evidence and its file's
+    measure) and how far it got."""
 
     snippets: list[ContextSnippet]
     terms: list[Term]
     weights: list[float]
     searched: int
     pending: int
+    measure: Measure | None = None
+    root: str = ""
 
     def note(self) -> str | None:
         if not self.pending:
@@ -184,27 +248,35 @@ class Scan:
             terms=", ".join(repr(t.written) for t in self.terms),
             left=self.pending - self.searched)
 
-    def evidence(self, text: str) -> float:
-        """The weighted share of the distinctive terms ``text`` holds, in [0, 1]."""
-        return _held_weight(text.lower(), self.terms, self.weights) / (sum(self.weights) or 1.0)
-
 
 def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Term],
                 indexed: int, frequency: Mapping[str, int], scrub: Callable[[str, str], str],
-                budget_s: float = SCAN_BUDGET_S) -> Scan:
+                budget_s: float = SCAN_BUDGET_S, priors: Sequence[float] = NO_PRIORS,
+                path_boost: float = 0.0, stems: frozenset[str] | None = None) -> Scan:
     """Search the files ``paths`` (root-relative, not indexed yet) for ``terms`` of
     ``query`` (whose words a window holds is its coverage, as BM25 coverage for calibration);
-    ``indexed``/``frequency`` as for :func:`distinctive_terms` weigh each term (a term rare
-    among the indexed chunks and the files scanned weighs most); ``scrub(text, path)``
-    redacts a snippet's secrets as indexing would."""
+    ``indexed``/``frequency`` (the indexed chunks, the BM25 document frequency of a word's
+    stem among them) weigh each term (a term rare among the indexed chunks and the files
+    scanned weighs most); ``scrub(text, path)`` redacts a snippet's secrets as indexing
+    would; ``priors``: the factor of a file's score by its kind (source, docs, tests,
+    configuration: :func:`scan_priors`); ``path_boost``: as ``[ranking] path_words_boost``;
+    ``stems``: the query's word stems its paths are read against (default: those of
+    :func:`query_words`).
+
+    Files are searched in :func:`scan_order` and ranked by their :class:`Measure`, as BM25
+    ranks documents, so that the first answer orders them as the complete index would.
+    Ranking them by the share of the terms they hold put a docs page that says each word
+    once beside the module about them."""
     if not terms or not paths:
         return Scan([], list(terms), [], 0, len(paths))
     needles = [t.needle.encode() for t in terms]
     deadline = time.monotonic() + budget_s
-    held: dict[str, tuple[bytes, frozenset[int]]] = {}
-    searched = 0
+    held: dict[str, tuple[bytes, tuple[int, ...]]] = {}
+    searched = size = 0
     base = root.rstrip(os.sep) + os.sep
-    for path in sorted(paths, key=lambda p: _scan_order(p, terms)):
+    stems = frozenset(light_stem(w) for w in query_words(query)) if stems is None else stems
+    path_words = PathWords(paths)
+    for path in scan_order(paths, path_words, stems):
         if searched % 64 == 0 and time.monotonic() > deadline:
             break
         searched += 1
@@ -217,90 +289,93 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
             continue
         if len(data) > MAX_SCAN_BYTES:
             continue
+        size += len(data)
         lower = data.lower()
-        found = frozenset(i for i, needle in enumerate(needles) if needle in lower)
-        if found:
-            held[path] = (data, found)
+        counts = tuple(lower.count(needle) for needle in needles)
+        if any(counts):
+            held[path] = (data, counts)
     weights = _weights(terms, held, searched, indexed, frequency)
     total = sum(weights) or 1.0
-
-    def rank(share: float, path: str) -> tuple[float, tuple[int, int], str]:
-        return -round(share, 2), _scan_order(path, terms), path
-
-    # A window holds at most what its file holds, so the files are taken best file first and
-    # the search for windows stops at the first file that could not rank among the SCAN_KEEP
-    # best windows found: a common term left hundreds of files to cut windows of (1.6 s of a
-    # 3 s answer on fastapi), where twenty are kept.
-    files = sorted((rank(sum(weights[i] for i in found) / total, path), path)
-                   for path, (_, found) in held.items())
-    best: list[tuple[tuple[float, tuple[int, int], str], float, int, list[str]]] = []
-    for file_rank, path in files:
-        if -file_rank[0] < MIN_EVIDENCE:
-            break  # the whole file holds too little: no window of it holds more
-        if len(best) >= SCAN_KEEP and file_rank > best[-1][0]:
+    measure = Measure(list(terms), weights, size / (searched or 1) or 1.0, priors, path_boost,
+                      path_words, stems)
+    # The best files whose terms weigh at least MIN_EVIDENCE; a window of each (a window
+    # holds at most what its file holds, so only the files kept are cut: a common term left
+    # hundreds of files to cut windows of, 1.6 s of a 3 s answer on fastapi).
+    files = sorted(((-measure.counted(path, counts, len(data)), _kind(path), path)
+                    for path, (data, counts) in held.items()
+                    if sum(w for w, n in zip(weights, counts) if n) / total >= MIN_EVIDENCE))
+    best: list[tuple[str, float, float, int, list[str]]] = []
+    shown: list[frozenset[str]] = []
+    for negative, _, path in files:
+        if len(best) >= SCAN_KEEP:
             break
-        window = _best_window(held[path][0], terms, weights)
-        if window is not None and window[0] / total >= MIN_EVIDENCE:
-            best.append((rank(window[0] / total, path), window[0] / total, window[1], window[2]))
-            best = sorted(best, key=lambda item: item[0])[:SCAN_KEEP]
+        window = _best_window(held[path][0], terms, weights, shown)
+        if window is not None:
+            best.append((path, -negative, window[0] / total, window[1], window[2]))
+            shown.append(_word_set("\n".join(window[2])))
     asked = query_words(query)
-    snippets = [_snippet(key[2], share, _coverage(asked, lines), start, lines, scrub)
-                for key, share, start, lines in best]
-    return Scan(snippets, list(terms), weights, searched, len(paths))
+    snippets = [_snippet(path, share, _coverage(asked, lines), start, lines, scrub, rank)
+                for path, rank, share, start, lines in best]
+    return Scan(snippets, list(terms), weights, searched, len(paths), measure, root)
 
 
-def _weights(terms: Sequence[Term], held: Mapping[str, tuple[bytes, frozenset[int]]],
+def _weights(terms: Sequence[Term], held: Mapping[str, tuple[bytes, tuple[int, ...]]],
              searched: int, indexed: int, frequency: Mapping[str, int]) -> list[float]:
-    """Each term's IDF over the indexed chunks and the files scanned together. A word held
-    by more than COMMON_SHARE of enough files scanned (common in the unread part) weighs 0;
-    a name written as code weighs at least as much as the heaviest word (on fastapi,
-    ``HTTPException`` is in hundreds of files, and a README window holding "turned" outranked
-    the module that raises it)."""
+    """Each term's BM25 IDF over the indexed chunks and the files scanned together (a term
+    held by most of them weighs next to nothing; none is left out, since a question's
+    plainest words, 'status code', 'validation error', are what its file holds most). A name
+    written as code weighs at least as much as the heaviest word (on fastapi,
+    ``HTTPException`` is in hundreds of files, and a README window holding "turned"
+    outranked the module that raises it)."""
+    documents = searched + indexed
     weights = []
     for i, term in enumerate(terms):
-        in_scan = sum(1 for _, found in held.values() if i in found)
-        if not term.identifier and searched >= SCAN_SHARE_MIN_FILES \
-                and in_scan > COMMON_SHARE * searched:
-            weights.append(0.0)
-            continue
-        df = in_scan + frequency.get(light_stem(term.needle), 0)
-        weights.append(math.log(1 + (searched + indexed) / (1 + df)))
+        df = sum(1 for _, counts in held.values() if counts[i]) \
+            + frequency.get(light_stem(term.needle), 0)
+        weights.append(math.log(1 + (documents - df + 0.5) / (df + 0.5)))
     heaviest = max((w for w, t in zip(weights, terms) if not t.identifier), default=0.0)
     return [max(w, heaviest) if t.identifier else w for w, t in zip(weights, terms)]
 
 
-def _held_weight(lower: str, terms: Sequence[Term], weights: Sequence[float]) -> float:
-    return sum(w for t, w in zip(terms, weights) if w and t.needle in lower)
+def scan_order(paths: Sequence[str], path_words: PathWords, stems: frozenset[str]
+               ) -> list[str]:
+    """The order files are searched in: by kind (source code first: :func:`_kind`), and in
+    each kind those whose paths spell most of the query's words (``stems``) first: the share
+    of a path's distinctive words (``path_words``), as the ranking's path words. The budget
+    may end before a kind's last file: on wagtail at load 17, 832 of 2,904 files were
+    searched, and with every path that spelled any term alike (``import_redirects.py``
+    spelt 'port'), ``models/sites.py`` was not among them for "how is the Site matched from
+    the request hostname and port"."""
+    return sorted(paths, key=lambda p: (_kind(p), -path_words.share(p, stems)))
 
 
-def _scan_order(path: str, terms: Sequence[Term]) -> tuple[int, int]:
-    """(0 source code, 1 docs and their examples, 2 tests, 3 configuration (see
-    _DOC_SUFFIXES); 0 when the path spells a query term, else 1): within each kind, the
-    files whose path spells a term of the query first, since the budget may end before the
-    kind's last file. Code under a top folder of docs or examples (fastapi's 1,000 modules of
-    ``docs_src/``) counts as docs: the package's own code answers first."""
+def _kind(path: str) -> int:
+    """0 source code, 1 docs and their examples, 2 tests, 3 configuration (see _DOC_SUFFIXES).
+    Code under a top folder of docs or examples (fastapi's 1,000 modules of ``docs_src/``)
+    counts as docs: the package's own code answers first."""
     lowered = path.lower()
     suffix = lowered[lowered.rfind("."):] if "." in lowered[lowered.rfind("/") + 1:] else ""
     top = lowered.split("/", 1)[0] if "/" in lowered else ""
     if suffix in _DOC_SUFFIXES or "doc" in top or "example" in top:
-        kind = 1
-    elif "test" in lowered:
-        kind = 2
-    else:
-        kind = 3 if suffix in _CONFIG_SUFFIXES else 0
-    parts = [p for p in _PATH_WORD_RE.findall(lowered) if len(p) >= PATH_WORD_LENGTH]
-    spelled = any(p in t.needle or t.needle in p for p in parts for t in terms
-                  if len(t.needle) >= PATH_WORD_LENGTH)
-    return kind, 0 if spelled else 1
+        return 1
+    if "test" in lowered:
+        return 2
+    return 3 if suffix in _CONFIG_SUFFIXES else 0
 
 
-def _best_window(data: bytes, terms: Sequence[Term], weights: Sequence[float]
+def _best_window(data: bytes, terms: Sequence[Term], weights: Sequence[float],
+                 shown: Sequence[frozenset[str]] = ()
                  ) -> tuple[float, int, list[str]] | None:
     """(weight held, first line number, lines) of the WINDOW_LINES-line window of a file
     holding the most weight of the terms, opening on a line that holds one (the first such
-    window); None when the file is not text or holds none. The lines holding each term are
-    found by searching the lower-cased text, not by testing each term on each line (3 s of
-    CPU for fastapi's 944 files holding 'OpenAPI')."""
+    window), unless it is a near-copy of a window ``shown`` from another file (their word
+    sets): then the next best that is not, if one of the next WINDOW_TRIES is; None when the
+    file is not text or holds none. fastapi's routing.py and applications.py carry the same
+    parameter docstrings; routing.py's best window for "where is response_model used to
+    filter the response data" was applications.py's twice over, and the answer's
+    near-duplicate step dropped it (the complete index has the file's other chunks). The
+    lines holding each term are found by searching the lower-cased text, not by testing each
+    term on each line (3 s of CPU for fastapi's 944 files holding 'OpenAPI')."""
     try:
         lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
@@ -321,18 +396,22 @@ def _best_window(data: bytes, terms: Sequence[Term], weights: Sequence[float]
                 if line_number + 1 < len(starts) else -1
         if found:
             held_at[i] = found
-    best = (0.0, 0)
+    windows = []  # (weight, start) of each window opening on a line holding a term
     for start in sorted({n for found in held_at.values() for n in found}):
         weight = 0.0
         for i, found in held_at.items():
             k = bisect.bisect_left(found, start)
             if k < len(found) and found[k] < start + WINDOW_LINES:
                 weight += weights[i]
-        if weight > best[0]:
-            best = (weight, start)
-    weight, start = best
-    if not weight:
+        windows.append((weight, start))
+    windows.sort(key=lambda window: (-window[0], window[1]))
+    if not windows or not windows[0][0]:
         return None
+    for weight, start in windows[:WINDOW_TRIES] if shown else ():
+        words = _word_set("\n".join(lines[start:start + WINDOW_LINES]))
+        if weight and not any(_near_copies(words, other) for other in shown):
+            return weight, start + 1, lines[start:start + WINDOW_LINES]
+    weight, start = windows[0]
     return weight, start + 1, lines[start:start + WINDOW_LINES]
 
 
@@ -343,41 +422,79 @@ def _coverage(asked: Sequence[str], lines: Sequence[str]) -> float:
 
 
 def _snippet(path: str, share: float, coverage: float, start: int, lines: list[str],
-             scrub: Callable[[str, str], str]) -> ContextSnippet:
+             scrub: Callable[[str, str], str], rank: float) -> ContextSnippet:
     text = scrub("\n".join(lines), path)
     return ContextSnippet(
         chunk_id=f"{PROVIDER_ID}:{path}:{start}", score=share, file_path=path, label="",
         kind=ChunkKind.CODE_BLOCK.value, text=text, language=language_for(path) or "",
         start_line=start, end_line=start + len(lines) - 1, tokens=estimate_tokens(text),
         providers=(PROVIDER_ID,),
-        metadata={"scan_evidence": round(share, 4), "bm25_coverage": round(coverage, 4),
-                  "read_from_disk": True})
+        metadata={"scan_evidence": round(share, 4), "scan_score": round(rank, 4),
+                  "bm25_coverage": round(coverage, 4), "read_from_disk": True})
+
+
+def _file_measure(measure: Measure, root: str, candidate: ContextSnippet,
+                  files: dict[str, float]) -> float:
+    """The measure of an indexed candidate's whole file as it is on disk (``files``: those
+    measured already), as a scanned file is measured; its chunk's text when the file cannot
+    be read. Measured by its chunk, fastapi's security/http.py (indexed, one chunk holding
+    the question's words once or twice) went below a dozen scanned tests each saying
+    "bearer", "token" and "authorization" throughout."""
+    if candidate.file_path not in files:
+        try:
+            with open(os.path.join(root, candidate.file_path), "rb") as handle:
+                data = handle.read(MAX_SCAN_BYTES + 1)
+        except OSError:
+            data = b""
+        files[candidate.file_path] = measure.of_text(
+            candidate.file_path, data.decode("utf-8", "replace")) \
+            if root and data and len(data) <= MAX_SCAN_BYTES else -1.0
+    known = files[candidate.file_path]
+    return known if known >= 0 else measure.of_text(candidate.file_path, candidate.text)
 
 
 def place_scanned(candidates: Sequence[ContextSnippet], scan: Scan) -> list[ContextSnippet]:
     """The indexed candidates and the scanned windows in one list, best first. A window goes
-    below every candidate (indexed or scanned) that holds at least as much of the
-    distinctive terms as it does, and above the rest; its score lies between its
-    neighbours' (the indexed candidates keep theirs). With no indexed candidate, a window
-    scores its evidence."""
+    below the scan's better windows and below every indexed candidate whose file measures at
+    least as much as its own (:class:`Measure`: the same BM25 scale, role priors and path
+    words for both, each file as it is on disk: :func:`_file_measure`), and above the rest;
+    its score lies between its neighbours' (the indexed candidates keep theirs and their
+    order), below the one above by their measures' ratio. The first, when above every
+    indexed candidate, is as far above the best one as it measures more (at least 1%); with
+    no indexed candidate at all, it scores its evidence. Placing by the share of the terms
+    held put an indexed README chunk that says each word of a question once above the
+    scanned module about them."""
     ranked = sorted(candidates, key=lambda s: -s.score)
-    if not scan.snippets:
+    if not scan.snippets or scan.measure is None:
         return ranked
-    # (evidence, snippet, scanned)
-    placed = [(scan.evidence(c.text), c, False) for c in ranked]
-    for hit in scan.snippets:  # best evidence first
-        evidence = float(hit.metadata["scan_evidence"])
-        after = max((i for i, (e, _, _) in enumerate(placed) if e >= evidence), default=-1)
-        placed.insert(after + 1, (evidence, hit, True))
+    measure = scan.measure
+    # (measure, snippet, scanned)
+    files: dict[str, float] = {}
+    placed = [(_file_measure(measure, scan.root, c, files), c, False) for c in ranked]
+    last = -1  # where the scan's previous window went: the scan's own order stays
+    for hit in scan.snippets:  # best first
+        rank = float(hit.metadata["scan_score"])
+        last = max([last] + [i for i, (m, _, _) in enumerate(placed) if m >= rank]) + 1
+        placed.insert(last, (rank, hit, True))
     out: list[ContextSnippet] = []
-    for i, (evidence, snippet, scanned) in enumerate(placed):
+    for i, (rank, snippet, scanned) in enumerate(placed):
         if scanned:
+            evidence = float(snippet.metadata["scan_evidence"])
             above = out[-1].score if out else None
-            below = next((s.score for _, s, later in placed[i + 1:] if not later), None)
-            if above is None:
-                score = evidence if below is None else (below * 1.01 or evidence)
+            below, below_measure = next(((s.score, m) for m, s, later in placed[i + 1:]
+                                         if not later), (None, 0.0))
+            if above is None:  # as far above the indexed best as it measures more
+                score = evidence if below is None else (
+                    below * max(1.01, rank / below_measure if below_measure > 0 else 0.0)
+                    or evidence)
             else:
-                score = above * 0.99 if below is None else (above + below) / 2
+                # Below the one above as much as it measures less: MMR reads a score against
+                # the best one, and windows 1% apart each left the choice to word overlap
+                # alone (fastapi's openapi/utils.py, second of the scan, was not shown).
+                previous = placed[i - 1][0]
+                score = above * min(1.0, rank / previous) if previous > 0 else above
+                if below is not None and score <= below:
+                    score = (above + below) / 2
             snippet = dataclasses.replace(snippet, score=score)
         out.append(snippet)
     return out
