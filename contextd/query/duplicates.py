@@ -200,12 +200,13 @@ def step_back_translations(snippets: Sequence[ContextSnippet], groups: Translati
     return sorted(out, key=lambda s: -s.score)
 
 
-def _word_set(text: str) -> frozenset[str]:
+def word_set(text: str) -> frozenset[str]:
+    """A text's light-stemmed lower-case words: what :func:`near_copies` compares."""
     return frozenset(light_stem(w.lower()) for w in _WORD_RE.findall(text))
 
 
-def _near_copies(mine: frozenset[str], other: frozenset[str],
-                 similarity: float = NEAR_DUPLICATE_JACCARD) -> bool:
+def near_copies(mine: frozenset[str], other: frozenset[str],
+                similarity: float = NEAR_DUPLICATE_JACCARD) -> bool:
     """Two word sets that are one text twice (Jaccard at least ``similarity``)."""
     return (len(mine) >= MIN_DUPLICATE_WORDS and len(other) >= MIN_DUPLICATE_WORDS
             and len(mine & other) >= similarity * len(mine | other))
@@ -249,7 +250,7 @@ def copies_last(hits: Sequence[Hit], score_of: Callable[[Hit], float],
                  and file_of(other) == path]
         if alike:
             mine = word_set(hit)
-            if any(_near_copies(mine, kept_words(i), COPY_JACCARD) for i in alike):
+            if any(near_copies(mine, kept_words(i), COPY_JACCARD) for i in alike):
                 last.append(hit)
                 continue
         first.append(hit)
@@ -265,11 +266,11 @@ def collapse_near_duplicates(snippets: Sequence[ContextSnippet]) -> list[Context
         if position >= NEAR_DUPLICATE_WINDOW:
             kept.append(snippet)
             continue
-        mine = _word_set(snippet.text)
+        mine = word_set(snippet.text)
         target = None
         if len(mine) >= MIN_DUPLICATE_WORDS:
             for index, other in enumerate(words):
-                if kept[index].file_path != snippet.file_path and _near_copies(mine, other):
+                if kept[index].file_path != snippet.file_path and near_copies(mine, other):
                     target = index
                     break
         if target is None:

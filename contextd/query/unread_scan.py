@@ -37,7 +37,7 @@ from typing import Any, Callable, Container, Mapping, Sequence
 
 from contextd.chunkers.chunking import language_for
 # The answer's own near-copy test: a window the answer would collapse is not chosen.
-from contextd.query.duplicates import _near_copies, _word_set
+from contextd.query.duplicates import near_copies, word_set
 from contextd.query.evidence import words
 from contextd.query.literals import Literal
 from contextd.query.path_words import PathWords
@@ -312,7 +312,7 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
         window = _best_window(held[path][0], terms, weights, shown)
         if window is not None:
             best.append((path, -negative, window[0] / total, window[1], window[2]))
-            shown.append(_word_set("\n".join(window[2])))
+            shown.append(word_set("\n".join(window[2])))
     asked = query_words(query)
     snippets = [_snippet(path, share, _coverage(asked, lines), start, lines, scrub, rank)
                 for path, rank, share, start, lines in best]
@@ -408,8 +408,8 @@ def _best_window(data: bytes, terms: Sequence[Term], weights: Sequence[float],
     if not windows or not windows[0][0]:
         return None
     for weight, start in windows[:WINDOW_TRIES] if shown else ():
-        words = _word_set("\n".join(lines[start:start + WINDOW_LINES]))
-        if weight and not any(_near_copies(words, other) for other in shown):
+        words = word_set("\n".join(lines[start:start + WINDOW_LINES]))
+        if weight and not any(near_copies(words, other) for other in shown):
             return weight, start + 1, lines[start:start + WINDOW_LINES]
     weight, start = windows[0]
     return weight, start + 1, lines[start:start + WINDOW_LINES]
