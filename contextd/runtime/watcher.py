@@ -163,7 +163,9 @@ class Watcher:
             return
         boundary = self.indexer.boundary
         reload = boundary.is_ignore_file(rel)
-        if not reload and not is_directory:
+        # A path already pending was judged at its first event (a checkout writes a file
+        # in several events): only new rules, which reload the boundary, could change that.
+        if not reload and not is_directory and rel not in self._pending:
             decision = boundary.check(rel)
             if not decision.indexable and decision.reason in _NAME_REJECTIONS:
                 return
