@@ -24,7 +24,7 @@ from contextd.embedders.common import cpu_count
 from contextd.embedders.registry import embedding_stats, get_embedder, remote_run_counters
 from contextd.errors import UsageError
 from contextd.indexer.embed_follow import VectorFollower
-from contextd.indexer.embed_stage import EmbeddingStage, embed_missing
+from contextd.indexer.embed_stage import WINDOW_BATCHES, EmbeddingStage, embed_missing
 from contextd.indexer.pipeline import Writer, outcomes
 from contextd.indexer.plan import (PUSHED_MTIME_NS, FileTask, order_by_priority,
                                    plan_changes, scope)
@@ -57,6 +57,11 @@ RECOUNT_WINDOWS = 10
 BOOTSTRAP_OFF = "bootstrap disabled"
 # Runs given less time than this (seconds) read in this process, without a worker pool.
 POOL_WORTH_S = 5.0
+# The follower's window (batches): a run that starts while one is being embedded waits for
+# it beside ONNX Runtime on every core. Eight batches (512 texts) kept the refresh of a
+# ``git checkout`` on fastapi sharing the machine with the model for a minute at load 10
+# (issue 37: 1,447 of the owner's samples in ONNX while it read 751 changed files).
+FOLLOW_WINDOW_BATCHES = 2
 # A refresh of at most this many paths asks the store for each one's states; more read
 # every state once (Indexer._states_under).
 FEW_PATHS = 16
@@ -394,7 +399,9 @@ class Indexer:
         meanwhile (an owner answers "at once" from the lexical and symbol indexes while
         this fills in the vectors, in the order files were written). ``runs_first`` (the
         owner's follower): before each window, wait while a run holds the index (a
-        refresh checks its paths against the boundary, reads and writes). On 2 cores the
+        refresh checks its paths against the boundary, reads and writes), and embed in
+        windows of FOLLOW_WINDOW_BATCHES batches, the most a run starting meanwhile waits
+        beside the model. On 2 cores the
         model took one beside a watcher's refresh after a ``git checkout`` (issue 37: 1,127
         of 2,893 samples of the owner in ONNX during the next answer), slowing the lexical
         answer's catch-up; the vectors can wait seconds. The figures (done, pending, rate,
@@ -428,7 +435,9 @@ class Indexer:
             embedded = embed_missing(self.store, embedder, self.config.embedding.batch_size,
                                      cancel, self._embed_lock, on_batch,
                                      before_window=(lambda: self._wait_for_no_run(cancel))
-                                     if runs_first else None)
+                                     if runs_first else None,
+                                     window_batches=FOLLOW_WINDOW_BATCHES if runs_first
+                                     else WINDOW_BATCHES)
             figures.record(done, self.store.count_missing_embeddings(embedder.identity))
             if embedded >= EMBEDDING_RATE_MIN_TEXTS and figures.rate > 0:
                 self.store.set_meta(EMBEDDING_RATE_META_KEY, f"{figures.rate:.1f}")
