@@ -36,10 +36,11 @@ first answers 2.3-5.6 s (median 3.1 s; the first one 5.6 s), right file in the t
 8 against 7 of 8 over the complete lexical index; after a checkout 50 commits back the next
 answer in 2.5 s, current after 36 s, no stale line; owner peak 587 MB. wagtail 1.8-9.3 s
 (median 4.3 s), 6 of 8 against 8 of 8; checkout 3.6 s, current after 45 s; owner peak 718 MB.
-Issue 37, 2026-11-28 (fastapi, --questions 2 --checkouts 4, two runs at load 13-25 on the 2
-shared cores): the next answer after a checkout 6.5-17.2 s (median 11.4 s) over 8 checkouts,
-current after 80-180 s (2 not within 120 s), no stale line; the owner judged the checkout's
-751 changed paths in 0.4-0.7 CPU-s (2.0-2.6 before the ignore files were kept compiled).
+Issue 37, 2026-11-28 (fastapi, --questions 2 --checkouts 4, three runs of four checkouts on
+the 2 shared cores): the next answer after a checkout 1.8-3.4 s (median 2.4 s) at load 8-12,
+6.5-17.2 s (median 11.4 s) at load 13-25; the owner had read the 751 changed paths after
+50-93 s at load 8-12, 80-180 s at load 13-25 (2 of 8 not within 120 s); no stale line. It
+judged their events in 0.4-0.7 CPU-s (2.0-2.6 before the ignore files were kept compiled).
 
     .venv/bin/python benchmarks/bench_first_answers.py /work/corpora/r/fastapi \\
         /work/corpora/r/wagtail [--questions 8] [--runs 2] [--complete] [--checkouts 2] \\
