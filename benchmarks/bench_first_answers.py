@@ -42,6 +42,11 @@ both runs on fastapi (the complete lexical index: 7 of 8) and on wagtail (comple
 against 5 of 8 and 6 of 8 before; first answers fastapi 2.2-11.8 s (median 5.2 s), wagtail
 4.4-14.5 s (median 6.3 s), of which the search took 1.1-7.4 s; each first command 4.2-14.5
 s; owner peaks 399-421 MB. 31 of the 32 answers took over 3 s on that loaded machine.
+Issue 37, 2026-11-28 (fastapi, --questions 2 --checkouts 4, three runs of four checkouts on
+the 2 shared cores): the next answer after a checkout 1.8-3.4 s (median 2.4 s) at load 8-12,
+6.5-17.2 s (median 11.4 s) at load 13-25; the owner had read the 751 changed paths after
+50-93 s at load 8-12, 80-180 s at load 13-25 (2 of 8 not within 120 s); no stale line. It
+judged their events in 0.4-0.7 CPU-s (2.0-2.6 before the ignore files were kept compiled).
 
     .venv/bin/python benchmarks/bench_first_answers.py /work/corpora/r/fastapi \\
         /work/corpora/r/wagtail [--questions 8] [--runs 2] [--complete] [--checkouts 2] \\

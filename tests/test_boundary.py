@@ -194,6 +194,29 @@ def test_explicit_watch_paths(tree: Path) -> None:
     assert boundary.check("src/debug.log").reason == R.GITIGNORE  # root .gitignore applies
 
 
+def test_one_boundary_follows_its_ignore_files_as_they_change(tree: Path) -> None:
+    """The compiled patterns of an ignore file are kept between checks (a checkout's
+    batch judged every path's ancestors' ignore files again) and compiled anew when the
+    file changes, is added or is removed: a boundary that lives on in an owner judges by
+    the rules on disk now."""
+    boundary = Boundary(project(tree))
+    assert boundary.check("src/sub/notes.py").reason == R.NOT_FOUND
+    write(tree / "src" / "sub" / "notes.py")
+    assert boundary.check("src/sub/notes.py").indexable
+    ignore = tree / "src" / "sub" / ".gitignore"
+    with open(ignore, "a", encoding="utf-8") as fh:  # edited in place: the same inode
+        fh.write("notes.py\n")
+    decision = boundary.check("src/sub/notes.py")
+    assert (decision.reason, decision.detail) == (R.GITIGNORE, "src/sub/.gitignore: notes.py")
+    ignore.unlink()
+    assert boundary.check("src/sub/notes.py").indexable
+    assert boundary.check("src/sub/important.log").detail == ".gitignore: *.log"  # its
+    # !important.log went with it
+    write(tree / "src" / ".contextignore", "sub/\n")  # a new ignore file higher up
+    assert boundary.check("src/sub/notes.py").reason == R.CONTEXTIGNORE
+    assert "src/sub" not in set(boundary.directories("src"))
+
+
 def test_is_ignore_file(tree: Path) -> None:
     boundary = Boundary(project(tree))
     assert boundary.is_ignore_file("src/sub/.gitignore")

@@ -193,3 +193,39 @@ def test_the_vectors_are_saved_and_loaded_with_the_catalog(tmp_path):
         module.shutdown()
     finally:
         store.close()
+
+
+def test_mmr_vectors_of_an_index_behind_the_store_are_read_from_the_store(tmp_path):
+    """The answer after a ``git checkout`` asks vectors of its few candidates for MMR: while
+    the in-memory index is behind the store they are read from the store, equal to what
+    the index holds once it catches up, and the index is left to its own catch-up (taking
+    in every re-written file first cost that answer seconds, issue 37)."""
+    from contextd import ContextModule
+
+    project, store = _indexed(tmp_path / "p")
+    try:
+        Indexer(project, store).ensure_indexed()  # the vectors too
+        module = ContextModule(project, store)
+        module.pipeline.warm_up(wait=True)
+        semantic = module.pipeline.provider("semantic")
+        index = semantic.index
+        version = index.version
+        _write(Path(project.root), "alpha.py", 7)
+        Indexer(project, store).ensure_indexed()
+        catalog = module.pipeline.catalog
+        generation = store.generation()
+        catalog.sync(generation)
+        alpha = [r.chunk_id for r in catalog.chunks_for_files([catalog.paths["alpha.py"]])]
+        beta = [r.chunk_id for r in catalog.chunks_for_files([catalog.paths["beta.py"]])]
+        asked = semantic.vectors(alpha + beta, generation)
+        assert index.version == version and not index.is_current(generation)
+        assert set(asked) == set(alpha + beta)
+        assert not any(cid in index.position for cid in alpha)  # not taken in by the ask
+        semantic.ready_index(generation)
+        assert index.is_current(generation)
+        held = semantic.vectors(alpha + beta, generation)
+        assert {c: v.tolist() for c, v in asked.items()} == \
+            {c: v.tolist() for c, v in held.items()}
+        module.shutdown()
+    finally:
+        store.close()

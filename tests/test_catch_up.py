@@ -163,3 +163,31 @@ def test_when_nothing_is_being_indexed_an_answer_takes_everything_in(project, mo
         assert not _catching_up(answer) and not module.pipeline.catalog.waiting
     finally:
         module.shutdown()
+
+
+def test_an_answer_never_waits_for_the_bm25_save_it_finds_due(project, tmp_path):
+    """The first sync builds the index and finds its save due (nothing saved yet); an
+    answer searching meanwhile does not pay for the fold and the write (issue 37: the
+    first answer after a ``git checkout`` did): the file is written once the process's
+    answers are done, and a closing process writes what is still due."""
+    project, store = project
+    saved = tmp_path / "bm25.npz"
+    index = FullTextIndex(ChunkCatalog(store, spool_folder(project)), saved)
+    answers = catch_up_module.CatchUp(index.catalog, lambda: [])
+    with answers.answering(store.generation()):
+        index.sync(store.generation())
+        assert len(index.bm25) and not saved.exists()
+        assert index.bm25.delta_count == 0 and index.bm25.frozen_count  # a build is frozen
+    deadline = time.monotonic() + 60
+    while not saved.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert saved.exists(), "saved once no answer searched"
+
+    closing = FullTextIndex(ChunkCatalog(store, spool_folder(project)), tmp_path / "b.npz")
+    with answers.answering(store.generation()):
+        closing.sync(store.generation())
+    closing.flush()
+    assert closing.saved.exists()
+    loaded = FullTextIndex(ChunkCatalog(store, spool_folder(project)), closing.saved)
+    loaded.sync(store.generation())
+    assert loaded.bm25.frozen_count == len(loaded.bm25) == len(index.bm25)

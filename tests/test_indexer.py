@@ -93,6 +93,40 @@ def test_edit_delete_rename_and_directory_move(tmp_path):
     assert report.files_indexed == report.files_removed == 0
 
 
+def test_a_batch_of_many_paths_refreshes_exactly_those(tmp_path):
+    """A watcher batch of a ``git checkout`` names hundreds of paths (files edited, added,
+    deleted, a directory gone); its stored states are read at once, not per path: the
+    refresh still touches those paths and nothing else (a look-alike name beside one,
+    ``mod_1.pyx``, stays as it is)."""
+    files = {f"pkg/mod_{i}.py": FUNC.format(name=f"f{i}", doc=f"Function {i}.", n=i)
+             for i in range(30)}
+    files |= {f"old/part_{i}.py": FUNC.format(name=f"p{i}", doc="Old part.", n=i)
+              for i in range(5)}
+    files["pkg/mod_1.pyx"] = "def look_alike(): pass\n"
+    root = make_repo(tmp_path / "repo", files)
+    (root / "context.toml").write_text('[indexing]\nallowed_extensions = [".py", ".pyx"]\n')
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    for i in range(0, 30, 2):
+        (root / f"pkg/mod_{i}.py").write_text(FUNC.format(name=f"g{i}", doc="Edited.", n=i))
+    for i in (1, 3):
+        (root / f"pkg/mod_{i}.py").unlink()
+    (root / "pkg/new.py").write_text(FUNC.format(name="fresh", doc="New.", n=0))
+    (root / "pkg/mod_1.pyx").write_text("def look_alike_edited(): pass\n")  # not named
+    for i in range(5):
+        (root / f"old/part_{i}.py").unlink()
+    (root / "old").rmdir()
+    named = [f"pkg/mod_{i}.py" for i in range(30)] + ["pkg/new.py", "old"]
+    report = indexer.refresh(named)
+    assert (report.files_indexed, report.files_removed, report.files_unchanged) == (16, 7, 13)
+    chunks = stored(indexer)
+    assert "pkg/mod_1.py" not in chunks and not any(p.startswith("old/") for p in chunks)
+    assert "look_alike_edited" not in "".join(chunks["pkg/mod_1.pyx"])
+    assert any("def g4" in t for t in chunks["pkg/mod_4.py"])
+    assert any("def f5" in t for t in chunks["pkg/mod_5.py"])
+    assert "pkg/new.py" in chunks
+
+
 def test_unchanged_content_is_not_rechunked(tmp_path):
     root = small_repo(tmp_path)
     indexer = open_indexer(root)

@@ -11,6 +11,8 @@ from test_mcp_server import make_repo
 
 from contextd.config.project import Project
 from contextd.indexer import Indexer
+from contextd.indexer.core import FOLLOW_WINDOW_BATCHES
+from contextd.indexer.embed_stage import WINDOW_BATCHES
 from contextd.store.duckdb import DuckDBStore
 
 
@@ -128,5 +130,46 @@ def test_the_follower_lets_a_run_reading_files_go_first(tmp_path):
     finally:
         held.release.set()
         run.join(60)
+        indexer.follow_vectors().stop()
+        indexer.store.close()
+
+
+class _Windows(_HeldProgress):
+    """A progress sink that keeps how many texts each embedding window computed."""
+
+    def __init__(self):
+        super().__init__()
+        self.sizes: list[int] = []
+        self._done = 0
+
+    def embedding(self, done, pending):
+        if done > self._done:
+            self.sizes.append(done - self._done)
+        self._done = done
+
+
+def test_the_follower_embeds_in_short_windows_a_run_waits_for_at_most(tmp_path):
+    """A run that starts while the follower embeds waits for its window to end beside the
+    model (issue 37: after a ``git checkout`` the refresh shared both cores with a
+    512-text window for a minute). The follower's windows hold FOLLOW_WINDOW_BATCHES
+    batches; the backlog is still computed whole."""
+    root = make_repo(tmp_path / "repo", {f"src/mod_{i:02d}.py": _module(i, "Step")
+                                         for i in range(10)})
+    (root / "context.toml").write_text("[embedding]\nbatch_size = 4\n")
+    project = Project.open(root)
+    indexer = Indexer(project, DuckDBStore(project.db_path))
+    windows = _Windows()
+    try:
+        indexer.ensure_indexed(embed=False)
+        identity = indexer.embedder.identity
+        backlog = indexer.store.count_missing_embeddings(identity)
+        assert backlog >= 30
+        follower = indexer.follow_vectors(lambda: windows)
+        follower.wake()
+        assert follower.wait(600)
+        assert indexer.store.count_missing_embeddings(identity) == 0
+        assert sum(windows.sizes) == backlog
+        assert max(windows.sizes) == FOLLOW_WINDOW_BATCHES * 4 < WINDOW_BATCHES * 4
+    finally:
         indexer.follow_vectors().stop()
         indexer.store.close()

@@ -11,7 +11,8 @@ import time
 import pytest
 from test_indexer import FUNC, open_indexer, small_repo, stored
 
-from contextd.runtime.watcher import Watcher
+from contextd.indexer.report import BUSY
+from contextd.runtime.watcher import FLUSH_MAX_PATHS, Watcher
 
 
 def eventually(predicate, timeout: float = 8.0) -> None:
@@ -214,4 +215,33 @@ def test_the_watchdog_observer_still_serves_where_inotify_is_missing(tmp_path, m
         eventually(lambda: "src/util/fresh.py" in stored(indexer))
     finally:
         watcher.stop()
+        indexer.store.close()
+
+
+def test_a_command_flushes_an_editors_changes_and_leaves_a_checkouts_to_the_batch(tmp_path):
+    """A command reaching a watching owner reads the few changes the watcher noted (an
+    editor's save) in its window; a checkout's hundreds it leaves to the watcher's batch
+    and says ``busy``, instead of judging and planning every path before its window ends
+    (issue 37: seconds of the next answer after a ``git checkout``)."""
+    root = small_repo(tmp_path)
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    watcher = Watcher(indexer.project, indexer)  # not started: no batch of its own runs
+    try:
+        (root / "src/app.py").write_text(FUNC.format(name="saved", doc="Saved.", n=1))
+        watcher.note(str(root / "src/app.py"), False)
+        report = watcher.flush(wait=False, within_s=30.0)
+        assert report.mode == "refresh" and report.files_indexed == 1
+        assert any("def saved" in t for t in stored(indexer)["src/app.py"])
+
+        paths = [root / f"src/gen/mod_{i:03d}.py" for i in range(FLUSH_MAX_PATHS + 1)]
+        for i, path in enumerate(paths):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(FUNC.format(name=f"f{i}", doc="Checked out.", n=i))
+            watcher.note(str(path), False)
+        assert watcher.flush(wait=False, within_s=30.0).mode == BUSY
+        assert not any(p.startswith("src/gen/") for p in stored(indexer))
+        report = watcher.flush()  # unwindowed (wait=True): the batch's own way, all read
+        assert report.files_indexed == FLUSH_MAX_PATHS + 1
+    finally:
         indexer.store.close()

@@ -24,10 +24,10 @@ from contextd.embedders.common import cpu_count
 from contextd.embedders.registry import embedding_stats, get_embedder, remote_run_counters
 from contextd.errors import UsageError
 from contextd.indexer.embed_follow import VectorFollower
-from contextd.indexer.embed_stage import EmbeddingStage, embed_missing
+from contextd.indexer.embed_stage import WINDOW_BATCHES, EmbeddingStage, embed_missing
 from contextd.indexer.pipeline import Writer, outcomes
-from contextd.indexer.plan import (PUSHED_MTIME_NS, FileTask, in_scope, order_by_priority,
-                                   plan_changes)
+from contextd.indexer.plan import (PUSHED_MTIME_NS, FileTask, order_by_priority,
+                                   plan_changes, scope)
 from contextd.indexer.recency import recently_touched
 from contextd.indexer.worker import process_data
 from contextd.indexer.report import BUSY, IndexReport
@@ -38,7 +38,7 @@ from contextd.indexer.progress import (JobProgress, NullProgress, Progress, TeeP
                                format_duration)
 from contextd.config.project import Project
 from contextd.scrub.scrubber import scrubbing_signature
-from contextd.store.base import IndexStore, SkippedFile
+from contextd.store.base import FileState, IndexStore, SkippedFile
 
 # index_meta keys: the measured indexing rate (for rebuild estimates) and the signature of
 # the chunking and contextualizer the stored chunks and index texts were built with.
@@ -57,6 +57,14 @@ RECOUNT_WINDOWS = 10
 BOOTSTRAP_OFF = "bootstrap disabled"
 # Runs given less time than this (seconds) read in this process, without a worker pool.
 POOL_WORTH_S = 5.0
+# The follower's window (batches): a run that starts while one is being embedded waits for
+# it beside ONNX Runtime on every core. Eight batches (512 texts) kept the refresh of a
+# ``git checkout`` on fastapi sharing the machine with the model for a minute at load 10
+# (issue 37: 1,447 of the owner's samples in ONNX while it read 751 changed files).
+FOLLOW_WINDOW_BATCHES = 2
+# A refresh of at most this many paths asks the store for each one's states; more read
+# every state once (Indexer._states_under).
+FEW_PATHS = 16
 # How often the vector follower, waiting for a run to let the index go, checks for a stop.
 NO_RUN_POLL_S = 0.25
 # The store claim every run holds (Indexer.running): one run per index across processes.
@@ -391,7 +399,9 @@ class Indexer:
         meanwhile (an owner answers "at once" from the lexical and symbol indexes while
         this fills in the vectors, in the order files were written). ``runs_first`` (the
         owner's follower): before each window, wait while a run holds the index (a
-        refresh checks its paths against the boundary, reads and writes). On 2 cores the
+        refresh checks its paths against the boundary, reads and writes), and embed in
+        windows of FOLLOW_WINDOW_BATCHES batches, the most a run starting meanwhile waits
+        beside the model. On 2 cores the
         model took one beside a watcher's refresh after a ``git checkout`` (issue 37: 1,127
         of 2,893 samples of the owner in ONNX during the next answer), slowing the lexical
         answer's catch-up; the vectors can wait seconds. The figures (done, pending, rate,
@@ -425,7 +435,9 @@ class Indexer:
             embedded = embed_missing(self.store, embedder, self.config.embedding.batch_size,
                                      cancel, self._embed_lock, on_batch,
                                      before_window=(lambda: self._wait_for_no_run(cancel))
-                                     if runs_first else None)
+                                     if runs_first else None,
+                                     window_batches=FOLLOW_WINDOW_BATCHES if runs_first
+                                     else WINDOW_BATCHES)
             figures.record(done, self.store.count_missing_embeddings(embedder.identity))
             if embedded >= EMBEDDING_RATE_MIN_TEXTS and figures.rate > 0:
                 self.store.set_meta(EMBEDDING_RATE_META_KEY, f"{figures.rate:.1f}")
@@ -600,12 +612,7 @@ class Indexer:
             if "." in rels:
                 rels = None
         entries = self._entries_for(rels)
-        if rels is None:
-            states = self.store.file_states()
-        else:
-            states = {}
-            for rel in rels:
-                states.update(self.store.file_states(rel))
+        states = self._states_under(rels)
         if known_only:
             entries = [e for e in entries if e.path in states]
         plan = plan_changes(entries, states, force, rels)
@@ -620,6 +627,20 @@ class Indexer:
             self._settle_left_out(rels)
         return report
 
+    def _states_under(self, rels: list[str] | None) -> dict[str, FileState]:
+        """The stored states of the files under ``rels`` (None: the project). A batch of
+        more than a few paths (a ``git checkout``'s: ~750) takes them from one read of
+        every state, not one query each (a seventh of the owner's refresh, issue 37)."""
+        if rels is None:
+            return self.store.file_states()
+        if len(rels) <= FEW_PATHS:
+            states: dict[str, FileState] = {}
+            for rel in rels:
+                states.update(self.store.file_states(rel))
+            return states
+        inside = scope(rels)
+        return {p: s for p, s in self.store.file_states().items() if inside(p)}
+
     def _settle_left_out(self, rels: list[str] | None) -> None:
         """A finished refresh has looked at every file under ``rels`` (None: the project),
         so whatever an interrupted run left pending there is now indexed or gone: its
@@ -629,7 +650,8 @@ class Indexer:
             if pending:
                 self.store.progress_clear()
             return
-        settled = [p for p in pending if in_scope(p, rels)]
+        inside = scope(rels)
+        settled = [p for p in pending if inside(p)]
         if settled:
             self.store.progress_mark(settled, "completed")
 
@@ -666,12 +688,13 @@ class Indexer:
         if prefixes is not None and any(p in ("", ".") for p in prefixes):
             prefixes = None
         scan = self.boundary.scan(collect_rejections=True)
+        inside = scope(prefixes)
         skips = [SkippedFile(r.path, r.reason.value, r.detail) for r in scan.rejected
                  if r.reason in (SKIP_DIR_REASONS if r.is_dir else SKIP_REASONS)
-                 and in_scope(r.path, prefixes)]
+                 and inside(r.path)]
         self.store.replace_skips(skips, sorted(r.value for r in SKIP_REASONS | SKIP_DIR_REASONS),
                                  prefixes)
-        return [e for e in scan.accepted if in_scope(e.path, prefixes)]
+        return [e for e in scan.accepted if inside(e.path)]
 
     def _run(self, tasks: list[FileTask], mode: str, progress: Progress | None,
              cancel: threading.Event | None, track_progress: bool, total: int,

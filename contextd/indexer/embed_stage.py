@@ -30,7 +30,8 @@ def embed_missing(store: IndexStore, embedder: Any, batch_size: int,
                   cancel: threading.Event | None = None, lock: threading.Lock | None = None,
                   on_batch: Callable[[int], None] | None = None,
                   paths: Sequence[str] | None = None,
-                  before_window: Callable[[], None] | None = None) -> int:
+                  before_window: Callable[[], None] | None = None,
+                  window_batches: int = WINDOW_BATCHES) -> int:
     """Embed stored chunks lacking a vector until none is left (or ``cancel`` is set);
     returns how many texts were embedded. Each round fetches a window of texts and hands it
     to the embedder whole: it tokenizes the window in one parallel call and sorts it by token
@@ -38,7 +39,8 @@ def embed_missing(store: IndexStore, embedder: Any, batch_size: int,
     window is stored at once, so an interruption loses one window at most. ``lock`` keeps
     two callers from embedding the same texts; ``paths`` limits the work to the chunks of
     those stored files; ``before_window()`` runs before each window, outside the lock (it
-    may wait: the owner's follower lets a run reading files go first)."""
+    may wait: the owner's follower lets a run reading files go first) and
+    ``window_batches`` sets the window (batches of ``batch_size``)."""
     lock = lock or threading.Lock()
     done = 0
     while not (cancel and cancel.is_set()):
@@ -47,7 +49,7 @@ def embed_missing(store: IndexStore, embedder: Any, batch_size: int,
             if cancel and cancel.is_set():
                 break
         with lock:
-            rows = store.missing_embeddings(embedder.identity, batch_size * WINDOW_BATCHES,
+            rows = store.missing_embeddings(embedder.identity, batch_size * window_batches,
                                             paths)
             if not rows:
                 return done

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from types import MappingProxyType
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from contextd.boundary.roles import FileRole, file_role
 from contextd.boundary.walk import FileEntry
@@ -80,10 +80,29 @@ def order_by_priority(entries: Iterable[FileEntry], source_extensions: Sequence[
 
 def in_scope(path: str, prefixes: Sequence[str] | None) -> bool:
     """Whether ``path`` is one of ``prefixes`` or lies under one (None: everything)."""
-    if prefixes is None:
-        return True
-    return any(path == p or path.startswith(p.rstrip("/") + "/") or p in ("", ".")
-               for p in prefixes)
+    return scope(prefixes)(path)
+
+
+def scope(prefixes: Sequence[str] | None) -> Callable[[str], bool]:
+    """:func:`in_scope` for many paths against the same ``prefixes``: one set lookup per
+    ancestor of a path instead of a comparison per prefix. A ``git checkout``'s watcher
+    batch names ~750 paths; planning it against the stored files one prefix at a time was
+    quadratic (issue 37)."""
+    if prefixes is None or any(p in ("", ".") for p in prefixes):
+        return lambda path: True
+    wanted = frozenset(p.rstrip("/") for p in prefixes)
+
+    def test(path: str) -> bool:
+        if path in wanted:
+            return True
+        cut = path.rfind("/")
+        while cut > 0:
+            if path[:cut] in wanted:
+                return True
+            cut = path.rfind("/", 0, cut)
+        return False
+
+    return test
 
 
 def plan_changes(entries: Iterable[FileEntry], states: Mapping[str, FileState],
@@ -97,8 +116,9 @@ def plan_changes(entries: Iterable[FileEntry], states: Mapping[str, FileState],
     """
     plan = Plan()
     present: set[str] = set()
+    inside = scope(prefixes)
     for entry in entries:
-        if not in_scope(entry.path, prefixes):
+        if not inside(entry.path):
             continue
         plan.seen += 1
         present.add(entry.path)
@@ -111,6 +131,6 @@ def plan_changes(entries: Iterable[FileEntry], states: Mapping[str, FileState],
         plan.tasks.append(FileTask(entry.path, str(entry.abs_path), entry.size,
                                    entry.mtime_ns, known))
     plan.removed = sorted(p for p, state in states.items()
-                          if p not in present and in_scope(p, prefixes)
+                          if p not in present and inside(p)
                           and state.mtime_ns != PUSHED_MTIME_NS)
     return plan

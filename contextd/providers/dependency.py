@@ -98,17 +98,30 @@ class DependencyProvider(ContextProvider):
         super().__init__()
         self._manifests: dict[str, tuple[tuple[int, int], list[Dependency]]] = {}
         self._lock = threading.Lock()
+        # The catalog's version and the manifests among its paths then (2,855 paths
+        # looked at for every query and stats call otherwise).
+        self._manifest_paths: tuple[int, list[str]] = (-1, [])
 
     def answers_from_memory(self, generation: int | None) -> bool:
         return self.context is not None and self.context.catalog.is_current(generation)
 
     # ----- declared dependencies -------------------------------------------------------
-    def dependencies(self, generation: int | None = None) -> list[Dependency]:
+    def dependencies(self, generation: int | None = None, sync: bool = True
+                     ) -> list[Dependency]:
         """Every dependency the project's manifests declare (indexed manifests, and a
-        go.mod at the root, which the default extensions do not index)."""
+        go.mod at the root, which the default extensions do not index). ``sync=False``:
+        the manifests of the files the catalog holds now, without taking in what was
+        written since."""
         assert self.context is not None, "initialize() was not called"
         root = self.context.project.root
-        paths = [p for p in self.context.catalog.file_paths(generation) if is_manifest(p)]
+        catalog = self.context.catalog
+        with catalog.lock:
+            if sync:
+                catalog.sync(generation)
+            if self._manifest_paths[0] != catalog.version:
+                self._manifest_paths = (catalog.version,
+                                        [p for p in catalog.paths if is_manifest(p)])
+            paths = list(self._manifest_paths[1])
         if (root / "go.mod").is_file() and "go.mod" not in paths:
             paths.append("go.mod")
         found: list[Dependency] = []
@@ -245,7 +258,9 @@ class DependencyProvider(ContextProvider):
     def stats(self) -> dict[str, Any]:
         if self.context is None:
             return {}
-        deps = self.dependencies()
+        # A catalog already loaded (an owner's) is not brought up to the store for this:
+        # the owner answers stats every second or so while it reads a checkout.
+        deps = self.dependencies(sync=self.context.catalog.generation < 0)
         return {"declared": len(deps), "manifests": sorted({d.manifest for d in deps})}
 
 

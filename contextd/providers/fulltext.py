@@ -25,6 +25,7 @@ import logging
 import math
 import os
 import re
+import threading
 import time
 from itertools import chain, count
 from collections import Counter, defaultdict
@@ -40,6 +41,7 @@ from contextd.providers.base import (
 from contextd.providers.catalog import CatalogFollower, ChunkCatalog
 from contextd.providers.saved_pair import snapshot_folder
 from contextd.providers.source_share import is_source, with_source_share
+from contextd.query.catch_up import answering_now
 from contextd.query.duplicates import (
     TRANSLATION_DEPTH, copies_last, own_language_first, translation_groups,
 )
@@ -69,6 +71,8 @@ TOKENS_VERSION = 1
 RESAVE_MIN_DOCS = 2000
 RESAVE_SHARE = 0.1
 RESAVE_INTERVAL_S = 30.0
+# How often a save that became due checks whether the answers of the process are done.
+SAVE_POLL_S = 0.1
 # Documents counted together by BM25Index.build: big enough for numpy to pay, small enough
 # that a batch's token arrays stay a few MB.
 BUILD_BATCH_DOCS = 4096
@@ -540,16 +544,48 @@ class FullTextIndex(CatalogFollower):
         self.file_chunks: dict[int, list[str]] = {}
         self._unsaved = False
         self._saved_at = -RESAVE_INTERVAL_S
+        self._saver: threading.Thread | None = None
 
     def sync(self, generation: int | None = None) -> None:
+        """Bring the index up to the catalog; a save that has become due is left to a
+        thread of its own (:meth:`_save_when_idle`): the answer that found it due does not
+        wait for the fold and the write (issue 37: the first answer after a ``git
+        checkout`` paid both)."""
         with self.lock:
             if self.version < 0 and self.saved is not None:
                 self._load_saved(generation)
             super().sync(generation)
-            grown = self.bm25.delta_count > max(RESAVE_MIN_DOCS,
-                                                RESAVE_SHARE * self.bm25.frozen_count)
-            if self.saved is not None and (self._unsaved or grown) \
-                    and time.monotonic() - self._saved_at >= RESAVE_INTERVAL_S:
+            if self._save_due():
+                self._save_when_idle()
+
+    def _save_due(self) -> bool:
+        grown = self.bm25.delta_count > max(RESAVE_MIN_DOCS, RESAVE_SHARE * self.bm25.frozen_count)
+        return self.saved is not None and (self._unsaved or grown) \
+            and time.monotonic() - self._saved_at >= RESAVE_INTERVAL_S
+
+    def _save_when_idle(self) -> None:
+        """Start the saving thread unless one runs: it waits until no answer of this
+        process is searching, then folds and writes the index."""
+        if self._saver is not None and self._saver.is_alive():
+            return
+        self._saver = threading.Thread(target=self._save_in_background, daemon=True,
+                                       name="contextd-bm25-save")
+        self._saver.start()
+
+    def _save_in_background(self) -> None:
+        while answering_now():
+            time.sleep(SAVE_POLL_S)
+        with self.lock:
+            if self._save_due():
+                self._save()
+
+    def flush(self) -> None:
+        """Save now what is due (the process is closing), after a save under way."""
+        saver = self._saver
+        if saver is not None:
+            saver.join()
+        with self.lock:
+            if self._save_due():
                 self._save()
 
     def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
@@ -688,3 +724,7 @@ class FullTextProvider(ContextProvider):
         if self.index is None:
             return {}
         return {"documents": len(self.index.bm25), "terms": self.index.bm25.term_count()}
+
+    def shutdown(self) -> None:
+        if self.index is not None:
+            self.index.flush()  # the next process starts from it

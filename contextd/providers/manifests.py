@@ -58,7 +58,7 @@ MANIFEST_NAMES = ("pyproject.toml", "package.json", "go.mod", "Cargo.toml")
 
 
 def is_manifest(path: str) -> bool:
-    name = PurePosixPath(path).name
+    name = path.rpartition("/")[2]  # the name, without a PurePosixPath per path
     return name in MANIFEST_NAMES or (name.startswith("requirements") and name.endswith(".txt"))
 
 

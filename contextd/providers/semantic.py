@@ -493,9 +493,19 @@ class SemanticProvider(ContextProvider):
 
     def vectors(self, chunk_ids: Sequence[str], generation: int | None = None
                 ) -> dict[str, np.ndarray]:
-        """In-memory vectors of chunks, for MMR (empty while the model is loading)."""
-        index = self.ready_index(generation)
-        return index.vectors(chunk_ids) if index is not None else {}
+        """Vectors of chunks, for MMR (empty while the model is loading): from memory when
+        the index holds ``generation``, else the few asked for are read from the store. An
+        answer after a ``git checkout`` otherwise first took every re-written file into
+        the index, and, while vectors are still being computed, re-read every file missing
+        one (issue 37: 84 of the answer's 103 samples); the index's own catch-up and the
+        semantic search bring it up to the store."""
+        index = self.index
+        embedder = self._embedder()
+        if isinstance(index, VectorIndex) and embedder is not None \
+                and index.model == embedder.identity and not index.is_current(generation):
+            return StoreVectorSearch(self.context.catalog, index.model).vectors(chunk_ids)
+        ready = self.ready_index(generation)
+        return ready.vectors(chunk_ids) if ready is not None else {}
 
     def shutdown(self) -> None:
         if isinstance(self.index, VectorIndex):

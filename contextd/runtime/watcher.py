@@ -38,6 +38,9 @@ from contextd.runtime import watch_set
 log = logging.getLogger(__name__)
 
 MAX_DELAY_SECONDS = 5.0  # a never-ending burst still gets indexed this often
+# The most changed paths a command's windowed flush reads itself (an editor's saves);
+# a larger batch (a ``git checkout``) is left to the watcher's own batch (Watcher.flush).
+FLUSH_MAX_PATHS = 64
 # Rejections decided by the name alone: such a path can never be in the index.
 _NAME_REJECTIONS = frozenset({
     RejectReason.OUTSIDE_BOUNDARY, RejectReason.PATH_TRAVERSAL, RejectReason.INDEX_DIRECTORY,
@@ -163,7 +166,9 @@ class Watcher:
             return
         boundary = self.indexer.boundary
         reload = boundary.is_ignore_file(rel)
-        if not reload and not is_directory:
+        # A path already pending was judged at its first event (a checkout writes a file
+        # in several events): only new rules, which reload the boundary, could change that.
+        if not reload and not is_directory and rel not in self._pending:
             decision = boundary.check(rel)
             if not decision.indexable and decision.reason in _NAME_REJECTIONS:
                 return
@@ -189,7 +194,15 @@ class Watcher:
         ``git checkout``: the next query waited 65 s behind it on fastapi), return a
         ``busy`` report at once; the answer's snippets are read from the files as they are
         now (:mod:`contextd.query.on_disk`). ``within_s``: stop reading after this long;
-        the paths go back to the watcher's batch."""
+        the paths go back to the watcher's batch. A windowed flush of more than
+        FLUSH_MAX_PATHS paths (a checkout's batch) reads none and says ``busy``: the
+        window would not hold them, and the boundary checks and planning of 750 paths
+        before reading the first cost the next answer seconds (issue 37); the watcher's
+        own batch reads them after its debounce."""
+        if within_s is not None:
+            with self._cond:
+                if len(self._pending) > FLUSH_MAX_PATHS:
+                    return IndexReport(mode=BUSY)
         with self.indexer.running(wait) as running:
             if not running:
                 return IndexReport(mode=BUSY)
