@@ -9,23 +9,23 @@ Values are replaced by ``[REDACTED]`` with the surrounding structure kept
 key keeps its line count so line numbers of later chunks stay true.
 
 Speed matters (every indexed byte passes through here): the detectors are compiled once per
-configuration, and they run only on the lines where a C-level substring search finds a
-keyword or a token marker, which is a small fraction of any code base.
+configuration, and they run only on the lines that hold a keyword or a token marker
+(:mod:`contextd.scrub.candidates` finds them in one pass), a small fraction of any code base.
 """
 
 from __future__ import annotations
 
 import re
-import string
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Callable, Sequence
 
 from contextd.config.sections import SecurityConfig
-from contextd.scrub.rules import (DIGEST_PREFIX, KEYWORDS, MIN_CODE_SECRET_CHARS,
+from contextd.scrub.candidates import candidate_lines
+from contextd.scrub.rules import (DIGEST_PREFIX, MIN_CODE_SECRET_CHARS,
                                    PASSWORD_HASH, RANDOM_TOKEN, STRONG_NAME,
-                                   TOKEN_FORMATS, TOKEN_MARKERS, WEAK_NAME, has_context_word,
+                                   TOKEN_FORMATS, WEAK_NAME, has_context_word,
                                    is_placeholder, is_strong_name, looks_random)
 
 REDACTED = "[REDACTED]"
@@ -406,7 +406,7 @@ class Scrubber:
         redactor = _Redactor()
         if "PRIVATE KEY" in text:
             text = redactor.sub(_PRIVATE_KEY, text, lambda m: True, keep_breaks=True)
-        spans = _candidate_lines(text)
+        spans = candidate_lines(text)
         if spans:
             kind = _file_kind(path)
             pieces, last = [], 0
@@ -419,28 +419,6 @@ class Scrubber:
             text, count = apply(text)
             total += count
         return ScrubResult(text, total)
-
-
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-
-
-def _candidate_lines(text: str) -> list[tuple[tuple[int, int], bool]]:
-    """Sorted (start, end) of the lines holding a keyword or a token marker, each with
-    whether it holds a marker (only those can match a provider format)."""
-    spans: dict[tuple[int, int], bool] = {}
-    # ASCII letters only (the keywords are ASCII): str.lower() makes Turkish "İ" two
-    # characters, and offsets found in a longer copy looped for ever (fastapi's docs/tr).
-    lower = text.translate(_ASCII_LOWER)
-    for haystack, words, is_marker in ((lower, KEYWORDS, False), (text, TOKEN_MARKERS, True)):
-        for word in words:
-            found = haystack.find(word)
-            while found >= 0:
-                start = text.rfind("\n", 0, found) + 1
-                end = text.find("\n", found)
-                end = len(text) if end < 0 else end
-                spans[(start, end)] = spans.get((start, end), False) or is_marker
-                found = haystack.find(word, end)
-    return sorted(spans.items())
 
 
 def scrubbing_signature(security: SecurityConfig) -> str:
