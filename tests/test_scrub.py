@@ -4,6 +4,7 @@ every kind found in no text column of any table after indexing a real repository
 from __future__ import annotations
 
 import dataclasses
+import re
 import string
 from pathlib import Path
 
@@ -16,8 +17,9 @@ from contextd.config.sections import SecurityConfig
 from contextd.indexer import Indexer
 from contextd.config.project import Project
 from contextd.scrub.candidates import candidate_lines
-from contextd.scrub.rules import KEYWORDS, TOKEN_MARKERS
-from contextd.scrub.scrubber import REDACTED, Scrubber, get_scrubber
+from contextd.scrub.rules import KEYWORDS, STRONG_NAME, TOKEN_MARKERS, WEAK_NAME
+from contextd.scrub.scrubber import (REDACTED, Scrubber, _assigns_a_name, get_scrubber,
+                                    spellings)
 from contextd.store.duckdb import DuckDBStore
 from test_indexer import make_repo, open_indexer
 
@@ -250,3 +252,24 @@ def test_candidate_lines_of_every_file_of_a_project_match_the_word_by_word_searc
     assert len(texts) > 50
     for text in texts:
         assert candidate_lines(text) == _lines_holding_a_word(text)
+
+
+_ASSIGNED_NAME_FORWARD = re.compile(rf"""(?i)(?:{STRONG_NAME}|{WEAK_NAME})\b["']?\s*[:=]""")
+_ASSIGNMENT_PIECES = st.sampled_from([
+    *spellings(f"{STRONG_NAME}|{WEAK_NAME}"), "PASSWORD", "Api-Key", "x", "_", "-", " ", "\t",
+    "'", '"', ":", "=", "=>", ":=", "é", "İ", "K", "\u212a", "ſ", "1", "(", ".", "\n"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ASSIGNMENT_PIECES, max_size=12).map("".join))
+def test_the_backwards_search_for_an_assigned_name_finds_what_the_forward_one_finds(line):
+    """The reversed search (issue 37) answers as the forward pattern it replaced, for every
+    spelling of every name, quotes, blanks, other cases and look-alike letters."""
+    assert _assigns_a_name(line) == (_ASSIGNED_NAME_FORWARD.search(line) is not None)
+
+
+def test_spellings_lists_every_string_of_a_finite_pattern_and_refuses_others():
+    assert sorted(spellings("ab[_-]?c(?:d|ef)?")) == sorted(
+        f"ab{sep}c{end}" for sep in ("", "_", "-") for end in ("", "d", "ef"))
+    with pytest.raises(ValueError, match="not a finite set"):
+        spellings("a+b")
