@@ -14,6 +14,7 @@ import random
 import sysconfig
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -448,3 +449,23 @@ def test_source_tokens_match_estimator_on_non_ascii_spans(text: str, data) -> No
     start = data.draw(st.sampled_from(starts))
     end = data.draw(st.sampled_from([i for i in starts if i >= start]))
     assert src.tokens(start, end) == estimate_tokens(src.data[start:end].decode("utf-8"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=80) | st.text(alphabet=st.sampled_from(list("ab_9 \n\t(é日")),
+                                        max_size=60).map(lambda t: t.encode("utf-8")))
+def test_the_cost_prefix_is_the_running_sum_of_each_bytes_weight(data: bytes) -> None:
+    """The byte costs cuts are made on (issue 37 reads them two bytes at a time): each byte
+    weighs its own weight plus a word's where a word starts, summed in order, exactly."""
+    from contextd.chunkers.core import _BYTE_WEIGHTS, _IS_WORD, Source
+    from contextd.text.tokens import WORD_WEIGHT
+
+    src = Source("", "x.py", "python")
+    src.data = data
+    b = np.frombuffer(data, dtype=np.uint8)
+    word = _IS_WORD[b]
+    weights = _BYTE_WEIGHTS[b]
+    weights[1:] += WORD_WEIGHT * (word[1:] & ~word[:-1])
+    if len(word):
+        weights[0] += WORD_WEIGHT * word[0]
+    assert np.array_equal(src.cost_prefix(), np.concatenate(([0.0], np.cumsum(weights))))

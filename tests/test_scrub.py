@@ -4,14 +4,22 @@ every kind found in no text column of any table after indexing a real repository
 from __future__ import annotations
 
 import dataclasses
+import re
+import string
+from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contextd.config.sections import SecurityConfig
 from contextd.indexer import Indexer
 from contextd.config.project import Project
-from contextd.scrub.scrubber import REDACTED, Scrubber, get_scrubber
+from contextd.scrub.candidates import candidate_lines
+from contextd.scrub.rules import KEYWORDS, STRONG_NAME, TOKEN_MARKERS, WEAK_NAME
+from contextd.scrub.scrubber import (REDACTED, Scrubber, _assigns_a_name, get_scrubber,
+                                    spellings)
 from contextd.store.duckdb import DuckDBStore
 from test_indexer import make_repo, open_indexer
 
@@ -202,3 +210,66 @@ def test_text_that_lower_casing_lengthens_is_scrubbed_and_ends(scrubber):
     result = scrubber.scrub(text, "notes.py")
     assert f'password = "{REDACTED}"' in result.text and "super_secret_123" not in result.text
     assert result.text.startswith("İ" * 20)
+
+
+def _lines_holding_a_word(text: str) -> list[tuple[tuple[int, int], bool]]:
+    """The reference: every line holding a keyword (ASCII letters in any case) or a marker
+    (exact case), found word by word with str.find, and whether it holds a marker."""
+    lower = text.translate(str.maketrans(string.ascii_uppercase, string.ascii_lowercase))
+    spans: dict[tuple[int, int], bool] = {}
+    for haystack, words, is_marker in ((lower, KEYWORDS, False), (text, TOKEN_MARKERS, True)):
+        for word in words:
+            found = haystack.find(word)
+            while found >= 0:
+                start = text.rfind("\n", 0, found) + 1
+                end = text.find("\n", found)
+                end = len(text) if end < 0 else end
+                spans[(start, end)] = spans.get((start, end), False) or is_marker
+                found = haystack.find(word, end)
+    return sorted(spans.items())
+
+
+# Pieces that make texts full of words, near-words, both cases, line ends and non-ASCII.
+_PIECES = st.sampled_from([*KEYWORDS, *TOKEN_MARKERS, *(w.upper() for w in KEYWORDS),
+                           "pas", "to", "k", "S", "-", "u", "\n", "\n\n", " ", "x", "İ", "é",
+                           "漢", "\ud800", "\t", "=", ":", "A", "tokn", "kex"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_PIECES, max_size=40).map("".join))
+def test_candidate_lines_are_the_lines_a_word_by_word_search_finds(text):
+    """The one-pass scan (issue 37) finds exactly the lines, and marker flags, that a
+    str.find per keyword and marker finds: at the text's ends, across cases, beside
+    non-ASCII characters and lone surrogates."""
+    assert candidate_lines(text) == _lines_holding_a_word(text)
+
+
+def test_candidate_lines_of_every_file_of_a_project_match_the_word_by_word_search():
+    """The same on this repository's own files (code, docs, tests full of planted secrets)."""
+    root = Path(__file__).resolve().parent.parent
+    texts = [p.read_text("utf-8") for p in sorted(root.glob("*/*.py")) + sorted(
+        root.glob("docs/*.md"))]
+    assert len(texts) > 50
+    for text in texts:
+        assert candidate_lines(text) == _lines_holding_a_word(text)
+
+
+_ASSIGNED_NAME_FORWARD = re.compile(rf"""(?i)(?:{STRONG_NAME}|{WEAK_NAME})\b["']?\s*[:=]""")
+_ASSIGNMENT_PIECES = st.sampled_from([
+    *spellings(f"{STRONG_NAME}|{WEAK_NAME}"), "PASSWORD", "Api-Key", "x", "_", "-", " ", "\t",
+    "'", '"', ":", "=", "=>", ":=", "é", "İ", "K", "\u212a", "ſ", "1", "(", ".", "\n"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ASSIGNMENT_PIECES, max_size=12).map("".join))
+def test_the_backwards_search_for_an_assigned_name_finds_what_the_forward_one_finds(line):
+    """The reversed search (issue 37) answers as the forward pattern it replaced, for every
+    spelling of every name, quotes, blanks, other cases and look-alike letters."""
+    assert _assigns_a_name(line) == (_ASSIGNED_NAME_FORWARD.search(line) is not None)
+
+
+def test_spellings_lists_every_string_of_a_finite_pattern_and_refuses_others():
+    assert sorted(spellings("ab[_-]?c(?:d|ef)?")) == sorted(
+        f"ab{sep}c{end}" for sep in ("", "_", "-") for end in ("", "d", "ef"))
+    with pytest.raises(ValueError, match="not a finite set"):
+        spellings("a+b")

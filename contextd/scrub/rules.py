@@ -6,8 +6,8 @@ and the detect-secrets plugins, reduced to the formats whose shape alone is a se
 prefix and a length). detect-secrets itself is not used: it reports secrets in files for a
 pre-commit hook (one regex pass per plugin per line, entropy scans on every string) and has no
 redaction; the scrubber must run over every indexed byte and rewrite values in place, keeping
-the surrounding text, so it runs its own patterns only on the lines where a C-level substring
-search finds a marker (see :mod:`contextd.scrub.scrubber`).
+the surrounding text, so it runs its own patterns only on the lines that hold a keyword or a
+marker (see :mod:`contextd.scrub.candidates`).
 
 Two tiers of names: a *strong* name (password, secret, token, api_key, jwt, credentials, ...)
 holds a secret whatever its value looks like, unless the value is an obvious placeholder

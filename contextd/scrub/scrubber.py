@@ -9,23 +9,25 @@ Values are replaced by ``[REDACTED]`` with the surrounding structure kept
 key keeps its line count so line numbers of later chunks stay true.
 
 Speed matters (every indexed byte passes through here): the detectors are compiled once per
-configuration, and they run only on the lines where a C-level substring search finds a
-keyword or a token marker, which is a small fraction of any code base.
+configuration, and they run only on the lines that hold a keyword or a token marker
+(:mod:`contextd.scrub.candidates` finds them in one pass), a small fraction of any code base.
 """
 
 from __future__ import annotations
 
 import re
-import string
+import re._constants as _sre
+import re._parser as _sre_parse
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Callable, Sequence
 
 from contextd.config.sections import SecurityConfig
-from contextd.scrub.rules import (DIGEST_PREFIX, KEYWORDS, MIN_CODE_SECRET_CHARS,
+from contextd.scrub.candidates import candidate_lines
+from contextd.scrub.rules import (DIGEST_PREFIX, MIN_CODE_SECRET_CHARS,
                                    PASSWORD_HASH, RANDOM_TOKEN, STRONG_NAME,
-                                   TOKEN_FORMATS, TOKEN_MARKERS, WEAK_NAME, has_context_word,
+                                   TOKEN_FORMATS, WEAK_NAME, has_context_word,
                                    is_placeholder, is_strong_name, looks_random)
 
 REDACTED = "[REDACTED]"
@@ -46,11 +48,53 @@ _QUOTED_ASSIGNMENT = re.compile(
     rf"""(?ix)\b(?P<key>{_KEY_NAME})\b["']?(?:\s*:\s*[a-z_][\w.\[\]<>|]*)?\s*(?::=|=>|[:=])\s*
          (?:[bru]{{1,2}}(?=["']))?(?P<q>["'`])(?P<value>(?:(?!(?P=q))[^\\\n]|\\.){{1,}})(?P=q)""")
 
-# What both assignment rules need, checked first: a secret's name ending a word, then (past
-# a quote and blanks) the ``:`` or ``=`` that every assignment form starts with. One linear
-# search; the rules themselves try a lazy name prefix at every word of the line, which on a
-# line of long words cost most of the scrubbing (issue 37). A line it misses matches neither.
-_ASSIGNED_NAME = re.compile(rf"""(?i)(?:{STRONG_NAME}|{WEAK_NAME})\b["']?\s*[:=]""")
+
+
+def spellings(pattern: str) -> list[str]:
+    """Every string ``pattern`` matches, for a pattern of literals, sets of literals, groups,
+    alternatives and bounded repeats only (a secret's names); anything else is refused."""
+
+    def sequence(items) -> list[str]:
+        out = [""]
+        for op, arg in items:
+            out = [head + tail for head in out for tail in element(op, arg)]
+        return out
+
+    def element(op, arg) -> list[str]:
+        if op is _sre.LITERAL:
+            return [chr(arg)]
+        if op is _sre.IN and all(kind is _sre.LITERAL for kind, _ in arg):
+            return [chr(code) for _, code in arg]
+        if op is _sre.BRANCH:
+            return [text for branch in arg[1] for text in sequence(branch)]
+        if op is _sre.SUBPATTERN:
+            return sequence(arg[-1])
+        if op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT) and arg[1] is not _sre.MAXREPEAT:
+            texts, found = [""], []
+            for count in range(arg[1] + 1):
+                if count >= arg[0]:
+                    found += texts
+                texts = [head + tail for head in texts for tail in sequence(arg[2])]
+            return found
+        raise ValueError(f"{pattern!r}: {op} is not a finite set of strings")
+
+    return sequence(_sre_parse.parse(pattern))
+
+
+# What both assignment rules need, checked first: a secret's name, then (past a quote and
+# blanks) the ``:`` or ``=`` that every assignment form starts with. The rules themselves
+# try a lazy name prefix at every word of the line, and a search for the name at every
+# position still cost a quarter of the scrubbing (issue 37); so the line is searched
+# backwards, the name's spellings reversed, and only a ``:`` or ``=`` starts a match. (The
+# name ends a word by itself: a quote, a blank, ``:`` and ``=`` are no word characters.)
+# A line it misses matches neither rule.
+_ASSIGNED_NAME_REVERSED = re.compile(r"""(?i)[:=]\s*["']?(?:{})""".format("|".join(
+    re.escape(name[::-1]) for name in spellings(f"{STRONG_NAME}|{WEAK_NAME}"))))
+
+
+def _assigns_a_name(line: str) -> bool:
+    """Whether ``line`` assigns to a secret's name (see _ASSIGNED_NAME_REVERSED)."""
+    return _ASSIGNED_NAME_REVERSED.search(line[::-1]) is not None
 
 # ``f("name", "value")``: a setting passed as a call's first two arguments (``props.put``,
 # ``os.Setenv``); a tuple or list of names is no such pair.
@@ -262,7 +306,7 @@ class _Redactor:
             line = self.sub(_TOKEN_FORMATS, line, lambda m: "XXXXXXXX" not in m.group(0))
         if "bearer" in lower or "basic" in lower or "token" in lower:
             line = self.sub(_AUTH_HEADER, line, lambda m: _credential_like(m.group("value")))
-        if ("=" in line or ":" in line) and _ASSIGNED_NAME.search(line):
+        if ("=" in line or ":" in line) and _assigns_a_name(line):
             if "'" in line or '"' in line or "`" in line:
                 line = self.sub(_QUOTED_ASSIGNMENT, line, lambda m: _named_value_is_secret(
                     m.group("key"), m.group("value"), kind, quoted=True))
@@ -406,7 +450,7 @@ class Scrubber:
         redactor = _Redactor()
         if "PRIVATE KEY" in text:
             text = redactor.sub(_PRIVATE_KEY, text, lambda m: True, keep_breaks=True)
-        spans = _candidate_lines(text)
+        spans = candidate_lines(text)
         if spans:
             kind = _file_kind(path)
             pieces, last = [], 0
@@ -419,28 +463,6 @@ class Scrubber:
             text, count = apply(text)
             total += count
         return ScrubResult(text, total)
-
-
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-
-
-def _candidate_lines(text: str) -> list[tuple[tuple[int, int], bool]]:
-    """Sorted (start, end) of the lines holding a keyword or a token marker, each with
-    whether it holds a marker (only those can match a provider format)."""
-    spans: dict[tuple[int, int], bool] = {}
-    # ASCII letters only (the keywords are ASCII): str.lower() makes Turkish "İ" two
-    # characters, and offsets found in a longer copy looped for ever (fastapi's docs/tr).
-    lower = text.translate(_ASCII_LOWER)
-    for haystack, words, is_marker in ((lower, KEYWORDS, False), (text, TOKEN_MARKERS, True)):
-        for word in words:
-            found = haystack.find(word)
-            while found >= 0:
-                start = text.rfind("\n", 0, found) + 1
-                end = text.find("\n", found)
-                end = len(text) if end < 0 else end
-                spans[(start, end)] = spans.get((start, end), False) or is_marker
-                found = haystack.find(word, end)
-    return sorted(spans.items())
 
 
 def scrubbing_signature(security: SecurityConfig) -> str:
