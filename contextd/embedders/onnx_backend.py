@@ -35,9 +35,10 @@ import numpy as np
 from contextd.config.sections import EmbeddingConfig
 from contextd.embedders.bert_graph import INPUT_NAMES, build_bert_graph, unsupported_reason
 from contextd.embedders.common import (
-    ModelSettings, cache_root, embed_sorted, mean_pool, release_scratch_memory, require_extra,
+    ModelSettings, cache_root, embed_sorted, mean_pool, require_extra,
 )
 from contextd.embedders.model_files import ModelFiles
+from contextd.embedders.scratch_memory import release_scratch_memory
 from contextd.embedders.row_quantize import quantize_rowwise
 
 OPSET = 17
