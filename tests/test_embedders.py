@@ -277,3 +277,36 @@ def test_cli_embedders_list_says_what_a_configured_remote_backend_lacks(tmp_path
     rows = {row["backend"]: row for row in json.loads(listed.stdout)}
     assert rows["openai"]["configured"] and rows["openai"]["identity"].startswith("openai:")
     assert rows["openai"]["status"] == "remote, API key missing: set OPENAI_API_KEY"
+
+
+def test_the_sessions_read_the_word_table_from_the_weights_file(chunks):
+    """Issue 37: each ONNX session (batches, queries) held its own 47 MB copy of the word
+    embedding table. Both now read it memory-mapped from model.safetensors, and the vectors
+    are those of a session that holds its own copy."""
+    import onnxruntime
+
+    from contextd.embedders.onnx_backend import SHARED_TABLE, OnnxEmbedder
+
+    for quantize in ("int8", "none"):
+        embedder = get_embedder(config(quantize=quantize))
+        assert isinstance(embedder, OnnxEmbedder)
+        address = embedder._shared_values()[SHARED_TABLE].data_ptr()
+        assert _mapped_file(address).name == "model.safetensors"
+        own_copy = onnxruntime.InferenceSession(str(embedder.prepare()),
+                                                providers=["CPUExecutionProvider"])
+        tokenizer = embedder._load()[1]
+        encodings = [tokenizer.encode(text) for text in chunks[:6]]
+        shared = embedder._run(encodings)
+        assert np.allclose(embedder._run(encodings, own_copy), shared, atol=1e-6)
+        assert np.allclose(np.stack([embedder.embed_query(t) for t in chunks[:6]]), shared,
+                           atol=1e-5)
+
+
+def _mapped_file(address: int) -> Path:
+    """The file mapped at ``address`` in this process (/proc/self/maps)."""
+    for line in Path("/proc/self/maps").read_text().splitlines():
+        fields = line.split(maxsplit=5)
+        start, end = (int(part, 16) for part in fields[0].split("-"))
+        if start <= address < end:
+            return Path(fields[5].strip() if len(fields) > 5 else "")
+    raise AssertionError(f"nothing is mapped at {address:#x}")

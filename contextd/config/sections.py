@@ -589,8 +589,9 @@ class OwnerConfig:
         600, min=128,
         help="Memory the owner process is sized for: DuckDB's buffer pool gets an eighth of "
              "it, chunk texts and float32 vectors are kept in a spool file instead of memory, "
-             "the embedder runs in token-capped batches and hands its scratch memory back "
-             "after each; `contextd stats` shows the owner's resident size against it.")
+             "the embedder runs in token-capped batches (smaller near this limit) and hands "
+             "its scratch memory back, and an embedding batch and the lexical index's fold "
+             "take turns; `contextd stats` shows the owner's resident size against it.")
     idle_exit_seconds: int = _opt(900, min=5, help="A background owner exits after this "
                                                     "long without calls, once its work is "
                                                     "done.")

@@ -6,8 +6,6 @@ identity or listing backends costs milliseconds; the model itself loads on first
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +15,7 @@ import numpy as np
 
 from contextd.config.sections import EmbeddingConfig
 from contextd.embedders.model_files import ModelFiles, locate_model
+from contextd.embedders.scratch_memory import batch_tokens, transient
 from contextd.errors import MissingExtraError, ModelUnavailableError
 
 
@@ -90,10 +89,14 @@ def embed_sorted(lengths: Sequence[int], batch_size: int, dimension: int,
     ``run_batch(indices)`` embeds the items at ``indices`` and returns their vectors. With
     ``max_tokens`` a batch also holds at most that many padded tokens (rows times its longest
     item), so long texts go in smaller batches: a transformer's attention buffers grow with
-    rows x length^2: 64 texts of 256 tokens made a 600 MB peak, 8 of them ~350 MB.
+    rows x length^2: 64 texts of 256 tokens made a 600 MB peak, 8 of them ~350 MB. Near the
+    process's memory budget the cap shrinks, and each batch waits for any other large
+    transient of the process to end (:mod:`contextd.embedders.scratch_memory`).
     """
     order = np.argsort(np.asarray(lengths, dtype=np.int64), kind="stable")
     out = np.empty((len(order), dimension), dtype=np.float32)
+    if max_tokens:  # fewer while the process is near its memory budget
+        max_tokens = batch_tokens(max_tokens)
     start = 0
     while start < len(order):
         end = min(start + batch_size, len(order))
@@ -102,26 +105,10 @@ def embed_sorted(lengths: Sequence[int], batch_size: int, dimension: int,
             while end - start > 1 and (end - start) * max(1, lengths[order[end - 1]]) > max_tokens:
                 end -= 1
         indices = order[start:end]
-        out[indices] = run_batch(indices)
+        with transient(release=False):  # not beside another large transient (a BM25 freeze)
+            out[indices] = run_batch(indices)
         start = end
     return out
-
-
-def release_scratch_memory() -> None:
-    """Hand the freed scratch buffers of a batch run back to the system (glibc keeps freed
-    heap pages, so the resident size stayed at the largest batch's peak for the life of the
-    owner). A few milliseconds per call; a no-op off glibc."""
-    global _malloc_trim
-    if _malloc_trim is None:
-        try:
-            _malloc_trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
-
-
-_malloc_trim = None
 
 
 def mean_pool(hidden: np.ndarray, mask: np.ndarray, normalize: bool) -> np.ndarray:

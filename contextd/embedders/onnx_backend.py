@@ -33,12 +33,16 @@ from typing import Callable, Sequence
 import numpy as np
 
 from contextd.config.sections import EmbeddingConfig
-from contextd.embedders.bert_graph import INPUT_NAMES, build_bert_graph, unsupported_reason
+from contextd.embedders.bert_graph import (
+    INPUT_NAMES, WEIGHTS_FILE, build_bert_graph, unsupported_reason,
+)
 from contextd.embedders.common import (
-    ModelSettings, cache_root, embed_sorted, mean_pool, release_scratch_memory, require_extra,
+    ModelSettings, cache_root, embed_sorted, mean_pool, require_extra,
 )
 from contextd.embedders.model_files import ModelFiles
+from contextd.embedders.scratch_memory import release_scratch_memory
 from contextd.embedders.row_quantize import quantize_rowwise
+from contextd.embedders.safetensors_file import mapped_float32
 
 OPSET = 17
 # Bump when the export code changes what it writes, so stale cache files are not reused.
@@ -56,6 +60,10 @@ CHECKSUM_SUFFIX = ".blake3"
 MAX_BATCH_TOKENS = 512
 # The precision of the quantised model, in its identity and cache file name.
 INT8 = "int8-rows"
+# The word-embedding table, 47 MB of MiniLM's 56 MB of int8 weights (it stays float32): both
+# sessions (batches and queries) read it from the weights file, memory-mapped, instead of
+# each holding a copy on the heap (issue 37: two sessions 58 + 79 MB, then 15 + 32 MB).
+SHARED_TABLE = "embeddings.word_embeddings.weight"
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +176,7 @@ class OnnxEmbedder:
         self._single = None  # the one-thread session for queries
         self._tokenizer = None
         self._verified = False  # the cache file's checksum was checked by this object
+        self._shared: dict | None = None  # initializers the sessions share (_shared_values)
 
     @property
     def prepared(self) -> bool:
@@ -227,8 +236,28 @@ class OnnxEmbedder:
         # Idle workers sleep instead of spinning: the cores are shared with chunking and
         # other processes, and spinning cost ~20% throughput here under contention.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        for name, value in self._shared_values().items():
+            options.add_initializer(name, value)
         return onnxruntime.InferenceSession(str(self.prepare()), options,
                                             providers=["CPUExecutionProvider"])
+
+    def _shared_values(self) -> dict:
+        """The initializers every session of this embedder reads from the weights file
+        (SHARED_TABLE) rather than from its own copy: only for a graph built here from those
+        weights (bert_graph; a checkpoint's "bert." prefix is dropped there), where the table
+        is float32 and its bytes are the graph's."""
+        with self._lock:
+            if self._shared is None:
+                import onnxruntime
+
+                files = self.settings.files
+                table = (mapped_float32(files.path / WEIGHTS_FILE,
+                                        (SHARED_TABLE, "bert." + SHARED_TABLE))
+                         if _exporter(files) == "graph" else None)
+                # The OrtValue reads the array where it lies; both live as long as this object.
+                self._shared = ({SHARED_TABLE: onnxruntime.OrtValue.ortvalue_from_numpy(table)}
+                                if table is not None else {})
+            return self._shared
 
     def _run(self, encodings: Sequence, session=None) -> np.ndarray:
         """One forward pass over encodings padded to the longest among them (on the batch

@@ -23,20 +23,27 @@ _DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2", "I64": "<i8"
 _MAX_HEADER = 100_000_000
 
 
+def _header(path: Path, head: bytes, size: int) -> tuple[dict, int]:
+    """The JSON header of a safetensors file whose first bytes are ``head`` (the length and
+    the header at least) and the offset of its tensors; ModelUnavailableError if it is not
+    one."""
+    if len(head) < 8:
+        raise ModelUnavailableError(f"{path} is not a safetensors file (too short)")
+    (length,) = struct.unpack("<Q", head[:8])
+    if length > min(_MAX_HEADER, size - 8, len(head) - 8):
+        raise ModelUnavailableError(f"{path} is not a safetensors file (bad header length)")
+    try:
+        return json.loads(head[8:8 + length]), 8 + length
+    except ValueError as exc:
+        raise ModelUnavailableError(f"{path} is not a safetensors file ({exc})") from None
+
+
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     """Every tensor of ``path`` as a numpy array (float32 for BF16); raises
     ModelUnavailableError naming the file when it is truncated or not safetensors."""
     data = path.read_bytes()
-    if len(data) < 8:
-        raise ModelUnavailableError(f"{path} is not a safetensors file (too short)")
-    (length,) = struct.unpack("<Q", data[:8])
-    if length > min(_MAX_HEADER, len(data) - 8):
-        raise ModelUnavailableError(f"{path} is not a safetensors file (bad header length)")
-    try:
-        header = json.loads(data[8:8 + length])
-    except ValueError as exc:
-        raise ModelUnavailableError(f"{path} is not a safetensors file ({exc})") from None
-    body = memoryview(data)[8 + length:]
+    header, offset = _header(path, data, len(data))
+    body = memoryview(data)[offset:]
     tensors = {}
     for name, spec in header.items():
         if name == "__metadata__":
@@ -50,3 +57,24 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
             array = (array.astype(np.uint32) << 16).view(np.float32)
         tensors[name] = array.reshape(spec["shape"])
     return tensors
+
+
+def mapped_float32(path: Path, names: tuple[str, ...]) -> np.ndarray | None:
+    """The first of ``names`` that ``path`` holds as float32, memory-mapped read-only (its
+    pages are the page cache's, read as they are touched, not a copy on the heap); None
+    when it holds none of them as float32."""
+    with open(path, "rb") as file:
+        head = file.read(8)
+        if len(head) == 8:
+            head += file.read(min(struct.unpack("<Q", head)[0], _MAX_HEADER))
+    size = path.stat().st_size
+    header, offset = _header(path, head, size)
+    for name in names:
+        spec = header.get(name)
+        if spec is not None and spec.get("dtype") == "F32":
+            begin, end = spec["data_offsets"]
+            if offset + end > size or end - begin != 4 * int(np.prod(spec["shape"])):
+                raise ModelUnavailableError(f"{path}: tensor {name!r} lies past the file's end")
+            return np.memmap(path, dtype="<f4", mode="r", offset=offset + begin,
+                             shape=tuple(spec["shape"]))
+    return None

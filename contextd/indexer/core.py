@@ -20,6 +20,7 @@ from contextd.boundary.walk import (SKIP_DIR_REASONS, SKIP_REASONS, Boundary, Fi
 from contextd.chunkers.chunking import chunking_signature
 from contextd.contextualizers.stage import (contextualizer_signature, counters_since, needs_store,
                                    stage_stats)
+from contextd.embedders import scratch_memory
 from contextd.embedders.common import cpu_count
 from contextd.embedders.registry import embedding_stats, get_embedder, remote_run_counters
 from contextd.errors import UsageError
@@ -383,8 +384,10 @@ class Indexer:
         watcher batch; a push still embeds its one file) returns once its chunks are
         written, and their vectors follow in the background
         (:mod:`contextd.indexer.embed_follow`), each round reported to a ``progress()``
-        sink. For a process that stays up to compute them: the owner."""
+        sink. For a process that stays up to compute them: the owner, whose embedding
+        batches shrink near its ``[owner] memory_limit_mb`` (issue 37)."""
         if self.follower is None:
+            scratch_memory.limit_to(self.config.owner.memory_limit_mb)
             self.follower = VectorFollower(
                 lambda cancel, sink: self.embed_pending(cancel=cancel, progress=sink,
                                                         runs_first=True),

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
-from contextd.embedders.common import release_scratch_memory
+from contextd.embedders.scratch_memory import release_scratch_memory
 from contextd.providers import catalog_snapshot
 from contextd.providers.saved_pair import copy_bytes
 from contextd.providers.spool import Spool

@@ -35,6 +35,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from contextd.embedders.scratch_memory import large_transient
 from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
@@ -234,6 +235,7 @@ class BM25Index:
         self.total_len = int(doc_len.sum())
         self._changed()
 
+    @large_transient  # not beside an embedding batch: the owner's peak (issue 37)
     def freeze(self) -> dict[str, int]:
         """Fold the delta and the dead slots into new arrays (documents get new slots);
         returns id → new slot."""
