@@ -23,7 +23,10 @@ WAIT_S = 60.0
 
 @pytest.fixture
 def budget():
-    """Set a memory budget for the test, and none again after it."""
+    """Set a memory budget for the test, and none again after it. None before it too: an
+    owner started in this process by an earlier test (``Indexer.follow_vectors``) leaves its
+    ``[owner] memory_limit_mb`` set, the budget being the process's."""
+    scratch_memory.limit_to(None)
     yield scratch_memory.limit_to
     scratch_memory.limit_to(None)
 
