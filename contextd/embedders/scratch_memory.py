@@ -42,7 +42,6 @@ _turn = threading.Lock()
 _waiting = 0
 _waiting_guard = threading.Lock()
 _limit_mb: int | None = None
-_malloc_trim = None
 _page_size = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -50,14 +49,9 @@ def release_scratch_memory() -> None:
     """Hand the freed scratch buffers of a batch run back to the system (glibc keeps freed
     heap pages, so the resident size stayed at the largest batch's peak for the life of the
     owner). A few milliseconds per call; a no-op off glibc."""
-    global _malloc_trim
-    if _malloc_trim is None:
-        try:
-            _malloc_trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _malloc_trim = False
-    if _malloc_trim:
-        _malloc_trim(0)
+    trim = _glibc("malloc_trim")
+    if trim is not None:
+        trim(0)
 
 
 @contextlib.contextmanager
@@ -100,16 +94,18 @@ def limit_to(megabytes: int | None) -> None:
     keeps its own freed pages, and the owner runs some twenty threads."""
     global _limit_mb
     _limit_mb = megabytes
-    if megabytes is not None:
-        _mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
+    mallopt = _glibc("mallopt")
+    if megabytes is not None and mallopt is not None:
+        mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
 
 
-def _mallopt(option: int, value: int) -> None:
-    """glibc's mallopt; nothing where there is no glibc."""
+@functools.lru_cache(maxsize=None)
+def _glibc(name: str) -> Callable[..., int] | None:
+    """glibc's function ``name``, looked up once; None where there is no glibc."""
     try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt(option, value)
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name)
     except (OSError, AttributeError):
-        pass
+        return None
 
 
 def resident_mb() -> float | None:
