@@ -20,6 +20,7 @@ import pytest
 from golden import open_indexed
 from contextd import ContextModule
 from contextd.indexer import Indexer
+from contextd.providers import catalog as catalog_module
 from contextd.providers.catalog import FILES_PER_READ, ChunkCatalog
 from contextd.providers.fulltext import FullTextIndex, code_tokens
 from contextd.providers.spool import spool_folder
@@ -146,6 +147,31 @@ def test_while_files_are_indexed_an_answer_says_what_it_could_not_search_yet(pro
         answer = ask(FIRST + WRITTEN - 1)
         assert f"module_{FIRST + WRITTEN - 1:03d}.py" in {h.file_path for h in answer.hits}
         assert not _catching_up(answer), answer.notes
+    finally:
+        module.shutdown()
+
+
+def test_a_file_written_but_not_taken_in_is_found_by_its_text(project, monkeypatch):
+    """An answer's short catch-up leaves written files waiting; their text is searched as the
+    files not indexed yet are (contextd.query.unread_scan), so none is hidden from it."""
+    project, store = project
+    monkeypatch.setattr(catch_up_module, "SLICE_S", 0.0)
+    monkeypatch.setattr(catch_up_module, "PAUSE_S", 600.0)  # no background step meanwhile
+    monkeypatch.setattr(catalog_module, "FILES_PER_READ", 10)
+    module = ContextModule(project, store)
+    module.pipeline.catch_up.writing = lambda: True
+    try:
+        ask = _asker(module)
+        assert "module_000.py" in {h.file_path for h in ask(0).hits}
+        _large_write(project, store)
+        ask(0)  # takes in one read of the new files
+        catalog = module.pipeline.catalog
+        # Waiting files are taken in from the front: the last stays through the next answer.
+        path = next(p for p, fid in catalog.paths.items() if fid == list(catalog.waiting)[-1])
+        answer = ask(int(path[len("module_"):-len(".py")]))
+        assert catalog.paths[path] in catalog.waiting
+        assert _catching_up(answer), answer.notes
+        assert path in {h.file_path for h in answer.hits}
     finally:
         module.shutdown()
 

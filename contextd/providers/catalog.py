@@ -221,6 +221,13 @@ class ChunkCatalog:
                 loaded.extend(self._take_waiting(within_s, give_way))
             self._log(tuple(loaded), tuple(removed), moved)
 
+    def waiting_paths(self) -> list[str]:
+        """The paths of the files written but not taken in yet (``waiting``). An answer
+        searches their text as it does the files not indexed yet
+        (:mod:`contextd.query.unread_scan`), so a short catch-up slice hides no file."""
+        with self.lock:
+            return [self._file_path[f] for f in self.waiting if f in self._file_path]
+
     def is_current(self, generation: int | None) -> bool:
         """Whether a query at ``generation`` finds nothing to take in (files left waiting
         aside)."""

@@ -120,7 +120,7 @@ class QueryPipeline:
         # Queries' usage rows, written by a thread; readers of usage_metrics call its flush().
         self.usage = UsageRecorder(store)
         # The files the bootstrap has not read yet, searched as text (first answers).
-        self.unread = UnreadScan(project, store, self.provider)
+        self.unread = UnreadScan(project, store, self.provider, self.catalog.waiting_paths)
 
     # ----- providers ----------------------------------------------------------------------
     def provider_factories(self) -> dict[str, Any]:

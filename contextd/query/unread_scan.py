@@ -98,12 +98,16 @@ FULL_TEXT_ID = "full_text"
 
 class UnreadScan:
     """The scan as one step of an answer: the pending list from the store, the indexed
-    part's document frequencies from the full-text provider (``provider(id)``)."""
+    part's document frequencies from the full-text provider (``provider(id)``), and the
+    files written but not yet taken into the answer's indexes (``waiting()``: the catalog's,
+    see :mod:`contextd.query.catch_up`)."""
 
-    def __init__(self, project: Any, store: Any, provider: Callable[[str], Any]):
+    def __init__(self, project: Any, store: Any, provider: Callable[[str], Any],
+                 waiting: Callable[[], Sequence[str]] = lambda: ()):
         self.project = project
         self.store = store
         self.provider = provider
+        self.waiting = waiting
 
     def placed(self, candidates: Sequence[ContextSnippet], query: str,
                literals: Sequence[Literal], scope: ContextScope,
@@ -122,8 +126,10 @@ class UnreadScan:
         if scope.languages or scope.kinds or scope.roles:
             return list(candidates), None, []
         _, pending = self.store.progress_pending()
-        pending = [p for p in pending if p not in indexed_paths
-                   and (accepts_path is None or accepts_path(p))]
+        # A waiting file is among the answer's paths, but none of its chunks is searched.
+        pending = [p for p in dict.fromkeys([*(p for p in pending if p not in indexed_paths),
+                                             *self.waiting()])
+                   if accepts_path is None or accepts_path(p)]
         if not pending:
             return list(candidates), None, []
         asked = query_words(query) + [lit.text.lower() for lit in literals]
