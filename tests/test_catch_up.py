@@ -20,7 +20,6 @@ import pytest
 from golden import open_indexed
 from contextd import ContextModule
 from contextd.indexer import Indexer
-from contextd.providers import catalog as catalog_module
 from contextd.providers.catalog import FILES_PER_READ, ChunkCatalog
 from contextd.providers.fulltext import FullTextIndex, code_tokens
 from contextd.providers.spool import spool_folder
@@ -125,10 +124,9 @@ def _asker(module):
 
 def test_while_files_are_indexed_an_answer_says_what_it_could_not_search_yet(project,
                                                                             monkeypatch):
-    """While the indexer writes, an answer takes in one read of new files and says how many
-    wait; a background thread follows the store and takes in the rest once it stops."""
+    """While the indexer writes, an answer takes in no new file and says how many wait; a
+    background thread follows the store and takes in the rest once it stops."""
     project, store = project
-    monkeypatch.setattr(catch_up_module, "SLICE_S", 0.0)
     module = ContextModule(project, store)
     writing = threading.Event()
     module.pipeline.catch_up.writing = writing.is_set  # as the engine does with its indexer
@@ -152,33 +150,33 @@ def test_while_files_are_indexed_an_answer_says_what_it_could_not_search_yet(pro
 
 
 def test_a_file_written_but_not_taken_in_is_found_by_its_text(project, monkeypatch):
-    """An answer's short catch-up leaves written files waiting; their text is searched as the
-    files not indexed yet are (contextd.query.unread_scan), so none is hidden from it."""
+    """While files are being indexed an answer leaves new files waiting (taking them in cost
+    most of a first answer); their text is searched as the files not indexed yet are
+    (contextd.query.unread_scan), so none is hidden from it, and a re-written file is taken
+    in at once, so nothing shown is stale."""
     project, store = project
-    monkeypatch.setattr(catch_up_module, "SLICE_S", 0.0)
     monkeypatch.setattr(catch_up_module, "PAUSE_S", 600.0)  # no background step meanwhile
-    monkeypatch.setattr(catalog_module, "FILES_PER_READ", 10)
     module = ContextModule(project, store)
     module.pipeline.catch_up.writing = lambda: True
     try:
         ask = _asker(module)
         assert "module_000.py" in {h.file_path for h in ask(0).hits}
         _large_write(project, store)
-        ask(0)  # takes in one read of the new files
+        last = f"module_{FIRST + WRITTEN - 1:03d}.py"
+        answer = ask(FIRST + WRITTEN - 1)
         catalog = module.pipeline.catalog
-        # Waiting files are taken in from the front: the last stays through the next answer.
-        path = next(p for p, fid in catalog.paths.items() if fid == list(catalog.waiting)[-1])
-        answer = ask(int(path[len("module_"):-len(".py")]))
-        assert catalog.paths[path] in catalog.waiting
+        assert catalog.paths[last] in catalog.waiting
+        assert catalog.paths["module_000.py"] not in catalog.waiting
         assert _catching_up(answer), answer.notes
-        assert path in {h.file_path for h in answer.hits}
+        assert last in {h.file_path for h in answer.hits}
+        (rewritten,) = [h for h in ask(0).hits if h.file_path == "module_000.py"]
+        assert "version1" in rewritten.snippet
     finally:
         module.shutdown()
 
 
-def test_when_nothing_is_being_indexed_an_answer_takes_everything_in(project, monkeypatch):
+def test_when_nothing_is_being_indexed_an_answer_takes_everything_in(project):
     project, store = project
-    monkeypatch.setattr(catch_up_module, "SLICE_S", 0.0)
     module = ContextModule(project, store)
     try:
         ask = _asker(module)

@@ -5,9 +5,11 @@ the store, at ~80 µs a chunk written since the last answer. While the backgroun
 a large project (wagtail: 58k chunks in a few minutes) that made some answers wait 3-4 s.
 
 So while files are being indexed (``writing()``: more is coming, the answer is partial
-anyway and says so), an answer takes in new files for at most :data:`SLICE_S` (re-written and
-removed files always, so nothing it shows is stale), searches the text of those it could not
-take in yet as it does the files not indexed yet, and says how many there were; a background thread follows the store meanwhile, a slice at a time, starting no step
+anyway and says so), an answer takes in re-written and removed files only, so nothing it
+shows is stale; it searches the text of the new files as it does the files not indexed yet
+(:mod:`contextd.query.unread_scan`) and says how many there were. Taking in even one read of
+new files (200 files, then BM25 tokenising their chunks) was 0.7-1 s of a fastapi first
+answer. A background thread follows the store meanwhile, a slice at a time, starting no step
 while an answer of the process searches, and takes in the rest once the writing stops. When
 nothing is being indexed, an answer takes in everything first: it is complete.
 """
@@ -24,13 +26,10 @@ from contextd.query.left_out import CATCHING_UP_NOTE
 
 log = logging.getLogger(__name__)
 
-# How long an answer, or one step of the background thread, takes in new files while files
-# are being indexed (the catalog; the indexes built from it then take the same files in, about
-# twice as long again). Short: the files it leaves waiting are searched as text by the answer
-# (contextd.query.unread_scan); at 0.3 s the taking in was ~1 s of a fastapi first answer.
-SLICE_S = 0.1
-# The background thread's share: shorter, and it stops between reads when an answer comes
-# (an answer waits for the indexes built from the catalog to take in one such step at most).
+# How long one step of the background thread takes in new files while files are being
+# indexed (the catalog; the indexes built from it then take the same files in, about twice as
+# long again); it stops between reads when an answer comes (an answer waits for the indexes
+# built from the catalog to take in one such step at most).
 BACKGROUND_SLICE_S = 0.1
 # The background thread's pause between steps: an answer waiting for the lock gets in.
 PAUSE_S = 0.2
@@ -47,6 +46,12 @@ _idle = threading.Condition()
 def answering_now() -> bool:
     """Whether an answer of this process is searching now (background work gives way)."""
     return _answers > 0
+
+
+def _new_files_wait() -> bool:
+    """The catalog's ``give_way`` for an answer while files are being indexed: new files
+    wait (the background thread takes them in; the answer searches their text)."""
+    return True
 
 
 class CatchUp:
@@ -67,8 +72,8 @@ class CatchUp:
     @contextlib.contextmanager
     def answering(self, generation: int) -> Iterator[float]:
         """Around an answer's search: first take in what was written up to ``generation``
-        (while files are being indexed, new files for at most SLICE_S; the block gets the
-        ms it took); the background thread starts no step meanwhile (on 2 cores a step
+        (while files are being indexed, re-written and removed files only; the block gets
+        the ms it took); the background thread starts no step meanwhile (on 2 cores a step
         beside an answer doubled its time)."""
         global _answers
         with _idle:
@@ -76,7 +81,8 @@ class CatchUp:
         try:
             begin = time.perf_counter()
             writing = self.writing()
-            self.catalog.catch_up(generation, SLICE_S if writing else None)
+            self.catalog.catch_up(generation, give_way=_new_files_wait) if writing \
+                else self.catalog.catch_up(generation)
             if writing or self.catalog.waiting:
                 self._start()
             yield (time.perf_counter() - begin) * 1000
