@@ -139,3 +139,46 @@ def test_a_request_naming_a_folder_finds_its_module(tmp_path):
         store.close()
     assert ranked[0.0][0] == "shop/api/listing.py"
     assert ranked[SETTINGS.path_words_boost][0] == "shop/redirects/api.py"
+
+
+def test_the_area_a_titles_colon_names_steps_its_files_forward():
+    """prometheus's "promtool: Add `--remote-write.path` ..." changed cmd/promtool/main.go,
+    while web/api/v1/openapi_paths.go spelt more of the message's words (path, api, v1):
+    the area before the colon says where the change is, as a Conventional Commits scope
+    does (``fix(clearorders): ...``); a type alone (``fix:``, ``chore:``) names no area."""
+    words = PathWords(["cmd/promtool/main.go", "web/api/v1/openapi_paths.go",
+                       *(f"pkg/module_{i}/code.go" for i in range(20))])
+    change = understand("promtool: Add `--remote-write.path` for overriding the url path "
+                        "(flag --remote-write.path=/api/v1/write)", SETTINGS)
+    assert change.area_stems == {"promtool"}
+
+    def factor(query, path, settings=SETTINGS):
+        return boost_factor(_snippet(path, "go"), query, settings, words)
+
+    unaware = dataclasses.replace(SETTINGS, area_path_boost=0.0)
+    assert factor(change, "web/api/v1/openapi_paths.go", unaware) > \
+        factor(change, "cmd/promtool/main.go", unaware)
+    assert factor(change, "cmd/promtool/main.go") > factor(change, "web/api/v1/openapi_paths.go")
+    assert understand("fix(clearorders): crash on delivery", SETTINGS).area_stems == \
+        {light_stem("clearorders")}
+    for typed in ("fix: crash on delivery", "chore: fix typos in comments",
+                  "Fix products overwriting attributes"):
+        assert understand(typed, SETTINGS).area_stems == frozenset()
+
+
+def test_one_word_of_a_long_message_does_not_spell_a_whole_path():
+    """saleor's long message about SQS and Pub/Sub retries wrote
+    ``botocore.exceptions.BotoCoreError`` once: ``exceptions`` spelt the whole of
+    core/exceptions.py, which then outranked the transport module that changed. A path's
+    words count fully only as 10% or more of the query's; a short query naming the path
+    keeps the full share."""
+    words = PathWords(["core/exceptions.py", "webhook/transport/utils.py",
+                       *(f"pkg/module_{i}/code.py" for i in range(20))])
+    long = understand("Make logic sending messages to AWS SQS and Google PubSub more tolerant "
+                      "to prevent a task giving up without retries: catch all client errors, "
+                      "include botocore.exceptions.BotoCoreError, add a test case for sending "
+                      "a message and extend the cloud logic tests", SETTINGS)
+    assert words.share("core/exceptions.py", long.word_stems) == 1.0
+    assert words.evidence("core/exceptions.py", long.word_stems) < 0.75
+    short = understand("where are the core exceptions defined", SETTINGS)
+    assert words.evidence("core/exceptions.py", short.word_stems) == 1.0

@@ -171,6 +171,8 @@ EFFECTS: dict[str, Effect] = {
                                        base=LEXICAL),
     "ranking.path_words_boost": Effect(0.0, query_probe("how the client waits between tries"),
                                        base=LEXICAL),
+    "ranking.area_path_boost": Effect(0.0, query_probe("client: wait longer between tries"),
+                                      base=LEXICAL),
     # One word of two found (BM25 coverage): a confidence of about 0.33.
     "ranking.strong_match_confidence": Effect(0.1, notes_probe("banana status"),
                                               base=LEXICAL),

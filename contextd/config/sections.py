@@ -433,7 +433,14 @@ class RankingConfig:
                                    help="A chunk of a code file whose path spells words the "
                                         "query writes (redirects/api.py for 'the redirects "
                                         "API') gets its score times 1 + this times the share "
-                                        "of the path's distinctive words found.")
+                                        "of the path's distinctive words found (tempered "
+                                        "when they are a small share of a long query's).")
+    area_path_boost: float = _opt(0.5, min=0.0, max=10.0,
+                                  help="A chunk of a code file under the area a change "
+                                       "request's title names ('cmd/promtool: add ...', "
+                                       "'fix(clearorders): ...') gets its score times 1 + "
+                                       "this times the share of the area's words its path "
+                                       "spells.")
     strong_match_confidence: float = _opt(0.5, min=0.0, max=1.0,
                                           help="Below this confidence the best hit is reported "
                                                "as no strong match (a note).")

@@ -71,6 +71,33 @@ _FIRST_WORD_RE = re.compile(r"[A-Za-z']+")
 _AREA_PREFIX_RE = re.compile(r"^\W*(?:[\w./@-]+(?:\s+[\w./@-]+){0,2}(?:\([^)]*\))?!?:\s+)+")
 
 
+# A Conventional Commits type: the kind of change, not the part of the project ("fix:",
+# "chore:"); its scope in brackets is the part ("fix(clearorders):").
+_CHANGE_TYPES = frozenset("""
+fix fixes fixed feat feature bug bugfix chore docs doc test tests refactor perf build ci style
+revert release deps security wip hotfix breaking
+""".split())
+_SCOPE_RE = re.compile(r"\(([^)]*)\)!?:\s*$")
+_AREA_WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+def title_area(query: str) -> tuple[str, ...]:
+    """The words of the area a change request's title names before its colon, lower-cased:
+    ``cmd/promtool: add …`` -> cmd, promtool; ``fix(clearorders): …`` -> clearorders;
+    ``PromQL: …`` -> promql. A Conventional Commits type alone (``fix:``, ``chore:``) names
+    no area. Projects lay their code out by these areas, so the area says where the change
+    is as plainly as a path would (:func:`contextd.query.understanding.boost_factor`)."""
+    match = _AREA_PREFIX_RE.match(query)
+    if not match:
+        return ()
+    prefix = match.group(0).strip()
+    scope = _SCOPE_RE.search(prefix)
+    head = prefix[:scope.start()] if scope else prefix.rstrip("!:").strip()
+    text = scope.group(1) if scope else ("" if head.lower() in _CHANGE_TYPES else head)
+    words = (w.lower() for w in _AREA_WORD_RE.findall(text))
+    return tuple(dict.fromkeys(w for w in words if w not in _CHANGE_TYPES and len(w) >= 2))
+
+
 def classify(query: str, about_tests: bool) -> QueryIntent:
     """The intent of a query (see the module docstring); ``about_tests``: it names tests."""
     if about_tests:

@@ -14,6 +14,13 @@ that spans its layers (``orders.py``, ``orders.ts``, ``orders.md``, the orders m
 locates its code. The share of a path's distinctive words that the query writes is what the ranking
 reads (:func:`contextd.query.understanding.boost_factor`), so a short path fully named beats
 a deep one that shares a single word with the query.
+
+That share is tempered by how much of the *query* the path accounts for
+(:meth:`PathWords.evidence`): in a long commit message one word among fifty, taken from a
+library's dotted name (``botocore.exceptions.BotoCoreError``), spelt the whole of
+``core/exceptions.py`` and lifted it over the file that changed (saleor). A path's words
+count fully once they are QUERY_SHARE of the query's words or more (semble, the peer, boosts a
+file stem by the share of the query's keywords it matches, from 10%).
 """
 
 from __future__ import annotations
@@ -30,6 +37,8 @@ from contextd.text.stop_words import STOP_WORDS
 COMMON_SHARE = 0.1
 MIN_COMMON_FILES = 5
 MIN_WORD_LENGTH = 2
+# The share of a query's words that a path's words must make up to count fully.
+QUERY_SHARE = 0.1
 # Path parts split at case changes, keeping a version suffix with its word (v3, oauth2).
 _PART_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+\d*|\d+")
 
@@ -64,3 +73,22 @@ class PathWords:
         if not words:
             return 0.0
         return sum(1 for w in words if w in query_stems) / len(words)
+
+    def evidence(self, path: str, query_stems: frozenset[str]) -> float:
+        """:meth:`share`, times the share of the query's words the path spells over
+        QUERY_SHARE, at most 1 (see the module docstring)."""
+        share = self.share(path, query_stems)
+        if not share:
+            return 0.0
+        found = sum(1 for w in path_stems(path) if w not in self.common and w in query_stems)
+        return share * min(1.0, found / max(1.0, QUERY_SHARE * len(query_stems)))
+
+
+def area_share(path: str, area_stems: frozenset[str]) -> float:
+    """The share of a title's area words (:func:`contextd.query.intent.title_area`, stemmed)
+    that ``path`` spells, common words included: ``tsdb`` names the part of prometheus a
+    change is in even though a tenth of its files are there."""
+    if not area_stems:
+        return 0.0
+    words = set(path_stems(path))
+    return sum(1 for w in area_stems if w in words) / len(area_stems)

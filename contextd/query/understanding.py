@@ -33,10 +33,10 @@ from typing import Sequence
 
 from contextd.config.sections import DEFAULT_ALLOWED_EXTENSIONS, RankingConfig
 from contextd.query.evidence import ExactQuery, echoes_query, exact_evidence, quotation_tier
-from contextd.query.intent import QueryIntent, classify
+from contextd.query.intent import QueryIntent, classify, title_area
 from contextd.records import ChunkKind, ContextSnippet, ProviderType
 from contextd.boundary.roles import FileRole, file_role
-from contextd.query.path_words import PathWords
+from contextd.query.path_words import PathWords, area_share
 from contextd.text.stemming import light_stem
 from contextd.text.stop_words import STOP_WORDS
 
@@ -96,6 +96,9 @@ class UnderstoodQuery:
     # The stems of every word the task writes, each word's parts included (HTTPException ->
     # http, exception): what a file's path is compared with (contextd.query.path_words).
     word_stems: frozenset[str] = frozenset()
+    # The stems of the area a change request's title names before its colon (``cmd/promtool:
+    # add …``, ``fix(clearorders): …``): where the change is (contextd.query.intent.title_area).
+    area_stems: frozenset[str] = frozenset()
 
     def texts_by_kind(self) -> dict[ProviderType, str]:
         """The text each kind of provider is sent (see the module docstring); a kind whose
@@ -186,7 +189,8 @@ def understand(task: str, settings: RankingConfig) -> UnderstoodQuery:
     symbols = symbols[:settings.max_symbol_candidates]
     return UnderstoodQuery(original, dense_query(task), " ".join(lexical), tuple(symbols),
                            files, quoted, about_tests, classify(original, about_tests),
-                           ExactQuery.of(original, symbols), prose, every_word)
+                           ExactQuery.of(original, symbols), prose, every_word,
+                           frozenset(light_stem(w) for w in title_area(original)))
 
 
 def asks_about_tests(task: str) -> bool:
@@ -230,10 +234,13 @@ def boost_factor(snippet: ContextSnippet, query: UnderstoodQuery, settings: Rank
         factor *= 1 + settings.name_words_boost * name_words_share(snippet.label,
                                                                    query.prose_stems)
     role = file_role(snippet.file_path, snippet.language)
-    if path_words is not None and role in _CODE_ROLES and not (
+    if role in _CODE_ROLES and not (
             role is FileRole.TEST and query.intent is QueryIntent.IMPLEMENTATION):
-        factor *= 1 + settings.path_words_boost * path_words.share(snippet.file_path,
-                                                                   query.word_stems)
+        if path_words is not None:
+            factor *= 1 + settings.path_words_boost * path_words.evidence(snippet.file_path,
+                                                                          query.word_stems)
+        factor *= 1 + settings.area_path_boost * area_share(snippet.file_path,
+                                                            query.area_stems)
     if query.intent is QueryIntent.IMPLEMENTATION:
         factor *= _implementation_factor(role, settings)
     if query.exact:
