@@ -191,3 +191,63 @@ def test_an_answer_never_waits_for_the_bm25_save_it_finds_due(project, tmp_path)
     loaded = FullTextIndex(ChunkCatalog(store, spool_folder(project)), closing.saved)
     loaded.sync(store.generation())
     assert loaded.bm25.frozen_count == len(loaded.bm25) == len(index.bm25)
+
+
+def test_background_work_waits_for_the_last_answer_and_is_woken_by_its_end(project):
+    """wait_until_no_answer (the background catch-up and the BM25 save) returns only once
+    no answer of the process searches, woken by the last one's end, and returns to a
+    stopped waiter even while an answer goes on."""
+    _, store = project
+    answers = catch_up_module.CatchUp(ChunkCatalog(store), lambda: [])
+    done, stopped_done, stopped = threading.Event(), threading.Event(), threading.Event()
+
+    def wait(flag: threading.Event, stop: threading.Event | None) -> None:
+        catch_up_module.wait_until_no_answer(stop)
+        flag.set()
+
+    with answers.answering(store.generation()):
+        with answers.answering(store.generation()):
+            threading.Thread(target=wait, args=(done, None), daemon=True).start()
+            threading.Thread(target=wait, args=(stopped_done, stopped), daemon=True).start()
+        assert not done.wait(0.3), "one answer still searches"
+        stopped.set()
+        catch_up_module.wake_waiters()
+        assert stopped_done.wait(30)
+        assert not done.is_set()
+    assert done.wait(30)
+    catch_up_module.wait_until_no_answer()  # nobody answering: at once
+
+
+def test_the_bm25_file_is_written_outside_the_lock_an_answer_needs(project, tmp_path,
+                                                                   monkeypatch):
+    """Only the fold holds the index's lock: the file is written after it, from arrays no
+    later change touches (issue 37: answers after a ``git checkout`` waited for the whole
+    save), and what was written is the index as folded."""
+    from contextd.providers import fulltext
+
+    project, store = project
+    index = FullTextIndex(ChunkCatalog(store, spool_folder(project)), tmp_path / "bm25.npz")
+    index.sync(store.generation())
+    folded = len(index.bm25)
+    lock_free_while_writing = []
+    write = fulltext.write_arrays
+
+    def write_and_probe(path, arrays):
+        def probe():
+            free = index.lock.acquire(timeout=30)
+            lock_free_while_writing.append(free)
+            if free:
+                # A change while the file is written must not reach it.
+                index.bm25.remove(next(iter(index.bm25.slot_of)))
+                index.lock.release()
+        prober = threading.Thread(target=probe)
+        prober.start()
+        prober.join(60)
+        write(path, arrays)
+
+    monkeypatch.setattr(fulltext, "write_arrays", write_and_probe)
+    index.flush()
+    assert lock_free_while_writing == [True]
+    assert len(index.bm25) == folded - 1
+    loaded = fulltext.BM25Index.load(index.saved)[0]
+    assert len(loaded) == folded
