@@ -127,6 +127,39 @@ def test_a_batch_of_many_paths_refreshes_exactly_those(tmp_path):
     assert "pkg/new.py" in chunks
 
 
+def test_a_refresh_writes_full_batches_where_a_bootstrap_also_writes_by_time(tmp_path,
+                                                                            monkeypatch):
+    """A bootstrap writes by time as well as by size (its early files answer the first
+    questions); a refresh of many paths (a ``git checkout``) writes full batches: 34
+    transactions of ~22 files took a fifth of fastapi's refresh (issue 37). Written by time
+    as often as possible here, the bootstrap takes many transactions, the refresh one."""
+    from contextd.indexer import pipeline
+
+    monkeypatch.setattr(pipeline, "WRITE_BATCH_SECONDS", 0.0)
+    monkeypatch.setattr(pipeline, "WRITE_INTERVAL_FACTOR", 0)
+    files = {f"pkg/mod_{i}.py": FUNC.format(name=f"f{i}", doc=f"Function {i}.", n=i)
+             for i in range(20)}
+    root = make_repo(tmp_path / "repo", files)
+    indexer = open_indexer(root)
+    writes = []
+    batch = indexer.store.batch
+
+    def counted_batch():
+        writes.append(1)
+        return batch()
+
+    monkeypatch.setattr(indexer.store, "batch", counted_batch)
+    indexer.ensure_indexed()
+    assert len(writes) >= 10
+    for i in range(20):
+        (root / f"pkg/mod_{i}.py").write_text(FUNC.format(name=f"g{i}", doc="Edited.", n=i))
+    writes.clear()
+    report = indexer.refresh(list(files))
+    assert report.files_indexed == 20 and len(writes) == 1
+    assert all(any(f"def g{i}" in t for t in stored(indexer)[f"pkg/mod_{i}.py"])
+               for i in range(20))
+
+
 def test_unchanged_content_is_not_rechunked(tmp_path):
     root = small_repo(tmp_path)
     indexer = open_indexer(root)

@@ -734,8 +734,13 @@ class Indexer:
         self.file_figures.record(total - len(tasks), len(tasks))
         progress = TeeProgress(progress, _FileFigures(self.file_figures, total - len(tasks)))
         # After the tee: the writer's updates are what keeps the live file figures current.
+        # Only a whole-project run writes by time as well (its early files answer the first
+        # questions); a refresh (a ``git checkout``'s 751 paths on fastapi) writes in full
+        # batches: 34 transactions of ~22 files took a fifth of its CPU time, and each woke
+        # the in-memory indexes' catch-up beside it (issue 37).
         writer = Writer(self.store, report, progress, track_progress,
-                        self.config.bootstrap.fail_fast, stage.wake if stage else lambda: None)
+                        self.config.bootstrap.fail_fast, stage.wake if stage else lambda: None,
+                        by_time=mode in PROJECT_RUNS)
         progress.start(len(tasks), mode)
         try:
             prefix_store = self.store if needs_store(self.config) else None
