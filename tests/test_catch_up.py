@@ -251,3 +251,59 @@ def test_the_bm25_file_is_written_outside_the_lock_an_answer_needs(project, tmp_
     assert len(index.bm25) == folded - 1
     loaded = fulltext.BM25Index.load(index.saved)[0]
     assert len(loaded) == folded
+
+
+def _rewrite(project, store, version: int) -> None:
+    """Every file of the fixture re-written (a ``git checkout``'s batch) and refreshed."""
+    root = Path(project.root)
+    for file in range(FIRST):
+        _write(root, file, version)
+    Indexer(project, store, embed=False).refresh([f"module_{f:03d}.py" for f in range(FIRST)])
+
+
+def test_the_chunks_to_take_in_are_tokenised_outside_the_index_lock(project):
+    """After a ``git checkout`` the chunks BM25 takes in are tokenised without its lock, so
+    an answer is not queued behind the tokenising (issue 37); a chunk re-written after its
+    tokens were made is tokenised again, and the index ends as a fresh build of the store."""
+    project, store = project
+    index = FullTextIndex(ChunkCatalog(store, spool_folder(project)))
+    index.sync(store.generation())
+    _rewrite(project, store, 7)
+    index.catalog.sync(store.generation())
+    preparing = threading.Thread(target=index._prepare)
+    with index.lock:  # an answer searching: the tokens are made all the same
+        preparing.start()
+        preparing.join(60)
+        assert not preparing.is_alive()
+    assert len(index._ready) == FIRST  # one chunk per re-written module
+    _rewrite(project, store, 8)  # after the tokens were made
+    index.catalog.sync(store.generation())
+    index.sync(store.generation())
+    fresh = FullTextIndex(ChunkCatalog(store, spool_folder(project)))
+    fresh.sync(store.generation())
+    for word in ("version8", "version7", _word(3), "handler"):
+        assert index.bm25.scores(code_tokens(word)) == fresh.bm25.scores(code_tokens(word))
+    assert index.bm25.df("version8") == FIRST and index.bm25.df("version7") == 0
+
+
+def test_after_a_watcher_batch_the_indexes_follow_without_an_answer(project):
+    """The owner's watcher batch starts the in-memory indexes' catch-up at once, so the
+    next answer finds them current instead of paying for it (issue 37)."""
+    from contextd.runtime.engine import Engine
+
+    project, _ = project
+    engine = Engine(project)
+    try:
+        engine.module.query(QueryRequest("handler", providers=("full_text",),
+                                         wait_for_model=False))
+        _rewrite(project, engine.store, 9)
+        engine.take_in_written()
+        full_text = engine.module.pipeline.provider("full_text").memory_index
+        deadline = time.monotonic() + 60
+        while not full_text.is_current(engine.store.generation()) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert full_text.is_current(engine.store.generation())
+        assert full_text.bm25.df("version9") == FIRST
+    finally:
+        engine.close()

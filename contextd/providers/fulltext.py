@@ -72,6 +72,10 @@ TOKENS_VERSION = 1
 RESAVE_MIN_DOCS = 2000
 RESAVE_SHARE = 0.1
 RESAVE_INTERVAL_S = 30.0
+# The most chunks tokenised ahead of the index's lock (FullTextIndex._prepare): a
+# ``git checkout`` on fastapi re-wrote 30k; their tokens are held until applied (~1 KB
+# a chunk), and the rest are tokenised under the lock as before.
+PREPARE_MAX_CHUNKS = 16_384
 # Documents counted together by BM25Index.build: big enough for numpy to pay, small enough
 # that a batch's token arrays stay a few MB.
 BUILD_BATCH_DOCS = 4096
@@ -564,18 +568,60 @@ class FullTextIndex(CatalogFollower):
         self._unsaved = False
         self._saved_at = -RESAVE_INTERVAL_S
         self._saver: threading.Thread | None = None
+        # Tokens computed ahead of the lock: chunk id → (hash of its document text, tokens),
+        # for the files the catalog had taken in up to catalog version ``_ready_version``.
+        self._preparing = threading.Lock()
+        self._ready: dict[str, tuple[int, list[str]]] = {}
+        self._ready_version = -1
 
     def sync(self, generation: int | None = None) -> None:
         """Bring the index up to the catalog; a save that has become due is left to a
         thread of its own (:meth:`_save_when_idle`): the answer that found it due does not
         wait for the fold and the write (issue 37: the first answer after a ``git
-        checkout`` paid both)."""
+        checkout`` paid both). The chunks to take in are tokenised before the lock is
+        taken (:meth:`_prepare`)."""
+        self._prepare()
         with self.lock:
             if self.version < 0 and self.saved is not None:
                 self._load_saved(generation)
-            super().sync(generation)
+            try:
+                super().sync(generation)
+            finally:
+                self._ready, self._ready_version = {}, -1
             if self._save_due():
                 self._save_when_idle()
+
+    def _prepare(self) -> None:
+        """Tokenise the chunks of the files the catalog has taken in since this index last
+        followed it, without the index's lock: the background catch-up after a ``git
+        checkout`` (30k chunks re-written on fastapi, seconds of tokenising) held it the
+        whole time, and every answer meanwhile queued behind it (issue 37). :meth:`apply`
+        then takes the tokens of each chunk whose text is still the same. Two syncs at once
+        tokenise once: the second waits for the first's tokens."""
+        with self._preparing:
+            catalog = self.catalog
+            with catalog.lock:
+                version = catalog.version
+                if self.version < 0 or version in (self.version, self._ready_version):
+                    return
+                changes = catalog.changes_after(self.version)
+            if changes is None or any(change.loaded is None for change in changes):
+                return  # a whole build: BM25Index.build tokenises as it goes
+            files = list(dict.fromkeys(f for change in changes for f in change.loaded or ()))
+            ready: dict[str, tuple[int, list[str]]] = {}
+            for row in self.catalog.iter_chunks(files):
+                text = document_text(row)
+                ready[row.chunk_id] = (hash(text), code_tokens(text))
+                if len(ready) >= PREPARE_MAX_CHUNKS:
+                    break
+            self._ready, self._ready_version = ready, version
+
+    def _tokens(self, row: ChunkRow) -> list[str]:
+        """The tokens of ``row``'s document: those :meth:`_prepare` computed, if its text has
+        not changed since."""
+        text = document_text(row)
+        ready = self._ready.pop(row.chunk_id, None)
+        return ready[1] if ready is not None and ready[0] == hash(text) else code_tokens(text)
 
     def _save_due(self) -> bool:
         grown = self.bm25.delta_count > max(RESAVE_MIN_DOCS, RESAVE_SHARE * self.bm25.frozen_count)
@@ -619,7 +665,7 @@ class FullTextIndex(CatalogFollower):
             for chunk_id in self.file_chunks.pop(file_id, ()):
                 self.bm25.remove(chunk_id)
         for row in self.catalog.iter_chunks(changed):
-            self.bm25.add(row.chunk_id, code_tokens(document_text(row)))
+            self.bm25.add(row.chunk_id, self._tokens(row))
             self.file_chunks.setdefault(row.file_id, []).append(row.chunk_id)
 
     def _load_saved(self, generation: int | None) -> None:

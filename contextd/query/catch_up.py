@@ -99,6 +99,12 @@ class CatchUp:
                 _answers -= 1
                 _idle.notify_all()
 
+    def follow(self) -> None:
+        """Take in what was written in the background now (giving way to answers), rather
+        than in the next answer: after a watcher's batch of a ``git checkout`` that answer
+        paid the catalog and BM25 catch-up of every re-written file (issue 37)."""
+        self._start()
+
     def note(self) -> str | None:
         """What an answer must say while files are left waiting (None: nothing)."""
         waiting = len(self.catalog.waiting)

@@ -258,7 +258,8 @@ class OwnerDuties:
             with self.engine.indexer.running():
                 self._holding.set()
                 if self.engine.project.config.watcher.enabled:
-                    self._watcher = Watcher(self.engine.project, self.engine.indexer).start()
+                    self._watcher = Watcher(self.engine.project, self.engine.indexer,
+                                            on_batch=self._written).start()
                 # After the watcher starts, so an edit during the catch-up is not missed.
                 # Chunks first (lexical and symbol answers at once), then the vectors outside
                 # the run lock, so a client's catch-up or a watcher batch never waits for them.
@@ -278,6 +279,12 @@ class OwnerDuties:
                 log.exception("owner: background indexing failed")
         finally:
             self._holding.set()
+
+    def _written(self, paths: list[str], report) -> None:
+        """A watcher's batch changed the index: the answers' in-memory indexes follow now,
+        not in the next answer (issue 37)."""
+        if report.files_indexed or report.files_removed:
+            self.engine.take_in_written()
 
     @property
     def catching_up(self) -> bool:
