@@ -480,6 +480,39 @@ def test_a_run_given_a_second_reads_source_first_and_the_next_run_resumes_the_re
         indexer.store.close()
 
 
+def test_a_reading_window_spent_before_the_first_file_still_reads_a_few(tmp_path):
+    """A first answer's window can be spent before its first file is read (the walk and
+    the imports at load 7-24); WINDOW_FLOOR_FILES are read all the same, so a tiny project
+    is always whole, and a larger one resumes from there."""
+    from contextd.indexer.core import WINDOW_FLOOR_FILES
+
+    tiny = make_repo(tmp_path / "tiny", {f"pkg/m{i}.py": FUNC.format(name=f"f{i}", doc="D.",
+                                                                      n=i) for i in range(5)})
+    indexer = open_indexer(tiny)
+    try:
+        report = indexer.ensure_indexed(within_s=0.0)
+        assert not report.cancelled and len(stored(indexer)) == 5, report.summary
+    finally:
+        indexer.store.close()
+    count = WINDOW_FLOOR_FILES + 30
+    larger = make_repo(tmp_path / "larger", {
+        f"pkg/m{i:03d}.py": FUNC.format(name=f"f{i}", doc="D.", n=i) for i in range(count)})
+    indexer = open_indexer(larger)
+    spent = threading.Event()
+    spent.set()  # the window is over before the run starts
+    try:
+        report = indexer.ensure_indexed(cancel=spent, within_s=0.0)
+        assert report.cancelled and report.files_left == count - WINDOW_FLOOR_FILES
+        assert len(stored(indexer)) == WINDOW_FLOOR_FILES
+        assert indexer.ensure_indexed().files_indexed == count - WINDOW_FLOOR_FILES
+        assert len(stored(indexer)) == count
+        (larger / "pkg/m000.py").write_text(FUNC.format(name="edited", doc="E.", n=0))
+        refresh = indexer.refresh(cancel=spent)  # only a reading window has a floor
+        assert refresh.cancelled and refresh.files_indexed == 0
+    finally:
+        indexer.store.close()
+
+
 def test_index_written_without_redaction_is_scrubbed_at_the_next_catch_up(tmp_path):
     """Redaction is part of what the chunks depend on: an index written while scrubbing was
     off (or by an older contextd whose rules let a credential through) is re-scrubbed at the
