@@ -67,10 +67,8 @@ WINDOW_FLOOR_FILES = 50
 # The follower's window (batches): a run that starts while one is being embedded waits for
 # it beside ONNX Runtime on every core. Eight batches (512 texts) kept the refresh of a
 # ``git checkout`` on fastapi sharing the machine with the model for a minute at load 10
-# (issue 37: 1,447 of the owner's samples in ONNX while it read 751 changed files). Two
-# batches still took 1,334 samples to the refresh's 745 (a batch takes ~10 s at load 10):
-# one batch, and a window's store query costs a few percent of its embedding.
-FOLLOW_WINDOW_BATCHES = 1
+# (issue 37: 1,447 of the owner's samples in ONNX while it read 751 changed files).
+FOLLOW_WINDOW_BATCHES = 2
 # A refresh of at most this many paths asks the store for each one's states; more read
 # every state once (Indexer._states_under).
 FEW_PATHS = 16
