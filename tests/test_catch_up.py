@@ -215,3 +215,119 @@ def test_an_answer_never_waits_for_the_bm25_save_it_finds_due(project, tmp_path)
     loaded = FullTextIndex(ChunkCatalog(store, spool_folder(project)), closing.saved)
     loaded.sync(store.generation())
     assert loaded.bm25.frozen_count == len(loaded.bm25) == len(index.bm25)
+
+
+def test_background_work_waits_for_the_last_answer_and_is_woken_by_its_end(project):
+    """wait_until_no_answer (the background catch-up and the BM25 save) returns only once
+    no answer of the process searches, woken by the last one's end, and returns to a
+    stopped waiter even while an answer goes on."""
+    _, store = project
+    answers = catch_up_module.CatchUp(ChunkCatalog(store), lambda: [])
+    done, stopped_done, stopped = threading.Event(), threading.Event(), threading.Event()
+
+    def wait(flag: threading.Event, stop: threading.Event | None) -> None:
+        catch_up_module.wait_until_no_answer(stop)
+        flag.set()
+
+    with answers.answering(store.generation()):
+        with answers.answering(store.generation()):
+            threading.Thread(target=wait, args=(done, None), daemon=True).start()
+            threading.Thread(target=wait, args=(stopped_done, stopped), daemon=True).start()
+        assert not done.wait(0.3), "one answer still searches"
+        stopped.set()
+        catch_up_module.wake_waiters()
+        assert stopped_done.wait(30)
+        assert not done.is_set()
+    assert done.wait(30)
+    catch_up_module.wait_until_no_answer()  # nobody answering: at once
+
+
+def test_the_bm25_file_is_written_outside_the_lock_an_answer_needs(project, tmp_path,
+                                                                   monkeypatch):
+    """Only the fold holds the index's lock: the file is written after it, from arrays no
+    later change touches (issue 37: answers after a ``git checkout`` waited for the whole
+    save), and what was written is the index as folded."""
+    from contextd.providers import fulltext
+
+    project, store = project
+    index = FullTextIndex(ChunkCatalog(store, spool_folder(project)), tmp_path / "bm25.npz")
+    index.sync(store.generation())
+    folded = len(index.bm25)
+    lock_free_while_writing = []
+    write = fulltext.write_arrays
+
+    def write_and_probe(path, arrays):
+        def probe():
+            free = index.lock.acquire(timeout=30)
+            lock_free_while_writing.append(free)
+            if free:
+                # A change while the file is written must not reach it.
+                index.bm25.remove(next(iter(index.bm25.slot_of)))
+                index.lock.release()
+        prober = threading.Thread(target=probe)
+        prober.start()
+        prober.join(60)
+        write(path, arrays)
+
+    monkeypatch.setattr(fulltext, "write_arrays", write_and_probe)
+    index.flush()
+    assert lock_free_while_writing == [True]
+    assert len(index.bm25) == folded - 1
+    loaded = fulltext.BM25Index.load(index.saved)[0]
+    assert len(loaded) == folded
+
+
+def _rewrite(project, store, version: int) -> None:
+    """Every file of the fixture re-written (a ``git checkout``'s batch) and refreshed."""
+    root = Path(project.root)
+    for file in range(FIRST):
+        _write(root, file, version)
+    Indexer(project, store, embed=False).refresh([f"module_{f:03d}.py" for f in range(FIRST)])
+
+
+def test_the_chunks_to_take_in_are_tokenised_outside_the_index_lock(project):
+    """After a ``git checkout`` the chunks BM25 takes in are tokenised without its lock, so
+    an answer is not queued behind the tokenising (issue 37); a chunk re-written after its
+    tokens were made is tokenised again, and the index ends as a fresh build of the store."""
+    project, store = project
+    index = FullTextIndex(ChunkCatalog(store, spool_folder(project)))
+    index.sync(store.generation())
+    _rewrite(project, store, 7)
+    index.catalog.sync(store.generation())
+    preparing = threading.Thread(target=index._prepare)
+    with index.lock:  # an answer searching: the tokens are made all the same
+        preparing.start()
+        preparing.join(60)
+        assert not preparing.is_alive()
+    assert len(index._ready) == FIRST  # one chunk per re-written module
+    _rewrite(project, store, 8)  # after the tokens were made
+    index.catalog.sync(store.generation())
+    index.sync(store.generation())
+    fresh = FullTextIndex(ChunkCatalog(store, spool_folder(project)))
+    fresh.sync(store.generation())
+    for word in ("version8", "version7", _word(3), "handler"):
+        assert index.bm25.scores(code_tokens(word)) == fresh.bm25.scores(code_tokens(word))
+    assert index.bm25.df("version8") == FIRST and index.bm25.df("version7") == 0
+
+
+def test_after_a_watcher_batch_the_indexes_follow_without_an_answer(project):
+    """The owner's watcher batch starts the in-memory indexes' catch-up at once, so the
+    next answer finds them current instead of paying for it (issue 37)."""
+    from contextd.runtime.engine import Engine
+
+    project, _ = project
+    engine = Engine(project)
+    try:
+        engine.module.query(QueryRequest("handler", providers=("full_text",),
+                                         wait_for_model=False))
+        _rewrite(project, engine.store, 9)
+        engine.take_in_written()
+        full_text = engine.module.pipeline.provider("full_text").memory_index
+        deadline = time.monotonic() + 60
+        while not full_text.is_current(engine.store.generation()) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert full_text.is_current(engine.store.generation())
+        assert full_text.bm25.df("version9") == FIRST
+    finally:
+        engine.close()

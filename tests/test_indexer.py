@@ -127,6 +127,39 @@ def test_a_batch_of_many_paths_refreshes_exactly_those(tmp_path):
     assert "pkg/new.py" in chunks
 
 
+def test_a_refresh_writes_full_batches_where_a_bootstrap_also_writes_by_time(tmp_path,
+                                                                            monkeypatch):
+    """A bootstrap writes by time as well as by size (its early files answer the first
+    questions); a refresh of many paths (a ``git checkout``) writes full batches: 34
+    transactions of ~22 files took a fifth of fastapi's refresh (issue 37). Written by time
+    as often as possible here, the bootstrap takes many transactions, the refresh one."""
+    from contextd.indexer import pipeline
+
+    monkeypatch.setattr(pipeline, "WRITE_BATCH_SECONDS", 0.0)
+    monkeypatch.setattr(pipeline, "WRITE_INTERVAL_FACTOR", 0)
+    files = {f"pkg/mod_{i}.py": FUNC.format(name=f"f{i}", doc=f"Function {i}.", n=i)
+             for i in range(20)}
+    root = make_repo(tmp_path / "repo", files)
+    indexer = open_indexer(root)
+    writes = []
+    batch = indexer.store.batch
+
+    def counted_batch():
+        writes.append(1)
+        return batch()
+
+    monkeypatch.setattr(indexer.store, "batch", counted_batch)
+    indexer.ensure_indexed()
+    assert len(writes) >= 10
+    for i in range(20):
+        (root / f"pkg/mod_{i}.py").write_text(FUNC.format(name=f"g{i}", doc="Edited.", n=i))
+    writes.clear()
+    report = indexer.refresh(list(files))
+    assert report.files_indexed == 20 and len(writes) == 1
+    assert all(any(f"def g{i}" in t for t in stored(indexer)[f"pkg/mod_{i}.py"])
+               for i in range(20))
+
+
 def test_unchanged_content_is_not_rechunked(tmp_path):
     root = small_repo(tmp_path)
     indexer = open_indexer(root)
@@ -443,6 +476,39 @@ def test_a_run_given_a_second_reads_source_first_and_the_next_run_resumes_the_re
         assert resumed[0].mode == "resume" and not resumed[0].cancelled
         assert resumed[0].files_indexed == cut.files_left
         assert len(stored(indexer)) == pages + 1
+    finally:
+        indexer.store.close()
+
+
+def test_a_reading_window_spent_before_the_first_file_still_reads_a_few(tmp_path):
+    """A first answer's window can be spent before its first file is read (the walk and
+    the imports at load 7-24); WINDOW_FLOOR_FILES are read all the same, so a tiny project
+    is always whole, and a larger one resumes from there."""
+    from contextd.indexer.core import WINDOW_FLOOR_FILES
+
+    tiny = make_repo(tmp_path / "tiny", {f"pkg/m{i}.py": FUNC.format(name=f"f{i}", doc="D.",
+                                                                      n=i) for i in range(5)})
+    indexer = open_indexer(tiny)
+    try:
+        report = indexer.ensure_indexed(within_s=0.0)
+        assert not report.cancelled and len(stored(indexer)) == 5, report.summary
+    finally:
+        indexer.store.close()
+    count = WINDOW_FLOOR_FILES + 30
+    larger = make_repo(tmp_path / "larger", {
+        f"pkg/m{i:03d}.py": FUNC.format(name=f"f{i}", doc="D.", n=i) for i in range(count)})
+    indexer = open_indexer(larger)
+    spent = threading.Event()
+    spent.set()  # the window is over before the run starts
+    try:
+        report = indexer.ensure_indexed(cancel=spent, within_s=0.0)
+        assert report.cancelled and report.files_left == count - WINDOW_FLOOR_FILES
+        assert len(stored(indexer)) == WINDOW_FLOOR_FILES
+        assert indexer.ensure_indexed().files_indexed == count - WINDOW_FLOOR_FILES
+        assert len(stored(indexer)) == count
+        (larger / "pkg/m000.py").write_text(FUNC.format(name="edited", doc="E.", n=0))
+        refresh = indexer.refresh(cancel=spent)  # only a reading window has a floor
+        assert refresh.cancelled and refresh.files_indexed == 0
     finally:
         indexer.store.close()
 

@@ -584,7 +584,8 @@ class OwnerConfig:
         1.5, min=0.0, max=600.0,
         help="A CLI command on a project not fully indexed reads files (source code first) "
              "until this many seconds after it started (its imports and the opening of the "
-             "index count; at least 0.5 s of reading is left), answers from what it read and "
+             "index count; at least 0.5 s of reading is left, and its first 50 files are read "
+             "whatever the time), answers from what it read and "
              "the text of the files not read, and hands the rest to the background owner; 0: "
              "read every file before answering.")
     warm_after_load_ms: int = _opt(

@@ -58,6 +58,12 @@ RECOUNT_WINDOWS = 10
 BOOTSTRAP_OFF = "bootstrap disabled"
 # Runs given less time than this (seconds) read in this process, without a worker pool.
 POOL_WORTH_S = 5.0
+# The files a catch-up given a reading window (a command's first answer) reads however
+# long the walk before them took: on a machine at load 7-24 the 1.5 s window was spent
+# before the first file of a tiny project was read, and the answer came from the unread
+# scan alone (tests/test_doc_examples.py's README example failed). About a second at the
+# owner's slowest pace seen (56 files/s at load 10); a project this small is always whole.
+WINDOW_FLOOR_FILES = 50
 # The follower's window (batches): a run that starts while one is being embedded waits for
 # it beside ONNX Runtime on every core. Eight batches (512 texts) kept the refresh of a
 # ``git checkout`` on fastapi sharing the machine with the model for a minute at load 10
@@ -120,6 +126,7 @@ class Indexer:
         self._run_mode = ""
         self._embed_now = True
         self._pool_allowed = True
+        self._window_floor = 0  # files read whatever the reading window (_reading_window)
         self._embedding_busy = False
         # Clear while a run holds the index (its boundary checks, reading, writing): the
         # vector follower waits for it between windows.
@@ -212,7 +219,7 @@ class Indexer:
         with self.running(wait) as running:
             if not running:
                 return IndexReport(mode=BUSY)
-            with self._reading_window(within_s, cancel) as cancel:
+            with self._reading_window(within_s, cancel, WINDOW_FLOOR_FILES) as cancel:
                 self._embed_now = embed
                 try:
                     return self._ensure_indexed(progress, cancel)
@@ -220,11 +227,12 @@ class Indexer:
                     self._embed_now = True
 
     @contextlib.contextmanager
-    def _reading_window(self, within_s: float | None, cancel: threading.Event | None
-                        ) -> Iterator[threading.Event | None]:
-        """The run's cancel event, set after ``within_s`` seconds (None: never). A pool of
-        chunking processes takes about a second to start, and a cancel waits for the
-        batches it holds: a run given less than POOL_WORTH_S reads in this process."""
+    def _reading_window(self, within_s: float | None, cancel: threading.Event | None,
+                        floor: int = 0) -> Iterator[threading.Event | None]:
+        """The run's cancel event, set after ``within_s`` seconds (None: never); its first
+        ``floor`` files are read all the same (:meth:`_outcomes`). A pool of chunking
+        processes takes about a second to start, and a cancel waits for the batches it
+        holds: a run given less than POOL_WORTH_S reads in this process."""
         if within_s is None:
             yield cancel
             return
@@ -233,11 +241,13 @@ class Indexer:
         timer.daemon = True
         timer.start()
         self._pool_allowed = within_s >= POOL_WORTH_S
+        self._window_floor = floor
         try:
             yield cancel
         finally:
             timer.cancel()
             self._pool_allowed = True
+            self._window_floor = 0
 
     def _ensure_indexed(self, progress: Progress | None, cancel: threading.Event | None
                         ) -> IndexReport:
@@ -699,6 +709,17 @@ class Indexer:
                                  prefixes)
         return [e for e in scan.accepted if inside(e.path)]
 
+    def _outcomes(self, tasks: list[FileTask], workers: int, cancel: threading.Event,
+                  prefix_store: IndexStore | None) -> Iterator[Any]:
+        """The outcomes of ``tasks`` (:func:`outcomes`); the first ``_window_floor`` of a
+        run with a reading window are read even once its time is up."""
+        floor = self._window_floor
+        if floor:
+            yield from outcomes(tasks[:floor], self.config, workers, threading.Event(),
+                                prefix_store, self.gives_way)
+        yield from outcomes(tasks[floor:], self.config, workers, cancel, prefix_store,
+                            self.gives_way)
+
     def _run(self, tasks: list[FileTask], mode: str, progress: Progress | None,
              cancel: threading.Event | None, track_progress: bool, total: int,
              produce: Any = None) -> IndexReport:
@@ -734,8 +755,13 @@ class Indexer:
         self.file_figures.record(total - len(tasks), len(tasks))
         progress = TeeProgress(progress, _FileFigures(self.file_figures, total - len(tasks)))
         # After the tee: the writer's updates are what keeps the live file figures current.
+        # Only a whole-project run writes by time as well (its early files answer the first
+        # questions); a refresh (a ``git checkout``'s 751 paths on fastapi) writes in full
+        # batches: 34 transactions of ~22 files took a fifth of its CPU time, and each woke
+        # the in-memory indexes' catch-up beside it (issue 37).
         writer = Writer(self.store, report, progress, track_progress,
-                        self.config.bootstrap.fail_fast, stage.wake if stage else lambda: None)
+                        self.config.bootstrap.fail_fast, stage.wake if stage else lambda: None,
+                        by_time=mode in PROJECT_RUNS)
         progress.start(len(tasks), mode)
         try:
             prefix_store = self.store if needs_store(self.config) else None
@@ -747,8 +773,7 @@ class Indexer:
             workers = self.workers() if self._pool_allowed else 0
             with contextlib.ExitStack() as stack:
                 produced = produce(prefix_store) if produce is not None else stack.enter_context(
-                    contextlib.closing(outcomes(tasks, self.config, workers, cancel,
-                                                prefix_store, self.gives_way)))
+                    contextlib.closing(self._outcomes(tasks, workers, cancel, prefix_store)))
                 for outcome in produced:
                     writer.add(outcome)
             writer.flush()

@@ -127,8 +127,12 @@ class Writer:
     and the bootstrap progress rows current."""
 
     def __init__(self, store: IndexStore, report: IndexReport, progress: Progress,
-                 track_progress: bool, fail_fast: bool, on_written: Callable[[], None]):
+                 track_progress: bool, fail_fast: bool, on_written: Callable[[], None],
+                 by_time: bool = True):
         self.store = store
+        # Whether a batch is also written after WRITE_BATCH_SECONDS (and more): early files
+        # of a whole-project run become queryable early.
+        self.by_time = by_time
         self.report = report
         self.progress = progress
         self.track_progress = track_progress
@@ -172,7 +176,7 @@ class Writer:
         pending = len(self._records) + len(self._same) + len(self._vanished) + len(self._failed)
         if (outcome.status == FAILED and self.fail_fast) or pending >= WRITE_BATCH_FILES \
                 or self._chunks >= WRITE_BATCH_CHUNKS \
-                or time.monotonic() - self._last_flush >= self._interval:
+                or (self.by_time and time.monotonic() - self._last_flush >= self._interval):
             self.flush()
 
     def flush(self) -> None:

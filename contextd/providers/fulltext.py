@@ -35,14 +35,14 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from contextd.embedders.scratch_memory import large_transient
+from contextd.embedders.scratch_memory import large_transient, transient
 from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.catalog import CatalogFollower, ChunkCatalog
 from contextd.providers.saved_pair import snapshot_folder
 from contextd.providers.source_share import is_source, with_source_share
-from contextd.query.catch_up import answering_now
+from contextd.query.catch_up import wait_until_no_answer
 from contextd.query.duplicates import (
     TRANSLATION_DEPTH, copies_last, own_language_first, translation_groups,
 )
@@ -72,8 +72,10 @@ TOKENS_VERSION = 1
 RESAVE_MIN_DOCS = 2000
 RESAVE_SHARE = 0.1
 RESAVE_INTERVAL_S = 30.0
-# How often a save that became due checks whether the answers of the process are done.
-SAVE_POLL_S = 0.1
+# The most chunks tokenised ahead of the index's lock (FullTextIndex._prepare): a
+# ``git checkout`` on fastapi re-wrote 30k; their tokens are held until applied (~1 KB
+# a chunk), and the rest are tokenised under the lock as before.
+PREPARE_MAX_CHUNKS = 16_384
 # Documents counted together by BM25Index.build: big enough for numpy to pay, small enough
 # that a batch's token arrays stay a few MB.
 BUILD_BATCH_DOCS = 4096
@@ -237,8 +239,13 @@ class BM25Index:
 
     @large_transient  # not beside an embedding batch: the owner's peak (issue 37)
     def freeze(self) -> dict[str, int]:
-        """Fold the delta and the dead slots into new arrays (documents get new slots);
-        returns id → new slot."""
+        """Fold the delta and the dead slots into new arrays (documents get new slots), in
+        the process's turn for large transients; returns id → new slot."""
+        return self.fold()
+
+    def fold(self) -> dict[str, int]:
+        """:meth:`freeze` for a caller that holds the turn already
+        (:func:`~contextd.embedders.scratch_memory.transient`)."""
         live = [(slot, doc_id) for slot, doc_id in enumerate(self.slot_ids) if doc_id is not None]
         terms = {t: i for i, t in enumerate(dict.fromkeys([*self.frozen_terms, *self.postings]))}
         # Term ids and slots fit 32 bits: the postings of a large first index (fastapi's
@@ -280,21 +287,24 @@ class BM25Index:
         """Write the index (frozen first) with ``extra`` per-slot arrays and ``meta``, atomically."""
         if self.delta_count or self.frozen_count != len(self.slot_of):
             self.freeze()
-        arrays = {
+        write_arrays(path, self.arrays(extra, meta))
+
+    def arrays(self, extra: dict[str, np.ndarray], meta: dict[str, Any]
+               ) -> dict[str, np.ndarray]:
+        """What :meth:`save` writes of a frozen index (no delta, no dead slot), none of it
+        shared with the index as later changes touch it: the frozen postings are replaced by
+        the next fold, never changed in place, and the per-slot arrays are copies. So the
+        file can be written without the index's lock (an answer searching meanwhile)."""
+        if self.delta_count or self.frozen_count != len(self.slot_of):
+            raise ValueError("only a frozen index is written (fold it first)")
+        return {
             "terms": np.frombuffer("\0".join(self.frozen_terms).encode(), dtype=np.uint8),
             "ids": np.frombuffer("\0".join(self.slot_ids).encode(), dtype=np.uint8),
             "indptr": self.indptr, "slots": self.frozen_slots, "tf": self.frozen_tf,
-            "doc_len": self.doc_len[:self.frozen_count],
+            "doc_len": self.doc_len[:self.frozen_count].copy(),
             "meta": np.frombuffer(json.dumps({**meta, "params": [self.k1, self.b,
                                                                   self.epsilon]}).encode(),
                                   dtype=np.uint8), **extra}
-        scratch = path.with_name(path.name + f".{os.getpid()}.part")
-        try:
-            with open(scratch, "wb") as out:
-                np.savez(out, **arrays)
-            os.replace(scratch, path)
-        finally:  # a full disk must not leave the part behind
-            scratch.unlink(missing_ok=True)
 
     @classmethod
     def load(cls, path: Path) -> tuple["BM25Index", dict[str, Any], Any]:
@@ -513,6 +523,17 @@ class BM25Index:
         return out
 
 
+def write_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` (:meth:`BM25Index.arrays`) to ``path`` atomically."""
+    scratch = path.with_name(path.name + f".{os.getpid()}.part")
+    try:
+        with open(scratch, "wb") as out:
+            np.savez(out, **arrays)
+        os.replace(scratch, path)
+    finally:  # a full disk must not leave the part behind
+        scratch.unlink(missing_ok=True)
+
+
 def document_text(row: ChunkRow) -> str:
     """What BM25 indexes for a chunk: its path and label (so file and symbol names count)
     and the indexed text (contextual prefix + chunk)."""
@@ -547,18 +568,60 @@ class FullTextIndex(CatalogFollower):
         self._unsaved = False
         self._saved_at = -RESAVE_INTERVAL_S
         self._saver: threading.Thread | None = None
+        # Tokens computed ahead of the lock: chunk id → (hash of its document text, tokens),
+        # for the files the catalog had taken in up to catalog version ``_ready_version``.
+        self._preparing = threading.Lock()
+        self._ready: dict[str, tuple[int, list[str]]] = {}
+        self._ready_version = -1
 
     def sync(self, generation: int | None = None) -> None:
         """Bring the index up to the catalog; a save that has become due is left to a
         thread of its own (:meth:`_save_when_idle`): the answer that found it due does not
         wait for the fold and the write (issue 37: the first answer after a ``git
-        checkout`` paid both)."""
+        checkout`` paid both). The chunks to take in are tokenised before the lock is
+        taken (:meth:`_prepare`)."""
+        self._prepare()
         with self.lock:
             if self.version < 0 and self.saved is not None:
                 self._load_saved(generation)
-            super().sync(generation)
+            try:
+                super().sync(generation)
+            finally:
+                self._ready, self._ready_version = {}, -1
             if self._save_due():
                 self._save_when_idle()
+
+    def _prepare(self) -> None:
+        """Tokenise the chunks of the files the catalog has taken in since this index last
+        followed it, without the index's lock: the background catch-up after a ``git
+        checkout`` (30k chunks re-written on fastapi, seconds of tokenising) held it the
+        whole time, and every answer meanwhile queued behind it (issue 37). :meth:`apply`
+        then takes the tokens of each chunk whose text is still the same. Two syncs at once
+        tokenise once: the second waits for the first's tokens."""
+        with self._preparing:
+            catalog = self.catalog
+            with catalog.lock:
+                version = catalog.version
+                if self.version < 0 or version in (self.version, self._ready_version):
+                    return
+                changes = catalog.changes_after(self.version)
+            if changes is None or any(change.loaded is None for change in changes):
+                return  # a whole build: BM25Index.build tokenises as it goes
+            files = list(dict.fromkeys(f for change in changes for f in change.loaded or ()))
+            ready: dict[str, tuple[int, list[str]]] = {}
+            for row in self.catalog.iter_chunks(files):
+                text = document_text(row)
+                ready[row.chunk_id] = (hash(text), code_tokens(text))
+                if len(ready) >= PREPARE_MAX_CHUNKS:
+                    break
+            self._ready, self._ready_version = ready, version
+
+    def _tokens(self, row: ChunkRow) -> list[str]:
+        """The tokens of ``row``'s document: those :meth:`_prepare` computed, if its text has
+        not changed since."""
+        text = document_text(row)
+        ready = self._ready.pop(row.chunk_id, None)
+        return ready[1] if ready is not None and ready[0] == hash(text) else code_tokens(text)
 
     def _save_due(self) -> bool:
         grown = self.bm25.delta_count > max(RESAVE_MIN_DOCS, RESAVE_SHARE * self.bm25.frozen_count)
@@ -567,7 +630,8 @@ class FullTextIndex(CatalogFollower):
 
     def _save_when_idle(self) -> None:
         """Start the saving thread unless one runs: it waits until no answer of this
-        process is searching, then folds and writes the index."""
+        process is searching (woken by the last one's end), then folds and writes the
+        index (:meth:`_save`)."""
         if self._saver is not None and self._saver.is_alive():
             return
         self._saver = threading.Thread(target=self._save_in_background, daemon=True,
@@ -575,20 +639,15 @@ class FullTextIndex(CatalogFollower):
         self._saver.start()
 
     def _save_in_background(self) -> None:
-        while answering_now():
-            time.sleep(SAVE_POLL_S)
-        with self.lock:
-            if self._save_due():
-                self._save()
+        wait_until_no_answer()
+        self._save()
 
     def flush(self) -> None:
         """Save now what is due (the process is closing), after a save under way."""
         saver = self._saver
         if saver is not None:
             saver.join()
-        with self.lock:
-            if self._save_due():
-                self._save()
+        self._save()
 
     def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
         if changed is None:
@@ -606,7 +665,7 @@ class FullTextIndex(CatalogFollower):
             for chunk_id in self.file_chunks.pop(file_id, ()):
                 self.bm25.remove(chunk_id)
         for row in self.catalog.iter_chunks(changed):
-            self.bm25.add(row.chunk_id, code_tokens(document_text(row)))
+            self.bm25.add(row.chunk_id, self._tokens(row))
             self.file_chunks.setdefault(row.file_id, []).append(row.chunk_id)
 
     def _load_saved(self, generation: int | None) -> None:
@@ -645,20 +704,29 @@ class FullTextIndex(CatalogFollower):
             self.version = catalog.version
 
     def _save(self) -> None:
-        """Write the index with the store generation it holds, unless it is not the
-        catalog's whole view (files left waiting, or the catalog moved on since)."""
-        catalog = self.catalog
-        with catalog.lock:
-            if self.version != catalog.version or catalog.waiting:
+        """Write the index with the store generation it holds when a save is due, unless it
+        is not the catalog's whole view (files left waiting, or the catalog moved on since).
+        Only the fold holds the index's lock: the turn for large transients is taken before
+        it (an answer must not wait through the lock for an embedding batch to end), and
+        the file is written after it, from arrays no later change touches (issue 37: the
+        answers after a ``git checkout`` waited for the whole save)."""
+        with transient(), self.lock:
+            if not self._save_due():
                 return
-            generation = catalog.generation
-        self._unsaved, self._saved_at = False, time.monotonic()
-        self.bm25.freeze()
-        file_of = {cid: fid for fid, ids in self.file_chunks.items() for cid in ids}
-        file_ids = np.asarray([file_of[cid] for cid in self.bm25.slot_ids], dtype=np.int64)
+            catalog = self.catalog
+            with catalog.lock:
+                if self.version != catalog.version or catalog.waiting:
+                    return
+                generation = catalog.generation
+            self._unsaved, self._saved_at = False, time.monotonic()
+            self.bm25.fold()
+            file_of = {cid: fid for fid, ids in self.file_chunks.items() for cid in ids}
+            file_ids = np.asarray([file_of[cid] for cid in self.bm25.slot_ids],
+                                  dtype=np.int64)
+            arrays = self.bm25.arrays({"file_ids": file_ids},
+                                      {"generation": generation, "tokens": TOKENS_VERSION})
         try:
-            self.bm25.save(self.saved, {"file_ids": file_ids},
-                           {"generation": generation, "tokens": TOKENS_VERSION})
+            write_arrays(self.saved, arrays)
         except OSError as exc:  # a read-only or full disk costs the next start its speed only
             log.warning("could not save the BM25 index to %s: %s", self.saved, exc)
 

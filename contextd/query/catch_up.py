@@ -54,6 +54,21 @@ def _new_files_wait() -> bool:
     return True
 
 
+def wait_until_no_answer(stopped: threading.Event | None = None) -> None:
+    """Return once no answer of this process is searching (or ``stopped`` is set: whoever
+    sets it calls :func:`wake_waiters`). Woken by the last answer's end rather than
+    polling, so background work (a catch-up step, the BM25 save) starts the moment the
+    answers are done and costs nothing while one runs."""
+    with _idle:
+        _idle.wait_for(lambda: not _answers or (stopped is not None and stopped.is_set()))
+
+
+def wake_waiters() -> None:
+    """Wake every :func:`wait_until_no_answer` to look at its ``stopped`` event again."""
+    with _idle:
+        _idle.notify_all()
+
+
 class CatchUp:
     """The catch-up of one pipeline: :meth:`answering` around each answer's search, and the
     background thread that follows the store while files are being indexed.
@@ -91,6 +106,12 @@ class CatchUp:
                 _answers -= 1
                 _idle.notify_all()
 
+    def follow(self) -> None:
+        """Take in what was written in the background now (giving way to answers), rather
+        than in the next answer: after a watcher's batch of a ``git checkout`` that answer
+        paid the catalog and BM25 catch-up of every re-written file (issue 37)."""
+        self._start()
+
     def note(self) -> str | None:
         """What an answer must say while files are left waiting (None: nothing)."""
         waiting = len(self.catalog.waiting)
@@ -109,12 +130,12 @@ class CatchUp:
         the rest at once (what a new answer would otherwise pay)."""
         try:
             while not self._stopped.wait(PAUSE_S):
-                self._wait_for_no_answer()
+                wait_until_no_answer(self._stopped)
                 writing = self.writing()
                 self.catalog.catch_up(None, BACKGROUND_SLICE_S if writing else None,
                                       give_way=answering_now)
                 for provider in self._providers():
-                    self._wait_for_no_answer()
+                    wait_until_no_answer(self._stopped)
                     if self._stopped.is_set():
                         return
                     catch_up = getattr(provider, "catch_up", None)
@@ -126,14 +147,10 @@ class CatchUp:
             if not self._stopped.is_set():
                 log.exception("catching up with the index in the background failed")
 
-    def _wait_for_no_answer(self) -> None:
-        with _idle:
-            while _answers and not self._stopped.is_set():
-                _idle.wait(PAUSE_S)
-
     def stop(self) -> None:
         """Stop the background thread after its current step (before the store closes)."""
         self._stopped.set()
+        wake_waiters()
         with self._guard:
             thread = self._thread
         if thread is not None:

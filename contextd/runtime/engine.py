@@ -76,6 +76,15 @@ class Engine:
                 self._module.pipeline.catch_up.writing = self._writing
             return self._module
 
+    def take_in_written(self) -> None:
+        """After a watcher's batch, the in-memory indexes take in what it wrote in a
+        background thread (:meth:`contextd.query.catch_up.CatchUp.follow`), so the next
+        answer finds them current; nothing before the first answer loaded them."""
+        with self._lock:
+            module = self._module
+        if module is not None:
+            module.pipeline.catch_up.follow()
+
     def _writing(self) -> bool:
         """Whether this process's indexer is writing files (answers then take in a large
         write a slice at a time: contextd.query.catch_up)."""

@@ -258,13 +258,15 @@ class OwnerDuties:
             with self.engine.indexer.running():
                 self._holding.set()
                 if self.engine.project.config.watcher.enabled:
-                    self._watcher = Watcher(self.engine.project, self.engine.indexer).start()
+                    self._watcher = Watcher(self.engine.project, self.engine.indexer,
+                                            on_batch=self._written).start()
                 # After the watcher starts, so an edit during the catch-up is not missed.
                 # Chunks first (lexical and symbol answers at once), then the vectors outside
                 # the run lock, so a client's catch-up or a watcher batch never waits for them.
                 if not self._stopped.is_set():
                     report = self.engine.indexer.ensure_indexed(
                         cancel=self._stopped, embed=False, progress=JobLog(interval))
+                    self._written([], report)
                     if self._watcher is not None and not report.cancelled:
                         self.engine.watcher = self._watcher
             if not self._stopped.is_set():  # by the follower: one embedding loop at a time
@@ -278,6 +280,14 @@ class OwnerDuties:
                 log.exception("owner: background indexing failed")
         finally:
             self._holding.set()
+
+    def _written(self, paths: list[str], report) -> None:
+        """A watcher's batch or the catch-up changed the index: the answers' in-memory
+        indexes follow now, not in the next answer (issue 37: after the owner's catch-up
+        of fastapi, 59k chunks, the first answer after a ``git checkout`` took them all in:
+        22 s at load 8)."""
+        if report.files_indexed or report.files_removed:
+            self.engine.take_in_written()
 
     @property
     def catching_up(self) -> bool:
