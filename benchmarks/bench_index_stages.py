@@ -17,6 +17,19 @@ written to), then:
 
 The machine is shared: print ``uptime`` beside the figures and read wall times with it.
 
+Figures of 2026-11-28 (2 cores shared with three other engineers, load 2-5; two runs):
+all stages serially took 12.9-13.7 CPU s on typeorm (3,713 files, 352k lines: 270-290
+files and 26-27k lines per CPU-s), 20.2-20.8 on prometheus (1,534 files, 534k lines: 75 files
+and 26k lines per CPU-s) and 15.7-16.4 on ansible (4,078 files, 362k lines: 250 files and 22k
+lines per CPU-s). Chunk + symbols is the largest stage (4.5-6.8 CPU s; on prometheus 8.8-9.1,
+of which the tree-sitter parse alone 4.2). Per line prometheus is no outlier: its files are
+3.6 times as long (348 lines against typeorm's 95). The whole bootstrap, fastest of three
+runs (load 3-5, 1.7-1.8 cores busy; the runs at 0.5-0.9 cores busy took 2-4 times as long):
+typeorm 9.3 s (400 files/s, 38k lines/s), prometheus 10.9 s (141 files/s, 49k lines/s),
+ansible 10.2 s (400 files/s, 35k lines/s). The issue's 1,000 files/s (100k lines/s) on 2 cores needs
+about 500 files and 50k lines per CPU-s with both cores busy: about twice what the stages
+manage. Same-run spread of a stage's CPU seconds: up to 40%.
+
     .venv/bin/python benchmarks/bench_index_stages.py /path/to/ansible /path/to/prometheus \\
         /path/to/typeorm [--runs 1]
 """
