@@ -17,6 +17,19 @@ written to), then:
 
 The machine is shared: print ``uptime`` beside the figures and read wall times with it.
 
+Figures of 2026-11-28 (2 cores shared with three other engineers, load 2-5; two runs):
+all stages serially took 12.9-13.7 CPU s on typeorm (3,713 files, 352k lines: 270-290
+files and 26-27k lines per CPU-s), 20.2-20.8 on prometheus (1,534 files, 534k lines: 75 files
+and 26k lines per CPU-s) and 15.7-16.4 on ansible (4,078 files, 362k lines: 250 files and 22k
+lines per CPU-s). Chunk + symbols is the largest stage (4.5-6.8 CPU s; on prometheus 8.8-9.1,
+of which the tree-sitter parse alone 4.2). Per line prometheus is no outlier: its files are
+3.6 times as long (348 lines against typeorm's 95). The whole bootstrap, fastest of three
+runs (load 3-5, 1.7-1.8 cores busy; the runs at 0.5-0.9 cores busy took 2-4 times as long):
+typeorm 9.3 s (400 files/s, 38k lines/s), prometheus 10.9 s (141 files/s, 49k lines/s),
+ansible 10.2 s (400 files/s, 35k lines/s). The issue's 1,000 files/s (100k lines/s) on 2 cores needs
+about 500 files and 50k lines per CPU-s with both cores busy: about twice what the stages
+manage. Same-run spread of a stage's CPU seconds: up to 40%.
+
     .venv/bin/python benchmarks/bench_index_stages.py /path/to/ansible /path/to/prometheus \\
         /path/to/typeorm [--runs 1]
 """
@@ -67,43 +80,74 @@ class DescendantsCpu(threading.Thread):
     """CPU seconds of this process's descendants, sampled from /proc while a bootstrap runs:
     the pool's workers are children of the forkserver, which outlives the run, so their time
     never reaches this process's RUSAGE_CHILDREN (the figures printed before counted this
-    process alone). A worker's last 0.1 s may be missed; Linux only (elsewhere: 0)."""
+    process alone). A worker's last 0.1 s may be missed; Linux only (elsewhere: 0).
+
+    Every 0.1 s only the descendants already found are read; the whole of /proc is walked
+    once a second to find new ones. Walking it every 0.1 s cost 0.08 CPU s per second (107
+    processes), which counted as the bootstrap's own CPU and took 4% of a 2-core machine
+    from it; the sampler's own CPU (``own_cpu``) is left out of the figures all the same."""
 
     INTERVAL_S = 0.1
+    DISCOVER_EVERY = 10  # samples between walks of the whole process table
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
         self.seen: dict[int, float] = {}
         self.busy: set[int] = set()  # descendants that worked (more than 0.5 CPU s)
-        self._before = self._sample()
+        self.own_cpu = 0.0  # CPU seconds of this sampling thread
+        self._known: set[int] = set()
+        self._before = self._discover()
         self._done = threading.Event()
 
-    def _sample(self) -> dict[int, float]:
+    @staticmethod
+    def _stat(pid: int) -> tuple[int, float] | None:
+        """(parent pid, CPU seconds) of a process, or None once it is gone."""
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def _discover(self) -> dict[int, float]:
+        """CPU seconds of every descendant, found by walking /proc."""
         stats: dict[int, tuple[int, float]] = {}
-        for entry in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = entry.read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            ticks = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-            stats[int(entry.parent.name)] = (int(fields[1]), ticks)
+        for entry in Path("/proc").glob("[0-9]*"):
+            found = self._stat(int(entry.name))
+            if found is not None:
+                stats[int(entry.name)] = found
         mine, grew = {os.getpid()}, True
         while grew:
-            found = {pid for pid, (parent, _) in stats.items() if parent in mine}
-            grew = not found <= mine
-            mine |= found
+            found_pids = {pid for pid, (parent, _) in stats.items() if parent in mine}
+            grew = not found_pids <= mine
+            mine |= found_pids
         mine.discard(os.getpid())
+        self._known = mine
         return {pid: stats[pid][1] for pid in mine}
 
+    def _sample(self) -> dict[int, float]:
+        """CPU seconds of the descendants found so far (still alive)."""
+        out = {}
+        for pid in self._known:
+            found = self._stat(pid)
+            if found is not None:
+                out[pid] = found[1]
+        return out
+
     def run(self) -> None:
+        started = time.thread_time()
+        samples = 0
         while not self._done.wait(self.INTERVAL_S):
-            self.seen.update(self._sample())
+            samples += 1
+            self.seen.update(self._discover() if samples % self.DISCOVER_EVERY == 0
+                             else self._sample())
+        self.seen.update(self._discover())
+        self.own_cpu = time.thread_time() - started
 
     def stop(self) -> float:
         """Stop sampling; the CPU seconds the descendants spent since the start."""
         self._done.set()
         self.join()
-        self.seen.update(self._sample())
         spent = {pid: cpu - self._before.get(pid, 0.0) for pid, cpu in self.seen.items()}
         self.busy = {pid for pid, cpu in spent.items() if cpu > 0.5}
         return sum(spent.values())
@@ -210,6 +254,7 @@ def bootstrap(root: Path) -> tuple[float, float, int, int, int, float, float, in
     wall = time.perf_counter() - wall
     cpu = time.process_time() - cpu
     pool_cpu = pool.stop()
+    cpu -= pool.own_cpu  # the sampler's, not the bootstrap's
     store.close()
     return (wall, cpu + pool_cpu, report.files_indexed, report.lines_indexed,
             report.chunks_written, cpu, pool_cpu, len(pool.busy))

@@ -1,4 +1,5 @@
-"""The bootstrap's worker pool: this process and the pool share the batches of a run."""
+"""The bootstrap's worker pool: this process and the pool share the batches of a run; the
+writer stores what they make in batches."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import threading
 import pytest
 
 from contextd.config.project import Project
-from contextd.indexer.pipeline import TASK_BATCH_FILES, outcomes
+from contextd.indexer import pipeline
+from contextd.indexer.pipeline import TASK_BATCH_FILES, Writer, outcomes
 from contextd.indexer.plan import FileTask
-from contextd.indexer.worker import INDEXED
+from contextd.indexer.progress import NullProgress
+from contextd.indexer.report import IndexReport
+from contextd.indexer.worker import INDEXED, process_file
+from contextd.store.duckdb import DuckDBStore
 
 
 @pytest.mark.slow  # a pool of processes: ~3 s on a quiet machine, minutes on a loaded one
@@ -32,3 +37,34 @@ def test_a_pool_run_yields_every_file_once_whoever_takes_its_batch(tmp_path):
     for outcome in produced:
         number = outcome.task.path.removeprefix("module_").removesuffix(".py")
         assert outcome.record.chunks[0].chunk.defines[0].name == f"handler_{number}"
+
+
+def test_past_the_first_answers_window_the_writer_flushes_by_size(tmp_path, monkeypatch):
+    """Once the first answers' window is over, the writer no longer commits every fraction
+    of a second: a batch waits for WRITE_BATCH_FILES files (or WRITE_INTERVAL_LATE_S), since
+    each commit waits on the disk while this process could be chunking (issue 37). The
+    clock plays no part here: the window is over at once and the late interval never
+    passes."""
+    monkeypatch.setattr(pipeline, "FIRST_ANSWER_WINDOW_S", 0.0)
+    monkeypatch.setattr(pipeline, "WRITE_INTERVAL_LATE_S", 3600.0)
+    monkeypatch.setattr(pipeline, "WRITE_BATCH_FILES", 5)
+    root = tmp_path / "repo"
+    root.mkdir()
+    config = Project.open(root).config
+    store = DuckDBStore(tmp_path / "index.duckdb")
+    try:
+        writer = Writer(store, IndexReport(mode="bootstrap"), NullProgress(),
+                        track_progress=False, fail_fast=False, on_written=lambda: None)
+        writer.flush()  # the run's first flush: past the window, the late interval holds
+        for n in range(7):
+            path = root / f"module_{n}.py"
+            path.write_text(f"def handler_{n}(value):\n    return value * {n}\n")
+            stat = path.stat()
+            writer.add(process_file(FileTask(path.name, str(path), stat.st_size,
+                                             stat.st_mtime_ns), config))
+            stored = len(store.file_states())
+            assert stored == (5 if n >= 4 else 0), f"after file {n + 1}: {stored} stored"
+        writer.flush()
+        assert len(store.file_states()) == 7
+    finally:
+        store.close()

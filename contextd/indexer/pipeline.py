@@ -39,9 +39,17 @@ WRITE_BATCH_SECONDS = 0.25   # ... or time: early files must become queryable ea
 # flushed every 0.25 s on a loaded machine wrote 16 files at a time and spent most of its
 # time committing (DuckDB: 8 files a batch 3.3 CPU-s, 512 files 0.8 CPU-s for the same
 # 19k chunks). Writes then take at most about a fifth of the writer's time, and a batch
-# waits at most WRITE_INTERVAL_MAX_S (the first answer's window reads what is written).
+# waits at most WRITE_INTERVAL_MAX_S in the first answer's window (it reads what is written).
 WRITE_INTERVAL_FACTOR = 4
 WRITE_INTERVAL_MAX_S = 1.0
+# The time-based flush serves the first answers, which read what the run's first seconds
+# wrote. Past this window batches go by size, or at the latest every WRITE_INTERVAL_LATE_S:
+# on prometheus at load 8, one flush a second made 45 transactions where the size limits
+# make 13, and each commit waits on the disk (0.01-2.3 s wall, issue 37) while this
+# process could be chunking. Files not written yet are still found by an answer's search
+# of the unread files.
+FIRST_ANSWER_WINDOW_S = 5.0
+WRITE_INTERVAL_LATE_S = 4.0
 MAX_REPORTED_ERRORS = 20
 
 
@@ -145,7 +153,7 @@ class Writer:
         self._failed: list[Outcome] = []
         self._unparsed: list[Outcome] = []  # indexed as line windows, reason recorded
         self._chunks = 0
-        self._last_flush = time.monotonic()
+        self._started = self._last_flush = time.monotonic()
         self._interval = WRITE_BATCH_SECONDS
         self._current: str | None = None
         self._texts: set[int] = set()
@@ -191,8 +199,11 @@ class Writer:
         failed, self._failed, self._unparsed = self._failed, [], []
         self._records, self._same, self._vanished, self._chunks = [], [], [], 0
         self._last_flush = time.monotonic()
-        self._interval = min(WRITE_INTERVAL_MAX_S, max(
-            WRITE_BATCH_SECONDS, WRITE_INTERVAL_FACTOR * (self._last_flush - began)))
+        if self._last_flush - self._started < FIRST_ANSWER_WINDOW_S:
+            self._interval = min(WRITE_INTERVAL_MAX_S, max(
+                WRITE_BATCH_SECONDS, WRITE_INTERVAL_FACTOR * (self._last_flush - began)))
+        else:
+            self._interval = WRITE_INTERVAL_LATE_S
         self.progress.update(self.files_done, report.chunks_written, self._current)
         self.on_written()
         if failed and self.fail_fast:
