@@ -573,19 +573,19 @@ class CatalogFollower:
                 self.apply(None, ())
             else:
                 changed = dict.fromkeys(f for change in changes for f in change.loaded)
-                if any(change.store_moved for change in changes):
-                    changed.update(dict.fromkeys(self.extra_file_ids()))
                 self.apply(list(changed), [f for change in changes for f in change.removed])
+                if any(change.store_moved for change in changes):
+                    self.store_moved()
             self.version = version
 
     def is_current(self, generation: int | None) -> bool:
         """Whether a query at ``generation`` finds nothing to catch up on."""
         return self.catalog.is_current(generation) and self.version == self.catalog.version
 
-    def extra_file_ids(self) -> Sequence[int]:
-        """Files to re-read whenever the store moved, even if not re-written (e.g. still
-        missing vectors)."""
-        return ()
+    def store_moved(self) -> None:
+        """The store was written since the last sync (after :meth:`apply` took in the files
+        the catalog re-read): what the index waits for that is not a file may be there now
+        (the vectors of chunks still missing one)."""
 
     def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
         """Drop ``removed`` and (re)load ``changed`` files; ``changed is None``: load all."""

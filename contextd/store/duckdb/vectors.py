@@ -95,6 +95,16 @@ class VectorsMixin:
             "(SELECT unnest(?))", [model, list(embed_hashes)]).fetchall()
         return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
 
+    def embedded_hashes(self, model: str, embed_hashes: Sequence[str]) -> set[str]:
+        # The hash column alone: no vector is read.
+        if not embed_hashes:
+            return set()
+        with self._own_cursor() as cur:
+            return {h for (h,) in cur.execute(
+                "SELECT text_hash FROM embeddings "
+                "WHERE model = ? AND text_hash IN (SELECT unnest(?))",
+                [model, list(embed_hashes)]).fetchall()}
+
     def vector_rows(self, model: str, embed_hashes: Sequence[str]
                     ) -> tuple[list[str], np.ndarray]:
         # Through the Arrow C stream, as chunk_vectors: no numpy array or Python float per
