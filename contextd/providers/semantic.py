@@ -190,6 +190,8 @@ class VectorIndex(CatalogFollower):
         # file waits for: a store write then looks up these hashes only (see store_moved).
         self.waiting: dict[str, list[Any]] = {}
         self.files_missing_vectors: dict[int, dict[str, None]] = {}
+        # The store's vectors_mark when the waiting hashes were last looked up.
+        self._vectors_mark: object | None = None
 
     def __len__(self) -> int:
         return len(self.position)
@@ -217,6 +219,10 @@ class VectorIndex(CatalogFollower):
         wagtail (issue 37)."""
         if not self.waiting:
             return
+        mark = self.store.vectors_mark(self.model)
+        if mark is not None and mark == self._vectors_mark:
+            return  # no vector written since the last look (a refresh's chunks, say)
+        self._vectors_mark = mark
         self._updates += 1
         found = self.store.embedded_hashes(self.model, list(self.waiting))
         ready: dict[str, list[Any]] = {}

@@ -95,6 +95,12 @@ class VectorsMixin:
             "(SELECT unnest(?))", [model, list(embed_hashes)]).fetchall()
         return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
 
+    def vectors_mark(self, model: str) -> object | None:
+        # Rows only ever appended (a prune deletes, and the next write appends past the
+        # highest row id), so count and highest row id together change with every write.
+        return first_row(self._cursor().execute(
+            "SELECT count(*), max(rowid) FROM embeddings WHERE model = ?", [model]))
+
     def embedded_hashes(self, model: str, embed_hashes: Sequence[str]) -> set[str]:
         # The hash column alone: no vector is read.
         if not embed_hashes:
