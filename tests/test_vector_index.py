@@ -3,8 +3,9 @@
 Each store write (a window of vectors) used to make the index re-read every file still
 missing vectors and look up all their hashes' vectors: 3-7 s and +65 MB of the owner's peak
 per answer while 55k chunks waited on wagtail. It now asks which of the waiting hashes have a
-vector and reads those vectors only; what it holds must still be exactly what an index
-loaded from the store at once holds. Real DuckDB store, real indexer, real embedding model.
+vector (only when vectors were written since it last looked) and reads those vectors only;
+what it holds must still be exactly what an index loaded from the store at once holds.
+Real DuckDB store, real indexer, real embedding model.
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ def test_vectors_written_later_are_taken_in_by_reading_those_vectors_only(tmp_pa
             return real_batches(model, hashes, rows)
 
         store.vector_batches = vector_batches
+        looked_up: list[int] = []
+        real_lookup = store.embedded_hashes
+
+        def embedded_hashes(model, hashes):  # the real lookup, counted
+            looked_up.append(len(hashes))
+            return real_lookup(model, hashes)
+
+        store.embedded_hashes = embedded_hashes
         embed_missing(store, embedder, 8, paths=["tax.py"])
         semantic.ready_index(store.generation())
         tax = {e.chunk_id: e.embed_hash for e in catalog.entries_for_files(
@@ -72,8 +81,10 @@ def test_vectors_written_later_are_taken_in_by_reading_those_vectors_only(tmp_pa
 
         # A file re-written while it waits: its old chunks wait no more, its new ones do.
         (root / "clock.py").write_text(FILES["clock.py"].replace("one second", "one minute"))
+        looked_up.clear()
         Indexer(project, store, embed=False).ensure_indexed()
         semantic.ready_index(store.generation())
+        assert not looked_up  # no vector was written: the waiting hashes are not looked up
         _same_as_a_fresh_load(index)
         asked.clear()
         embed_missing(store, embedder, 8)
