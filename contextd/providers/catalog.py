@@ -387,8 +387,12 @@ class ChunkCatalog:
                                  self.store.file_states(KNOWLEDGE_PREFIX).values())})
         for start in range(0, len(files), FILES_PER_READ):
             self._load_rows(self.store.chunks_for_files(files[start:start + FILES_PER_READ]))
-        self._index_symbols(self.store.symbols_for_files(changed))
-        self._index_links(self.store.links_for_files(changed))
+        # A change's definitions and references are read a batch of files at a time too: a
+        # checkout far away re-read 2,292 of wagtail's files, ~140k rows in one list.
+        for batch in ([None] if changed is None else
+                      [files[i:i + FILES_PER_READ] for i in range(0, len(files), FILES_PER_READ)]):
+            self._index_symbols(self.store.symbols_for_files(batch))
+            self._index_links(self.store.links_for_files(batch))
         if self.spool.size - self._live_bytes > max(SPOOL_COMPACT_MIN_DEAD, self._live_bytes):
             self._compact_spool()
         if len(files) > FILES_PER_READ:
