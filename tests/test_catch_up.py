@@ -191,29 +191,3 @@ def test_an_answer_never_waits_for_the_bm25_save_it_finds_due(project, tmp_path)
     loaded = FullTextIndex(ChunkCatalog(store, spool_folder(project)), closing.saved)
     loaded.sync(store.generation())
     assert loaded.bm25.frozen_count == len(loaded.bm25) == len(index.bm25)
-
-
-def test_a_change_to_most_files_rebuilds_bm25_in_one_pass_with_the_same_scores(project):
-    """A checkout far away re-reads most files: BM25 is built again in one pass (frozen
-    arrays, no delta of dicts to fold later: issue 37's owner peak), scoring every document
-    as an index built from scratch does; a change to few files still goes to the delta."""
-    project, store = project
-    catalog = ChunkCatalog(store, spool_folder(project))
-    index = FullTextIndex(catalog)
-    index.sync()
-    root = Path(project.root)
-    _write(root, 1, version=2)
-    Indexer(project, store, embed=False).ensure_indexed()
-    index.sync()
-    assert index.bm25.delta_count > 0  # a small change: the delta
-    for file in range(FIRST * 3 // 4):
-        _write(root, file, version=3)
-    Indexer(project, store, embed=False).ensure_indexed()
-    index.sync()
-    assert index.bm25.delta_count == 0 and index.bm25.frozen_count == len(catalog.rows)
-    fresh = FullTextIndex(ChunkCatalog(store, spool_folder(project)))
-    fresh.sync()
-    for query in ("handler version3", _word(5), _word(FIRST - 1) + " value", "version0"):
-        tokens = code_tokens(query)
-        assert index.bm25.scores(tokens) == fresh.bm25.scores(tokens)
-    assert {cid for fid in index.file_chunks for cid in index.file_chunks[fid]} == set(catalog.rows)

@@ -72,11 +72,6 @@ TOKENS_VERSION = 1
 RESAVE_MIN_DOCS = 2000
 RESAVE_SHARE = 0.1
 RESAVE_INTERVAL_S = 30.0
-# A change that re-reads more than this share of the indexed files (a checkout far away:
-# 2,459 of wagtail's 2,920 files) is built again in one pass, in its turn beside the other
-# large transients: its documents added to the delta's dicts (~100 MB at 50k documents),
-# then folded (+124 MB), made the owner's peak (issue 37: 706 MB on wagtail).
-REBUILD_SHARE = 0.5
 # How often a save that became due checks whether the answers of the process are done.
 SAVE_POLL_S = 0.1
 # Documents counted together by BM25Index.build: big enough for numpy to pay, small enough
@@ -518,12 +513,6 @@ class BM25Index:
         return out
 
 
-@large_transient  # not beside an embedding batch: the owner's peak (issue 37)
-def _rebuilt(documents: Iterable[tuple[str, Sequence[str]]]) -> BM25Index:
-    """:meth:`BM25Index.build` of a change that re-reads most files, in its turn."""
-    return BM25Index.build(documents)
-
-
 def document_text(row: ChunkRow) -> str:
     """What BM25 indexes for a chunk: its path and label (so file and symbol names count)
     and the indexed text (contextual prefix + chunk)."""
@@ -602,9 +591,7 @@ class FullTextIndex(CatalogFollower):
                 self._save()
 
     def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
-        rebuild = changed is not None and len(self.file_chunks) > 0 and \
-            len({*changed, *removed}) > REBUILD_SHARE * len(self.file_chunks)
-        if changed is None or rebuild:
+        if changed is None:
             self.file_chunks = {}
 
             def documents() -> Iterator[tuple[str, list[str]]]:
@@ -612,11 +599,7 @@ class FullTextIndex(CatalogFollower):
                     self.file_chunks.setdefault(row.file_id, []).append(row.chunk_id)
                     yield row.chunk_id, code_tokens(document_text(row))
 
-            if rebuild:
-                self.bm25 = BM25Index()  # the old arrays freed before the new ones are built
-                self.bm25 = _rebuilt(documents())
-            else:
-                self.bm25 = BM25Index.build(documents())
+            self.bm25 = BM25Index.build(documents())
             self._unsaved = True
             return
         for file_id in list(removed) + list(changed):
