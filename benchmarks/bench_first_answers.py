@@ -47,6 +47,13 @@ the 2 shared cores): the next answer after a checkout 1.8-3.4 s (median 2.4 s) a
 6.5-17.2 s (median 11.4 s) at load 13-25; the owner had read the 751 changed paths after
 50-93 s at load 8-12, 80-180 s at load 13-25 (2 of 8 not within 120 s); no stale line. It
 judged their events in 0.4-0.7 CPU-s (2.0-2.6 before the ignore files were kept compiled).
+Issue 37's owner memory, 2026-11-28 (--questions 2 --checkouts 2, load 4-12, one run each):
+the new highs of the owner's RSS climb to ~280 MB in the first answers, ~400-430 MB while
+embedding, then +180-280 MB within seconds of taking in the checkout's files (wagtail's
+checkout 50 back re-reads 2,292-2,459 of its 2,920 files). With the vector index looking up
+only vectors written since its last sync and the catalog's symbols compacted: fastapi 603 MB
+(vector index alone) and 580 MB; wagtail 697 MB (706 MB with the vector index alone; 628 and
+670 MB with a one-pass BM25 rebuild of the far checkout, not kept: an answer took 20 s).
 
     .venv/bin/python benchmarks/bench_first_answers.py /work/corpora/r/fastapi \\
         /work/corpora/r/wagtail [--questions 8] [--runs 2] [--complete] [--checkouts 2] \\
