@@ -111,3 +111,37 @@ def test_texts_stay_right_across_rewrites_and_spool_compactions(project, monkeyp
     assert list(catalog.iter_chunks()) == list(stored.values())
     rewritten = catalog.paths["module_003.py"]
     assert all(", 3)" in r.text for r in catalog.chunks_for_files([rewritten]))
+
+
+def test_symbol_and_reference_lookups_follow_rewrites_and_removals_as_the_store(tmp_path):
+    """The catalog's definitions and references (one entry per name or target, keys computed
+    again when a file is dropped, issue 37's memory) answer as the store does after files
+    are re-written, a name moves between files, and a file is removed."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "context.toml").write_text('[contextualizer]\nstrategy = "none"\n')
+    for file in range(4):
+        _write(root, file, 0)
+    (root / "shared.py").write_text("def handler_0_0(value):\n    return compute_1(value)\n")
+    project, store = open_indexed(root)
+    try:
+        catalog = ChunkCatalog(store, spool_folder(project))
+        names = ["handler_0_0", "handler_1_3", "handler_3_11", "compute_1", "compute_2"]
+
+        def same_as_the_store() -> None:
+            catalog.sync()
+            assert catalog.find_symbols(names, ["handler_2", "hand"]) == \
+                store.find_symbols(names, ["handler_2", "hand"])
+            assert catalog.find_references(names) == store.find_references(names)
+
+        same_as_the_store()
+        _write(root, 1, 1)  # re-written: its references and definitions are read again
+        (root / "shared.py").write_text("def handler_1_3(value):\n    return compute_2(1)\n")
+        Indexer(project, store, embed=False).ensure_indexed()
+        same_as_the_store()
+        (root / "module_002.py").unlink()
+        Indexer(project, store, embed=False).ensure_indexed()
+        same_as_the_store()
+        assert not catalog.find_symbols(["handler_2_0"])
+    finally:
+        store.close()

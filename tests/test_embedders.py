@@ -310,3 +310,26 @@ def _mapped_file(address: int) -> Path:
         if start <= address < end:
             return Path(fields[5].strip() if len(fields) > 5 else "")
     raise AssertionError(f"nothing is mapped at {address:#x}")
+
+
+def test_copies_of_a_model_share_one_onnx_export(tmp_path):
+    """The export cache is keyed by the model's content, not its place: every clone or
+    worktree of contextd (each with its own copy of the bundled model) exported its own
+    90 + 58 MB before. A model whose content differs gets an export of its own."""
+    import shutil
+
+    from contextd.embedders.model_files import BUNDLED_MODEL, MODELS_DIR
+    from contextd.embedders.onnx_backend import OnnxEmbedder
+
+    copies = [tmp_path / "one" / BUNDLED_MODEL, tmp_path / "two" / BUNDLED_MODEL]
+    for copy in copies:  # the same files, by links: the weights are 90 MB
+        shutil.copytree(MODELS_DIR / BUNDLED_MODEL, copy, copy_function=os.symlink)
+    exports = [OnnxEmbedder(EmbeddingConfig(model=str(c), quantize="int8")).model_path
+               for c in copies]
+    assert exports[0] == exports[1]
+    config = copies[1] / "config.json"
+    changed = json.loads(config.read_text()) | {"layer_norm_eps": 1e-6}
+    config.unlink()
+    config.write_text(json.dumps(changed))
+    assert OnnxEmbedder(EmbeddingConfig(model=str(copies[1]), quantize="int8")).model_path \
+        != exports[0]

@@ -38,7 +38,6 @@ import struct
 import sys
 import threading
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
@@ -111,24 +110,36 @@ def _unpacked(entry: ChunkEntry, data: bytes) -> ChunkRow:
 
 
 class _Postings:
-    """Lower-cased key → entries, with removal of single entries in O(1)."""
+    """Lower-cased key → entries, with removal of single entries in O(1). A key with one
+    entry holds it alone (most names are defined or referenced once: a dict per key was
+    18 MB of wagtail's catalog); a key with more holds them in a dict."""
 
     def __init__(self) -> None:
-        self.entries: dict[str, dict[tuple, None]] = defaultdict(dict)
+        self.entries: dict[str, tuple | dict[tuple, None]] = {}
 
     def add(self, key: str, entry: tuple) -> None:
-        self.entries[key][entry] = None
+        held = self.entries.get(key)
+        if held is None:
+            self.entries[key] = entry
+        elif isinstance(held, dict):
+            held[entry] = None
+        elif held != entry:
+            self.entries[key] = {held: None, entry: None}
 
     def remove(self, key: str, entry: tuple) -> None:
-        bucket = self.entries.get(key)
-        if bucket is not None:
-            bucket.pop(entry, None)
-            if not bucket:
+        held = self.entries.get(key)
+        if isinstance(held, dict):
+            held.pop(entry, None)
+            if not held:
                 del self.entries[key]
+        elif held is not None and held == entry:
+            del self.entries[key]
 
     def get(self, key: str) -> Iterable[tuple]:
-        bucket = self.entries.get(key)
-        return bucket.keys() if bucket else ()
+        held = self.entries.get(key)
+        if held is None:
+            return ()
+        return held.keys() if isinstance(held, dict) else (held,)
 
 
 def _short(name: str) -> str:
@@ -294,12 +305,11 @@ class ChunkCatalog:
                     or self._file_updates == self._saved_updates:
                 return
             try:
-                symbols = [(fid, entry[1], entry[0], entry[2], entry[3])
-                           for fid, contributed in self._file_entries.items()
-                           for postings, _key, entry in contributed
-                           if postings is self._by_name]
-                links = [(fid, *entry) for fid, contributed in self._file_entries.items()
-                         for postings, _key, entry in contributed if postings is self._refs]
+                symbols = [(fid, chunk_id, name, kind, line)
+                           for fid, defined in self._file_symbols.items()
+                           for name, chunk_id, kind, line in defined]
+                links = [(fid, *entry) for fid, made in self._file_links.items()
+                         for entry in made]
                 # The store's files now; one removed since the last sync still has entries
                 # here (its hash unknown: the next load drops it as removed since).
                 files = self._states()
@@ -314,7 +324,8 @@ class ChunkCatalog:
                 log.warning("could not save the catalog to %s: %s", self.snapshot_folder, exc)
 
     def _holds(self, file_id: int) -> bool:
-        return file_id in self._file_chunks or file_id in self._file_entries
+        return file_id in self._file_chunks or file_id in self._file_symbols \
+            or file_id in self._file_links
 
     def _take_waiting(self, within_s: float | None, give_way: Callable[[], bool]) -> list[int]:
         """Load waiting files, FILES_PER_READ at a time (at least once unless ``give_way()``),
@@ -359,8 +370,11 @@ class ChunkCatalog:
         self.paths: dict[str, int] = {}
         self._file_path: dict[int, str] = {}
         self._file_chunks: dict[int, list[str]] = {}
-        # Per file: the (entry, keys) it contributed, so a re-written file is dropped exactly.
-        self._file_entries: dict[int, list[tuple[_Postings, str, tuple]]] = {}
+        # Per file: the definitions and references it contributed, so a re-written file is
+        # dropped exactly (their keys are computed again then: a (postings, key, entry)
+        # tuple per key held ~20 MB more, and a copy of each key, on wagtail's 62k chunks).
+        self._file_symbols: dict[int, list[tuple[str, str, str, int]]] = {}
+        self._file_links: dict[int, list[tuple[str, str]]] = {}
         self._by_name = _Postings()
         self._by_short = _Postings()
         self._refs = _Postings()
@@ -380,8 +394,12 @@ class ChunkCatalog:
                                  self.store.file_states(KNOWLEDGE_PREFIX).values())})
         for start in range(0, len(files), FILES_PER_READ):
             self._load_rows(self.store.chunks_for_files(files[start:start + FILES_PER_READ]))
-        self._index_symbols(self.store.symbols_for_files(changed))
-        self._index_links(self.store.links_for_files(changed))
+        # A change's definitions and references are read a batch of files at a time too: a
+        # checkout far away re-read 2,292 of wagtail's files, ~140k rows in one list.
+        for batch in ([None] if changed is None else
+                      [files[i:i + FILES_PER_READ] for i in range(0, len(files), FILES_PER_READ)]):
+            self._index_symbols(self.store.symbols_for_files(batch))
+            self._index_links(self.store.links_for_files(batch))
         if self.spool.size - self._live_bytes > max(SPOOL_COMPACT_MIN_DEAD, self._live_bytes):
             self._compact_spool()
         if len(files) > FILES_PER_READ:
@@ -395,18 +413,28 @@ class ChunkCatalog:
 
     def _index_symbols(self, symbols: Iterable[tuple[int, str, str, str, int]]) -> None:
         """Definitions (file_id, chunk_id, name, kind, line), by qualified and short name."""
+        intern, same = sys.intern, self._same_chunk_id
         for file_id, chunk_id, name, kind, line in symbols:
-            entry = (name, chunk_id, kind, line)
-            self._index(file_id, self._by_name, name.lower(), entry)
-            self._index(file_id, self._by_short, _short(name).lower(), entry)
+            entry = (intern(name), same(chunk_id), intern(kind), line)
+            self._file_symbols.setdefault(file_id, []).append(entry)
+            self._by_name.add(name.lower(), entry)
+            self._by_short.add(_short(name).lower(), entry)
         self._short_keys = None
 
     def _index_links(self, links: Iterable[tuple[int, str, str]]) -> None:
         """References (file_id, chunk_id, target), by full and short target."""
+        intern, same = sys.intern, self._same_chunk_id
         for file_id, chunk_id, target in links:
-            entry = (chunk_id, target)
-            self._index(file_id, self._refs, target.lower(), entry)
-            self._index(file_id, self._refs_by_short, _short(target).lower(), entry)
+            entry = (same(chunk_id), intern(target))
+            self._file_links.setdefault(file_id, []).append(entry)
+            self._refs.add(target.lower(), entry)
+            self._refs_by_short.add(_short(target).lower(), entry)
+
+    def _same_chunk_id(self, chunk_id: str) -> str:
+        """The catalog entry's own string for ``chunk_id`` (a definition or reference read
+        from the store brings a copy of it: 80 bytes each)."""
+        entry = self.rows.get(chunk_id)
+        return chunk_id if entry is None else entry.chunk_id
 
     def _load_rows(self, rows: list[ChunkRow]) -> None:
         """Keep the entries of ``rows`` and append the rest to the spool (one write)."""
@@ -432,17 +460,17 @@ class ChunkCatalog:
         self._live_bytes = self.spool.size
         old.close()
 
-    def _index(self, file_id: int, postings: _Postings, key: str, entry: tuple) -> None:
-        postings.add(key, entry)
-        self._file_entries.setdefault(file_id, []).append((postings, key, entry))
-
     def _drop_file(self, file_id: int) -> None:
         for chunk_id in self._file_chunks.pop(file_id, ()):
             entry = self.rows.pop(chunk_id, None)
             if entry is not None:
                 self._live_bytes -= entry.size
-        for postings, key, entry in self._file_entries.pop(file_id, ()):
-            postings.remove(key, entry)
+        for entry in self._file_symbols.pop(file_id, ()):
+            self._by_name.remove(entry[0].lower(), entry)
+            self._by_short.remove(_short(entry[0]).lower(), entry)
+        for entry in self._file_links.pop(file_id, ()):
+            self._refs.remove(entry[1].lower(), entry)
+            self._refs_by_short.remove(_short(entry[1]).lower(), entry)
 
     def _row(self, entry: ChunkEntry) -> ChunkRow:
         """The stored chunk of an entry, read back from the spool (caller holds the lock: a
@@ -580,19 +608,19 @@ class CatalogFollower:
                 self.apply(None, ())
             else:
                 changed = dict.fromkeys(f for change in changes for f in change.loaded)
-                if any(change.store_moved for change in changes):
-                    changed.update(dict.fromkeys(self.extra_file_ids()))
                 self.apply(list(changed), [f for change in changes for f in change.removed])
+                if any(change.store_moved for change in changes):
+                    self.store_moved()
             self.version = version
 
     def is_current(self, generation: int | None) -> bool:
         """Whether a query at ``generation`` finds nothing to catch up on."""
         return self.catalog.is_current(generation) and self.version == self.catalog.version
 
-    def extra_file_ids(self) -> Sequence[int]:
-        """Files to re-read whenever the store moved, even if not re-written (e.g. still
-        missing vectors)."""
-        return ()
+    def store_moved(self) -> None:
+        """The store was written since the last sync (after :meth:`apply` took in the files
+        the catalog re-read): what the index waits for that is not a file may be there now
+        (the vectors of chunks still missing one)."""
 
     def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
         """Drop ``removed`` and (re)load ``changed`` files; ``changed is None``: load all."""

@@ -275,6 +275,18 @@ class IndexStore(abc.ABC):
     def vectors_for(self, model: str, embed_hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Vectors for the given text hashes under ``model``."""
 
+    def vectors_mark(self, model: str) -> object | None:
+        """A value that changes whenever vectors of ``model`` are written (None: unknown, ask
+        :meth:`embedded_hashes` every time): a store write that added none (a refresh's
+        chunks) then costs an index waiting for vectors no lookup of its hashes."""
+        return None
+
+    def embedded_hashes(self, model: str, embed_hashes: Sequence[str]) -> set[str]:
+        """Those of ``embed_hashes`` that have a vector under ``model``: what an in-memory
+        index waiting for vectors asks after each write. The default reads the vectors; a
+        store may answer from the hashes alone."""
+        return set(self.vectors_for(model, embed_hashes))
+
     def vector_rows(self, model: str, embed_hashes: Sequence[str]
                     ) -> tuple[list[str], np.ndarray]:
         """(hashes found, float32 matrix of their vectors, a row each) for the given text

@@ -95,6 +95,22 @@ class VectorsMixin:
             "(SELECT unnest(?))", [model, list(embed_hashes)]).fetchall()
         return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
 
+    def vectors_mark(self, model: str) -> object | None:
+        # Rows only ever appended (a prune deletes, and the next write appends past the
+        # highest row id), so count and highest row id together change with every write.
+        return first_row(self._cursor().execute(
+            "SELECT count(*), max(rowid) FROM embeddings WHERE model = ?", [model]))
+
+    def embedded_hashes(self, model: str, embed_hashes: Sequence[str]) -> set[str]:
+        # The hash column alone: no vector is read.
+        if not embed_hashes:
+            return set()
+        with self._own_cursor() as cur:
+            return {h for (h,) in cur.execute(
+                "SELECT text_hash FROM embeddings "
+                "WHERE model = ? AND text_hash IN (SELECT unnest(?))",
+                [model, list(embed_hashes)]).fetchall()}
+
     def vector_rows(self, model: str, embed_hashes: Sequence[str]
                     ) -> tuple[list[str], np.ndarray]:
         # Through the Arrow C stream, as chunk_vectors: no numpy array or Python float per
