@@ -336,16 +336,16 @@ def debounce(config, tmp) -> float:
         return Watcher(indexer.project, indexer).debounce
 
 
-def command_handoff(config, tmp):
-    """What a CLI command does with a never-indexed project as the index's owner: the vectors
-    it leaves to the background owner, those still missing when it answers, and the files it
-    had no time to read."""
+def command_handoff(config, tmp, files: int = 5):
+    """What a CLI command does with a never-indexed project of ``files`` files as the index's
+    owner: the vectors it leaves to the background owner, those still missing when it
+    answers, and the files it had no time to read."""
     from contextd.indexer.progress import NullProgress
     from contextd.runtime.background import index_for_command
     from contextd.runtime.owner import connect
 
     root = tree(tmp / "p", {f"m{i}.py": f"def f{i}(x):\n    return x * {i}\n"
-                             for i in range(5)})
+                             for i in range(files)})
     project = Project(root, config)
     with environ(XDG_RUNTIME_DIR=short_dir()):  # a socket path must be short
         engine = connect(project)
@@ -354,6 +354,14 @@ def command_handoff(config, tmp):
         return handoff.pending, engine.embeddings_pending(), handoff.files_left
     finally:
         engine.close()
+
+
+def command_handoff_past_the_floor(config, tmp):
+    """:func:`command_handoff` on more files than a command's reading window reads however
+    short it is (``WINDOW_FLOOR_FILES``): a tiny project is always read whole."""
+    from contextd.indexer.core import WINDOW_FLOOR_FILES
+
+    return command_handoff(config, tmp, WINDOW_FLOOR_FILES + 20)
 
 
 def leaves_warm_owner(config, tmp) -> tuple[bool, bool]:

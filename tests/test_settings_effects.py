@@ -37,8 +37,8 @@ from settings_probes import (
     usage_flags,
 )
 from settings_probes_runtime import (
-    backups, chunk_texts, cli_progress, command_handoff, debounce, embedder_outcome,
-    embedder_settings, embedding_rounds, idle_exit, indexed, indexed_paths, key_file,
+    backups, chunk_texts, cli_progress, command_handoff, command_handoff_past_the_floor,
+    debounce, embedder_outcome, embedder_settings, embedding_rounds, idle_exit, indexed, indexed_paths, key_file,
     knowledge_adds, leaves_warm_owner, local_route, MEDIUM_FILES, opened_module, opened_store,
     owner_duties, owner_memory, pdf_pages, postgres_url, query_cache_hits, query_limits, rate_limit_waits, remote_base,
     remote_client, remote_part, retrieved, self_signed_pair, service_client, service_part,
@@ -301,7 +301,7 @@ EFFECTS: dict[str, Effect] = {
     "owner.background": Effect(False, command_handoff,
                                base={"owner": {"answer_within_seconds": 0.0}}),
     "owner.answer_within_seconds": Effect(0.0, command_handoff),
-    "owner.index_within_seconds": Effect(0.001, command_handoff),  # less than the walk
+    "owner.index_within_seconds": Effect(0.001, command_handoff_past_the_floor),
     "owner.warm_after_load_ms": Effect(1, leaves_warm_owner),
     "owner.memory_limit_mb": Effect(2048, owner_memory),
     "owner.idle_exit_seconds": Effect(5, idle_exit),
