@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -268,8 +269,9 @@ def _background_owner_pid(repo: Path) -> int:
     return pid
 
 
-def _assert_exits_when_idle(pid: int) -> None:
-    """The owner leaves by itself once idle (these tests set idle_exit_seconds = 5)."""
+def _assert_leaves(pid: int) -> None:
+    """The owner leaves by itself within a minute (idle, where a test sets idle_exit_seconds = 5,
+    or its project deleted)."""
     deadline = time.monotonic() + 60
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -310,7 +312,7 @@ def test_a_first_query_answers_at_once_and_the_background_owner_finishes(repo, r
         later = json.loads(run(repo, runtime, "--json", "query", "invoice_total").stdout)
         assert "semantic" in later["providers"]
         assert not any("background" in note for note in later["notes"])
-        _assert_exits_when_idle(pid)
+        _assert_leaves(pid)
     finally:
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
@@ -323,7 +325,7 @@ def test_the_background_owner_takes_the_reading_over_even_when_the_answer_fails(
     finds it): an answer that then fails still leaves every file to be read."""
     _many_files(repo, 20)
     (repo / "context.toml").write_text("[owner]\nindex_within_seconds = 0.01\n"
-                                       "answer_within_seconds = 0\nidle_exit_seconds = 5\n")
+                                       "answer_within_seconds = 0\nidle_exit_seconds = 600\n")
     on_disk = sum(1 for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts)
     failed = run(repo, runtime, "query", "handler", "--context", "nosuch")
     assert "unknown context(s) nosuch" in failed.stderr
@@ -334,6 +336,9 @@ def test_the_background_owner_takes_the_reading_over_even_when_the_answer_fails(
         while _stats(repo, runtime)["storage"]["total_files"] < on_disk:
             assert time.monotonic() < deadline
             time.sleep(0.5)
+        # Its project deleted, the owner leaves long before its 600 s without calls.
+        shutil.rmtree(repo)
+        _assert_leaves(pid)
     finally:
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
@@ -398,7 +403,7 @@ def test_a_command_that_loaded_its_indexes_slowly_leaves_a_warm_owner(repo, runt
         assert _alive(pid)
         stats = _stats(repo, runtime)
         assert stats["owner"]["pid"] == pid and not stats["owner"]["this_process"]
-        _assert_exits_when_idle(pid)
+        _assert_leaves(pid)
     finally:
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)

@@ -210,8 +210,9 @@ def start_background_owner(project: Project) -> int:
 def run_background_owner(project: Project) -> None:
     """The body of ``contextd owner``: take the index over (the command that started this
     process still holds it for a moment), let the owner duties finish the embedding and
-    watch, and leave after ``idle_exit_seconds`` without calls once nothing is running.
-    Leaves at once when another long-running process (an MCP server) owns the index: that
+    watch, and leave after ``idle_exit_seconds`` without calls once nothing is running, or
+    as soon as the project's folder is deleted (a removed checkout or temporary project
+    would otherwise keep its owner, and its memory, for up to 15 minutes). Leaves at once when another long-running process (an MCP server) owns the index: that
     one does the work."""
     from contextd.runtime import starting_owner
     from contextd.runtime.job_log import log_to_owner_file
@@ -232,6 +233,11 @@ def run_background_owner(project: Project) -> None:
             return
         idle_limit = project.config.owner.idle_exit_seconds
         while not stop.wait(IDLE_CHECK_S):
+            if not project.root.is_dir():  # nothing left to keep current or to answer for
+                log.info("background owner: the project folder %s is gone, exiting",
+                         project.root)
+                stop.set()  # its work under way is given up, as when told to stop
+                break
             idle = engine.idle_seconds()
             if idle is not None and idle >= idle_limit:
                 log.info("background owner: idle for %.0f s, exiting", idle)
