@@ -70,6 +70,7 @@ def test_a_file_named_with_a_newline_prints_as_one_escaped_line(tmp_path):
     assert names == {"plain.py", "two\nlines\x1b[31m.py"}  # JSON keeps the name exact
 
 
+@pytest.mark.slow
 def test_kb_search_escapes_names_and_ends_quietly_on_a_closed_pipe(tmp_path):
     (tmp_path / ".git").mkdir()
     odd = tmp_path / "odd\nname.md"

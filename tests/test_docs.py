@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 
 from contextd.mcp.app import build_app
 from contextd.mcp.engine_handle import EngineHandle
@@ -50,6 +51,7 @@ def test_nested_parameters_show_type_default_and_bounds():
     assert "| `scope.roles` | list of one of `source`, `test`, `doc`, `config` |" in section
 
 
+@pytest.mark.slow
 def test_check_option_fails_on_a_stale_file(tmp_path):
     stale = tmp_path / "MCP_TOOLS.md"
     stale.write_text(tool_reference().replace("query_context", "query_ctx", 1))

@@ -189,6 +189,7 @@ print(json.dumps({"path": str(embedder.prepare()), "dim": len(embedder.embed_que
 """
 
 
+@pytest.mark.slow
 def test_two_processes_preparing_at_once_leave_one_valid_file(tmp_path):
     env = {**os.environ, "CONTEXTD_CACHE_DIR": str(tmp_path)}
     procs = [subprocess.Popen([sys.executable, "-c", PREPARE_FP32], stdout=subprocess.PIPE,

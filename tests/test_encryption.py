@@ -33,6 +33,7 @@ def _query(root, env) -> list[str]:
     return [h["file_path"] for h in json.loads(done.stdout)["hits"]]
 
 
+@pytest.mark.slow
 def test_sealed_index_keys_backups_and_rotation(tmp_path) -> None:
     root = make_project(tmp_path / "proj", "[security]\nencrypt_db = true\n")
     env = env_for(tmp_path / "run", CONTEXTD_DB_KEY=KEY)

@@ -283,6 +283,7 @@ def _cli(root: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_cli_role_filter_and_matched_line_preview(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "docs").mkdir()

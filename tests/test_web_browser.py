@@ -74,6 +74,7 @@ def test_overview_opens_from_the_printed_url(browser_page):
     shot(page, "overview")
 
 
+@pytest.mark.slow
 def test_rebuild_progress_advances_to_completion_and_a_second_is_refused(browser_page):
     manager, page = browser_page
     goto(page, f"http://127.0.0.1:{manager.port}/jobs")
