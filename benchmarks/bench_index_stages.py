@@ -17,18 +17,33 @@ written to), then:
 
 The machine is shared: print ``uptime`` beside the figures and read wall times with it.
 
-Figures of 2026-11-28 (2 cores shared with three other engineers, load 2-5; two runs):
-all stages serially took 12.9-13.7 CPU s on typeorm (3,713 files, 352k lines: 270-290
-files and 26-27k lines per CPU-s), 20.2-20.8 on prometheus (1,534 files, 534k lines: 75 files
-and 26k lines per CPU-s) and 15.7-16.4 on ansible (4,078 files, 362k lines: 250 files and 22k
-lines per CPU-s). Chunk + symbols is the largest stage (4.5-6.8 CPU s; on prometheus 8.8-9.1,
-of which the tree-sitter parse alone 4.2). Per line prometheus is no outlier: its files are
-3.6 times as long (348 lines against typeorm's 95). The whole bootstrap, fastest of three
-runs (load 3-5, 1.7-1.8 cores busy; the runs at 0.5-0.9 cores busy took 2-4 times as long):
-typeorm 9.3 s (400 files/s, 38k lines/s), prometheus 10.9 s (141 files/s, 49k lines/s),
-ansible 10.2 s (400 files/s, 35k lines/s). The issue's 1,000 files/s (100k lines/s) on 2 cores needs
-about 500 files and 50k lines per CPU-s with both cores busy: about twice what the stages
-manage. Same-run spread of a stage's CPU seconds: up to 40%.
+Figures of 2026-11-28, evening (2 cores shared with three other engineers, load 2.0-4.5;
+before = 2c24220, after = the pool's batches unpickled with the garbage collector paused;
+each bootstrap the fastest of two runs). The stages alone took 14.6-16.5 CPU s on typeorm
+(3,713 files, 352k lines: 225-255 files and 21-24k lines per CPU-s), 21.9-22.4 on
+prometheus (1,534 files, 534k lines: 70 files and 24k lines per CPU-s) and 15.1-22.4 on
+ansible (4,078 files, 362k lines: 180-270 files, 16-24k lines per CPU-s). The same code's
+stage figures moved by up to 55% between the two runs (typeorm's chunk + symbols 8.1 and
+5.3 CPU s, ansible's 4.7 and 8.3): compare stages within one run. Chunk + symbols is the
+largest stage (4.7-9.8 CPU s), of which the tree-sitter parse 1.3-3.8; then contextualize
+(2.2-4.6), BM25 build (1.8-4.7) and store write (1.8-3.1). The whole bootstrap:
+
+    project     before: wall s, files/s, lines/s (CPU s)   after
+    typeorm     15.1, 245, 23.2k (16.1; 1.07 cores busy)    10.6, 352, 33.3k (17.9; 1.70)
+    prometheus  14.2, 108, 37.5k (24.5; 1.72)               15.3, 100, 35.0k (23.9; 1.56)
+    ansible     12.0, 340, 30.1k (20.7; 1.73)               10.6, 387, 34.3k (18.0; 1.71)
+
+Neither reaches the last pass's fastest bootstraps (typeorm 400 files/s, prometheus 141,
+ansible 400: fastest of three at load 3-5), and before against after is within the noise:
+the unpickling's saving (0.4-0.5 CPU s of the writer's process on prometheus, measured
+alone) is smaller than the spread between runs. A profile of the serial path (cProfile with CPU
+time) ranks what is left: the tree-sitter parse and the reference query (QueryCursor
+captures: half the parse's time again), per-chunk Python in emit_unit (trim, line look-ups,
+Chunk construction, each chunk's references), the structural prefix's quality score
+(key_terms: a regex scan and a Counter per chunk, 1.2-1.9 CPU s on prometheus), the
+scrubber's candidate lines, and the writer's rows (record_columns, text hashes). The
+issue's 1,000 files/s (100k lines/s) on 2 cores needs about 500 files and 50k lines per
+CPU-s with both cores busy: about twice what the stages manage.
 
     .venv/bin/python benchmarks/bench_index_stages.py /path/to/ansible /path/to/prometheus \\
         /path/to/typeorm [--runs 1]

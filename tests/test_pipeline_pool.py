@@ -3,6 +3,8 @@ writer stores what they make in batches."""
 
 from __future__ import annotations
 
+import gc
+import pickle
 import threading
 
 import pytest
@@ -13,7 +15,7 @@ from contextd.indexer.pipeline import TASK_BATCH_FILES, Writer, outcomes
 from contextd.indexer.plan import FileTask
 from contextd.indexer.progress import NullProgress
 from contextd.indexer.report import IndexReport
-from contextd.indexer.worker import INDEXED, process_file
+from contextd.indexer.worker import INDEXED, load_outcomes, process_file
 from contextd.store.duckdb import DuckDBStore
 
 
@@ -68,3 +70,26 @@ def test_past_the_first_answers_window_the_writer_flushes_by_size(tmp_path, monk
         assert len(store.file_states()) == 7
     finally:
         store.close()
+
+
+def test_a_batch_is_unpickled_with_the_collector_paused_and_restored(tmp_path):
+    """The writer unpickles a worker's batch with the garbage collector off (issue 37: it
+    started a collection every 700 new objects, none of them garbage), and turns it back
+    on afterwards, even when the batch cannot be read; a collector that was off stays off."""
+    path = tmp_path / "module.py"
+    path.write_text("def handler(value):\n    return value\n")
+    stat = path.stat()
+    outcome = process_file(FileTask(path.name, str(path), stat.st_size, stat.st_mtime_ns),
+                           Project.open(tmp_path).config)
+    assert gc.isenabled()
+    loaded = load_outcomes(pickle.dumps([outcome]))
+    assert loaded == [outcome] and gc.isenabled()
+    with pytest.raises(pickle.UnpicklingError):
+        load_outcomes(b"not a pickle")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_outcomes(pickle.dumps([outcome]))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

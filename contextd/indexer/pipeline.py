@@ -24,7 +24,7 @@ from contextd.errors import ContextdError
 from contextd.indexer.plan import FileTask
 from contextd.indexer.report import IndexReport
 from contextd.indexer.worker import (FAILED, INDEXED, SAME, VANISHED, Outcome, init_worker,
-                                     process_batch, process_file)
+                                     load_outcomes, process_batch, process_file)
 from contextd.indexer.progress import Progress
 from contextd.store.base import FileRecord, IndexStore
 
@@ -107,7 +107,7 @@ def outcomes(tasks: Sequence[FileTask], config: ContextConfig, workers: int,
                     if len(pending) > 1 and pending[-1][0].cancel():
                         yield from _inline(pending.pop()[1], config, cancel)
                         continue
-                results = pending.popleft()[0].result()
+                results = load_outcomes(pending.popleft()[0].result())
                 if waiting:
                     send()
                 yield from results
