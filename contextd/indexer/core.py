@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import threading
 import time
@@ -135,6 +136,12 @@ class Indexer:
         # Whether this process is answering a query now: the run's own chunking waits for
         # the pool meanwhile (the engine sets it; contextd.query.catch_up.answering_now).
         self.gives_way: Callable[[], bool] = lambda: False
+        # Called after each batch a run writes: the owner's in-memory indexes follow the
+        # writes in the background as they come (the engine sets it; contextd.query.catch_up).
+        # Followed from answers only, an owner's first full read of fastapi ended with 2,655
+        # files not taken in yet, and the answers of a checkout right after it searched them
+        # as text (issue 37).
+        self.after_write: Callable[[], None] = lambda: None
         # Live figures for stats and query notes: files of the current run, vectors.
         self.file_figures = WorkFigures("files indexed")
         self.embedding_figures = WorkFigures("chunks embedded")
@@ -458,6 +465,12 @@ class Indexer:
         finally:
             self._embedding_busy = False
 
+    def _written(self, stage: EmbeddingStage | None) -> None:
+        """A run wrote a batch: its embedding stage and the in-memory indexes follow."""
+        if stage is not None:
+            stage.wake()
+        self.after_write()
+
     def _wait_for_no_run(self, cancel: threading.Event | None) -> None:
         """Return once no run holds the index (or ``cancel`` is set)."""
         while not self._no_run.wait(NO_RUN_POLL_S):
@@ -760,7 +773,7 @@ class Indexer:
         # batches: 34 transactions of ~22 files took a fifth of its CPU time, and each woke
         # the in-memory indexes' catch-up beside it (issue 37).
         writer = Writer(self.store, report, progress, track_progress,
-                        self.config.bootstrap.fail_fast, stage.wake if stage else lambda: None,
+                        self.config.bootstrap.fail_fast, functools.partial(self._written, stage),
                         by_time=mode in PROJECT_RUNS)
         progress.start(len(tasks), mode)
         try:

@@ -353,9 +353,10 @@ class ChunkCatalog:
         while self.waiting and not give_way() \
                 and (not taken or deadline is None or time.monotonic() < deadline):
             files = list(itertools.islice(self.waiting, step))
+            self.apply(files, ())
+            # Waiting until loaded: an answer reads the waiting paths without the lock.
             for file_id in files:
                 del self.waiting[file_id]
-            self.apply(files, ())
             taken.extend(files)
         return taken
 

@@ -101,7 +101,7 @@ class CatchUp:
             begin = time.perf_counter()
             self.catalog.catch_up(generation,
                                   load_at_most=0 if self.writing() else ANSWER_LOADS_FILES)
-            if self.catalog.waiting:
+            if self.writing() or self.catalog.waiting:
                 self._start()
             yield (time.perf_counter() - begin) * 1000
         finally:
@@ -112,8 +112,11 @@ class CatchUp:
     def follow(self) -> None:
         """Take in what was written in the background now (giving way to answers), rather
         than in the next answer: after a watcher's batch of a ``git checkout`` that answer
-        paid the catalog and BM25 catch-up of every re-written file (issue 37)."""
-        self._start()
+        paid the catalog and BM25 catch-up of every re-written file (issue 37). Nothing
+        while the catalog was never loaded: the first answer loads it whole (a command
+        reading its first files would otherwise load it beside its own reading)."""
+        if self.catalog.generation >= 0:
+            self._start()
 
     def note(self) -> str | None:
         """What an answer must say while files are left waiting (None: nothing)."""
