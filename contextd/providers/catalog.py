@@ -353,7 +353,7 @@ class ChunkCatalog:
         while self.waiting and not give_way() \
                 and (not taken or deadline is None or time.monotonic() < deadline):
             files = list(itertools.islice(self.waiting, step))
-            self.apply(files, ())
+            self.apply(files, (), paths_known=True)
             # Waiting until loaded: an answer reads the waiting paths without the lock.
             for file_id in files:
                 del self.waiting[file_id]
@@ -398,13 +398,18 @@ class ChunkCatalog:
         self._refs_by_short = _Postings()
         self._short_keys: list[str] | None = None
 
-    def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
-        """Drop ``removed`` and (re)load ``changed`` files; ``changed is None``: load all."""
+    def apply(self, changed: Sequence[int] | None, removed: Sequence[int],
+              paths_known: bool = False) -> None:
+        """Drop ``removed`` and (re)load ``changed`` files; ``changed is None``: load all.
+        ``paths_known``: the files' paths were read when the store last moved (waiting
+        files), so the paths of every file are not read again (a step of the background
+        catch-up after a checkout: a sixth of its catalog time on fastapi)."""
         if changed is None:
             self._reset()
         for file_id in set(removed) | set(changed or ()):
             self._drop_file(file_id)
-        self._set_paths()
+        if not paths_known:
+            self._set_paths()
         # A full load reads the knowledge documents' chunks too (file_states leaves them out).
         files = list(changed) if changed is not None else sorted(
             {*self._file_path, *(s.file_id for s in
