@@ -19,9 +19,11 @@ its index removed, and then:
   right-file count the first answers are held against;
 * with ``--checkouts N``: once the background owner has read every file, N times,
   ``git checkout`` a commit ``--back`` commits away (then
-  back), the next answer's wall ms, then answers each second until one shows no line that
-  differs from the file on disk and the owner says its catch-up is done: seconds until the
-  answer reflects the new tree, and the stale lines seen before;
+  back), the next answer's wall ms, then (:func:`current_after`) the owner's state four times
+  a second, and once it has been seen reading the changes and is done, answers until one
+  shows no line that differs from the file on disk and no file still being taken in:
+  seconds until the answer reflects the new tree, when the owner read the changes, and the
+  stale lines seen before;
 * with ``--vectors S``: wait up to S seconds for every vector (the embedding's memory);
 * throughout: the **peak RSS (VmHWM) of every process that owned the index**, sampled from
   ``/proc/<pid>/status`` every 0.2 s (the CLI command that owned it first, then the background
