@@ -413,3 +413,32 @@ def test_the_indexes_follow_each_batch_a_run_writes_without_an_answer(project):
         assert full_text.bm25.df("version11") == FIRST
     finally:
         engine.close()
+
+
+def test_the_vectors_wait_while_the_answers_indexes_take_in_a_checkout(project):
+    """Between its windows the owner's vector follower waits while the in-memory indexes
+    take in written files, as it waits for a run: after a checkout the model took a core
+    beside that catch-up (issue 37)."""
+    from contextd.runtime.engine import Engine
+
+    project, _ = project
+    engine = Engine(project)
+    try:
+        engine.module.query(QueryRequest("handler", providers=("full_text",),
+                                         wait_for_model=False))
+        _rewrite(project, engine.store, 12)  # more files than an answer loads itself
+        catch_up = engine.module.pipeline.catch_up
+        returned = threading.Event()
+
+        def before_a_window() -> None:
+            engine.indexer._wait_for_no_run(None)
+            returned.set()
+
+        with catch_up.answering(engine.store.generation()):
+            assert catch_up.busy  # files wait; the background thread waits for this answer
+            threading.Thread(target=before_a_window, daemon=True).start()
+            assert not returned.wait(1.0)
+        assert returned.wait(60)
+        assert not engine.module.pipeline.catalog.waiting
+    finally:
+        engine.close()

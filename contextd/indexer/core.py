@@ -142,6 +142,11 @@ class Indexer:
         # files not taken in yet, and the answers of a checkout right after it searched them
         # as text (issue 37).
         self.after_write: Callable[[], None] = lambda: None
+        # Whether the answers' in-memory indexes are taking in written files (the engine
+        # sets it): the vector follower waits for that too between windows, as for a run.
+        # After a checkout the model took a core beside that catch-up, and the answers
+        # are current only once it is done; the vectors can wait seconds.
+        self.taking_in: Callable[[], bool] = lambda: False
         # Live figures for stats and query notes: files of the current run, vectors.
         self.file_figures = WorkFigures("files indexed")
         self.embedding_figures = WorkFigures("chunks embedded")
@@ -419,7 +424,8 @@ class Indexer:
         meanwhile (an owner answers "at once" from the lexical and symbol indexes while
         this fills in the vectors, in the order files were written). ``runs_first`` (the
         owner's follower): before each window, wait while a run holds the index (a
-        refresh checks its paths against the boundary, reads and writes), and embed in
+        refresh checks its paths against the boundary, reads and writes) or the answers'
+        in-memory indexes take in what it wrote (``taking_in``), and embed in
         windows of FOLLOW_WINDOW_BATCHES batches, the most a run starting meanwhile waits
         beside the model. On 2 cores the
         model took one beside a watcher's refresh after a ``git checkout`` (issue 37: 1,127
@@ -472,10 +478,14 @@ class Indexer:
         self.after_write()
 
     def _wait_for_no_run(self, cancel: threading.Event | None) -> None:
-        """Return once no run holds the index (or ``cancel`` is set)."""
-        while not self._no_run.wait(NO_RUN_POLL_S):
-            if cancel is not None and cancel.is_set():
+        """Return once no run holds the index and the answers' in-memory indexes are not
+        taking in written files (``taking_in``), or ``cancel`` is set."""
+        pause = cancel if cancel is not None else threading.Event()
+        while not self._no_run.wait(NO_RUN_POLL_S) or self.taking_in():
+            if pause.is_set():
                 return
+            if self._no_run.is_set():  # taking in only: nothing to be woken by
+                pause.wait(NO_RUN_POLL_S)
 
     @property
     def indexing(self) -> bool:

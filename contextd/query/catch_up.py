@@ -118,6 +118,12 @@ class CatchUp:
         if self.catalog.generation >= 0:
             self._start()
 
+    @property
+    def busy(self) -> bool:
+        """Whether the background thread is taking in files left waiting."""
+        thread = self._thread
+        return thread is not None and thread.is_alive() and bool(self.catalog.waiting)
+
     def note(self) -> str | None:
         """What an answer must say while files are left waiting (None: nothing)."""
         waiting = len(self.catalog.waiting)

@@ -65,6 +65,7 @@ class Engine:
                 self._indexer = Indexer(self.project, self.store)
                 self._indexer.gives_way = answering_now
                 self._indexer.after_write = self.take_in_written
+                self._indexer.taking_in = self._taking_in
             return self._indexer
 
     @property
@@ -86,6 +87,13 @@ class Engine:
         module = self._module
         if module is not None:
             module.pipeline.catch_up.follow()
+
+    def _taking_in(self) -> bool:
+        """Whether the in-memory indexes are taking in written files in the background
+        (the vector follower waits meanwhile). Read without the engine's lock, as
+        :meth:`take_in_written`."""
+        module = self._module
+        return module is not None and module.pipeline.catch_up.busy
 
     def _writing(self) -> bool:
         """Whether this process's indexer is writing files (answers then take in a large
