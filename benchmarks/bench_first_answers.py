@@ -59,6 +59,16 @@ right after the owner's catch-up of the whole project, while its indexes still t
 files are fastapi's large translated docs pages) costs 6.3-6.8 CPU-s in process, against
 16.8 CPU-s for the whole project's 59k chunks: a refresh reads at the bootstrap's pace per
 chunk; on 2 shared cores the owner shares it with the embedding and the catch-up.
+Issue 37's eighth pass (an answer drops a checkout's re-written files and loads none of
+them: the owner's background catch-up does, following every batch written, a step of 50
+files at a time, the vector follower waiting meanwhile; fastapi, --questions 2
+--checkouts 4, alone under the benchmark lock, load 2.1-5.2): the next answer 0.87 / 1.18 /
+1.63 / 1.54 s (its catch-up 33-77 ms, against 10.7-11.3 s of a 14.1 s answer before);
+reflecting the new tree after 19.6 / 32.0 / 38.1 / 38.1 s, of which the owner's refresh
+of the 739 changed files was 16.0 / 24.7 / 33.2 / 33.8 s (seen reading from 2.3-3.8 s) and
+the catch-up after it 0.9-5.0 s; no stale line; owner peak 603 MB. The same code before the
+owner followed every batch (load 8-11): next answers 6.6 / 3.0 / 2.2 / 3.3 s, the first
+right after the owner's first full read with 2,655 files not taken in yet.
 Issue 37's owner memory, 2026-11-28 (--questions 2 --checkouts 2, load 4-12, one run each):
 the new highs of the owner's RSS climb to ~280 MB in the first answers, ~400-430 MB while
 embedding, then +180-280 MB within seconds of taking in the checkout's files (wagtail's
