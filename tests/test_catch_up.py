@@ -2,11 +2,12 @@
 given while the background owner reads a large project waited 3-4 s to take in what it had
 written since the last answer).
 
-The catalog takes in re-written and removed files at once and new files for a bounded time,
-leaving the rest waiting; BM25 follows the catalog, never the store, so it holds exactly the
-catalog's chunks. While files are being indexed, an answer says how many files it could not
-search yet and a background thread takes in the rest; otherwise an answer takes everything in
-first. Real DuckDB store, real indexer, real files.
+The catalog drops removed files and the old chunks of re-written ones at once and loads
+written files for a bounded time, leaving the rest waiting; BM25 follows the catalog, never
+the store, so it holds exactly the catalog's chunks. While files are being indexed, or when
+many were written (a ``git checkout``), an answer says how many files it could not search yet
+and a background thread takes in the rest; otherwise an answer takes the few written files
+in first. Real DuckDB store, real indexer, real files.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 from golden import open_indexed
 from contextd import ContextModule
 from contextd.indexer import Indexer
-from contextd.providers.catalog import FILES_PER_READ, ChunkCatalog
+from contextd.providers.catalog import FILES_PER_STEP, ChunkCatalog
 from contextd.providers.fulltext import FullTextIndex, code_tokens
 from contextd.providers.spool import spool_folder
 from contextd.query import catch_up as catch_up_module
@@ -28,7 +29,7 @@ from contextd.query.left_out import CATCHING_UP_NOTE
 from contextd.query.records import QueryRequest
 
 FIRST = 40  # files indexed before the large write
-WRITTEN = FILES_PER_READ + 60  # new files of the large write: one read, then some waiting
+WRITTEN = 260  # new files of the large write: more than an answer loads itself
 
 
 def _word(file: int) -> str:
@@ -72,20 +73,27 @@ def _paths_of(catalog: ChunkCatalog, chunk_ids) -> set[str]:
     return {catalog.rows[cid].file_path for cid in chunk_ids}
 
 
-def test_new_files_wait_rewritten_ones_never_and_bm25_follows_the_catalog(project):
+def test_written_files_wait_rewritten_ones_lose_their_old_chunks_and_bm25_follows(project):
     project, store = project
     catalog = ChunkCatalog(store, spool_folder(project))
     bm25 = FullTextIndex(catalog)
     bm25.sync()
     _large_write(project, store)
 
-    catalog.catch_up(store.generation(), within_s=0.0)  # one read of new files, no more
-    assert len(catalog.waiting) == WRITTEN - FILES_PER_READ
-    (rewritten,) = catalog.chunks_for_files([catalog.paths["module_000.py"]])
-    assert "version1" in rewritten.text  # taken in at once: what is searchable is not stale
+    catalog.catch_up(store.generation(), load_at_most=0)  # an answer's, while many wait
+    rewritten = catalog.paths["module_000.py"]
+    assert rewritten in catalog.waiting and len(catalog.waiting) == WRITTEN + 1
+    assert catalog.chunks_for_files([rewritten]) == []  # its old text is searchable no more
     bm25.sync(store.generation())
     assert set(bm25.bm25.slot_of) == set(catalog.rows)
-    waiting_path = next(p for p, fid in catalog.paths.items() if fid in catalog.waiting)
+    assert bm25.bm25.df("version0") == FIRST - 1 and bm25.bm25.df("version1") == 0
+
+    catalog.catch_up(store.generation(), within_s=0.0)  # one step of written files, no more
+    assert len(catalog.waiting) == WRITTEN + 1 - FILES_PER_STEP
+    bm25.sync(store.generation())
+    assert set(bm25.bm25.slot_of) == set(catalog.rows)
+    waiting_path = next(p for p, fid in catalog.paths.items()
+                        if fid in catalog.waiting and p != "module_000.py")
     waiting_file = int(waiting_path[len("module_"):-len(".py")])
     assert bm25.bm25.top(code_tokens(_word(waiting_file)), 5) == []
     loaded_file = next(f for f in range(FIRST, FIRST + WRITTEN)
@@ -150,10 +158,10 @@ def test_while_files_are_indexed_an_answer_says_what_it_could_not_search_yet(pro
 
 
 def test_a_file_written_but_not_taken_in_is_found_by_its_text(project, monkeypatch):
-    """While files are being indexed an answer leaves new files waiting (taking them in cost
-    most of a first answer); their text is searched as the files not indexed yet are
-    (contextd.query.unread_scan), so none is hidden from it, and a re-written file is taken
-    in at once, so nothing shown is stale."""
+    """While files are being indexed an answer leaves written files waiting (taking them in
+    cost most of a first answer) and drops the old chunks of a re-written one; their text is
+    searched as the files not indexed yet are (contextd.query.unread_scan), so none is
+    hidden from it and nothing shown is stale."""
     project, store = project
     monkeypatch.setattr(catch_up_module, "PAUSE_S", 600.0)  # no background step meanwhile
     module = ContextModule(project, store)
@@ -166,7 +174,7 @@ def test_a_file_written_but_not_taken_in_is_found_by_its_text(project, monkeypat
         answer = ask(FIRST + WRITTEN - 1)
         catalog = module.pipeline.catalog
         assert catalog.paths[last] in catalog.waiting
-        assert catalog.paths["module_000.py"] not in catalog.waiting
+        assert catalog.paths["module_000.py"] in catalog.waiting
         assert _catching_up(answer), answer.notes
         assert last in {h.file_path for h in answer.hits}
         (rewritten,) = [h for h in ask(0).hits if h.file_path == "module_000.py"]
@@ -175,16 +183,58 @@ def test_a_file_written_but_not_taken_in_is_found_by_its_text(project, monkeypat
         module.shutdown()
 
 
-def test_when_nothing_is_being_indexed_an_answer_takes_everything_in(project):
+def test_when_nothing_is_being_indexed_an_answer_takes_a_few_written_files_in(project):
+    """An edit or two is taken in by the answer itself: it is complete, with no note."""
     project, store = project
     module = ContextModule(project, store)
     try:
         ask = _asker(module)
-        ask(0)  # the catalog loaded before the large write
-        _large_write(project, store)
-        answer = ask(FIRST + WRITTEN - 1)
-        assert f"module_{FIRST + WRITTEN - 1:03d}.py" in {h.file_path for h in answer.hits}
+        ask(0)  # the catalog loaded before the edits
+        root = Path(project.root)
+        _write(root, 0, version=1)
+        _write(root, FIRST)
+        Indexer(project, store, embed=False).ensure_indexed()
+        answer = ask(FIRST)
+        assert f"module_{FIRST:03d}.py" in {h.file_path for h in answer.hits}
         assert not _catching_up(answer) and not module.pipeline.catalog.waiting
+        (rewritten,) = [h for h in ask(0).hits if h.file_path == "module_000.py"]
+        assert "version1" in rewritten.snippet
+    finally:
+        module.shutdown()
+
+
+def test_an_answer_after_a_checkout_loads_none_of_its_files_and_the_background_does(project):
+    """A ``git checkout`` re-writes hundreds of held files (fastapi: 739, 30k chunks): the
+    answer that loaded them all waited 10-14 s (issue 37). It now drops their old chunks
+    only, shows their text as it is on disk, and the background takes them in."""
+    project, store = project
+    assert FIRST > catch_up_module.ANSWER_LOADS_FILES
+    module = ContextModule(project, store)
+    try:
+        ask = _asker(module)
+        ask(0)
+        _rewrite(project, store, 5)  # every held file, as a checkout's batch writes them
+        catalog = module.pipeline.catalog
+        full_text = module.pipeline.provider("full_text")
+        with module.pipeline.catch_up.answering(store.generation()):  # no background step
+            assert len(catalog.waiting) == FIRST
+            assert not any(e.file_path.startswith("module_") for e in catalog.rows.values())
+            full_text.catch_up(store.generation())
+            bm25 = full_text.memory_index.bm25
+            assert bm25.df("version0") == 0 and bm25.df("version5") == 0
+        root = Path(project.root)
+        answer = ask(3)
+        assert "module_003.py" in {h.file_path for h in answer.hits}
+        for hit in answer.hits:
+            lines = (root / hit.file_path).read_text().splitlines()
+            assert hit.snippet == "\n".join(lines[hit.start_line - 1:hit.end_line]), hit
+        deadline = time.monotonic() + 60
+        while not _followed(full_text.memory_index, store.generation()) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not catalog.waiting
+        assert full_text.memory_index.bm25.df("version5") == FIRST
+        assert not _catching_up(ask(3))
     finally:
         module.shutdown()
 
@@ -310,6 +360,13 @@ def test_the_chunks_to_take_in_are_tokenised_outside_the_index_lock(project):
     assert index.bm25.df("version8") == FIRST and index.bm25.df("version7") == 0
 
 
+def _followed(index: FullTextIndex, generation: int) -> bool:
+    """Whether the catalog holds every file written up to ``generation`` and BM25 follows
+    it (read under the locks: a background step sets the catalog's generation first)."""
+    with index.lock, index.catalog.lock:
+        return not index.catalog.waiting and index.is_current(generation)
+
+
 def test_after_a_watcher_batch_the_indexes_follow_without_an_answer(project):
     """The owner's watcher batch starts the in-memory indexes' catch-up at once, so the
     next answer finds them current instead of paying for it (issue 37)."""
@@ -324,10 +381,68 @@ def test_after_a_watcher_batch_the_indexes_follow_without_an_answer(project):
         engine.take_in_written()
         full_text = engine.module.pipeline.provider("full_text").memory_index
         deadline = time.monotonic() + 60
-        while not full_text.is_current(engine.store.generation()) \
+        while not _followed(full_text, engine.store.generation()) \
                 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert full_text.is_current(engine.store.generation())
+        assert _followed(full_text, engine.store.generation())
         assert full_text.bm25.df("version9") == FIRST
+    finally:
+        engine.close()
+
+
+def test_the_indexes_follow_each_batch_a_run_writes_without_an_answer(project):
+    """Every batch the indexer writes starts the in-memory indexes' catch-up, a run outside
+    any watcher included: an owner's first full read of fastapi ended with 2,655 files not
+    taken in, when only answers and watcher batches started it (issue 37)."""
+    from contextd.runtime.engine import Engine
+
+    project, _ = project
+    engine = Engine(project)
+    try:
+        engine.module.query(QueryRequest("handler", providers=("full_text",),
+                                         wait_for_model=False))
+        root = Path(project.root)
+        for file in range(FIRST):
+            _write(root, file, 11)
+        engine.indexer.refresh([f"module_{f:03d}.py" for f in range(FIRST)])
+        full_text = engine.module.pipeline.provider("full_text").memory_index
+
+        def taken_in() -> int:  # the run's vectors move the store on: no generation to wait on
+            with full_text.lock:
+                return full_text.bm25.df("version11")
+
+        deadline = time.monotonic() + 60
+        while taken_in() < FIRST and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert taken_in() == FIRST and not full_text.catalog.waiting
+    finally:
+        engine.close()
+
+
+def test_the_vectors_wait_while_the_answers_indexes_take_in_a_checkout(project):
+    """Between its windows the owner's vector follower waits while the in-memory indexes
+    take in written files, as it waits for a run: after a checkout the model took a core
+    beside that catch-up (issue 37)."""
+    from contextd.runtime.engine import Engine
+
+    project, _ = project
+    engine = Engine(project)
+    try:
+        engine.module.query(QueryRequest("handler", providers=("full_text",),
+                                         wait_for_model=False))
+        _rewrite(project, engine.store, 12)  # more files than an answer loads itself
+        catch_up = engine.module.pipeline.catch_up
+        returned = threading.Event()
+
+        def before_a_window() -> None:
+            engine.indexer._wait_for_no_run(None)
+            returned.set()
+
+        with catch_up.answering(engine.store.generation()):
+            assert catch_up.busy  # files wait; the background thread waits for this answer
+            threading.Thread(target=before_a_window, daemon=True).start()
+            assert not returned.wait(1.0)
+        assert returned.wait(60)
+        assert not engine.module.pipeline.catalog.waiting
     finally:
         engine.close()

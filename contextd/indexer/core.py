@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import threading
 import time
@@ -135,6 +136,17 @@ class Indexer:
         # Whether this process is answering a query now: the run's own chunking waits for
         # the pool meanwhile (the engine sets it; contextd.query.catch_up.answering_now).
         self.gives_way: Callable[[], bool] = lambda: False
+        # Called after each batch a run writes: the owner's in-memory indexes follow the
+        # writes in the background as they come (the engine sets it; contextd.query.catch_up).
+        # Followed from answers only, an owner's first full read of fastapi ended with 2,655
+        # files not taken in yet, and the answers of a checkout right after it searched them
+        # as text (issue 37).
+        self.after_write: Callable[[], None] = lambda: None
+        # Whether the answers' in-memory indexes are taking in written files (the engine
+        # sets it): the vector follower waits for that too between windows, as for a run.
+        # After a checkout the model took a core beside that catch-up, and the answers
+        # are current only once it is done; the vectors can wait seconds.
+        self.taking_in: Callable[[], bool] = lambda: False
         # Live figures for stats and query notes: files of the current run, vectors.
         self.file_figures = WorkFigures("files indexed")
         self.embedding_figures = WorkFigures("chunks embedded")
@@ -412,7 +424,8 @@ class Indexer:
         meanwhile (an owner answers "at once" from the lexical and symbol indexes while
         this fills in the vectors, in the order files were written). ``runs_first`` (the
         owner's follower): before each window, wait while a run holds the index (a
-        refresh checks its paths against the boundary, reads and writes), and embed in
+        refresh checks its paths against the boundary, reads and writes) or the answers'
+        in-memory indexes take in what it wrote (``taking_in``), and embed in
         windows of FOLLOW_WINDOW_BATCHES batches, the most a run starting meanwhile waits
         beside the model. On 2 cores the
         model took one beside a watcher's refresh after a ``git checkout`` (issue 37: 1,127
@@ -458,11 +471,21 @@ class Indexer:
         finally:
             self._embedding_busy = False
 
+    def _written(self, stage: EmbeddingStage | None) -> None:
+        """A run wrote a batch: its embedding stage and the in-memory indexes follow."""
+        if stage is not None:
+            stage.wake()
+        self.after_write()
+
     def _wait_for_no_run(self, cancel: threading.Event | None) -> None:
-        """Return once no run holds the index (or ``cancel`` is set)."""
-        while not self._no_run.wait(NO_RUN_POLL_S):
-            if cancel is not None and cancel.is_set():
+        """Return once no run holds the index and the answers' in-memory indexes are not
+        taking in written files (``taking_in``), or ``cancel`` is set."""
+        pause = cancel if cancel is not None else threading.Event()
+        while not self._no_run.wait(NO_RUN_POLL_S) or self.taking_in():
+            if pause.is_set():
                 return
+            if self._no_run.is_set():  # taking in only: nothing to be woken by
+                pause.wait(NO_RUN_POLL_S)
 
     @property
     def indexing(self) -> bool:
@@ -760,7 +783,7 @@ class Indexer:
         # batches: 34 transactions of ~22 files took a fifth of its CPU time, and each woke
         # the in-memory indexes' catch-up beside it (issue 37).
         writer = Writer(self.store, report, progress, track_progress,
-                        self.config.bootstrap.fail_fast, stage.wake if stage else lambda: None,
+                        self.config.bootstrap.fail_fast, functools.partial(self._written, stage),
                         by_time=mode in PROJECT_RUNS)
         progress.start(len(tasks), mode)
         try:

@@ -15,10 +15,12 @@ generation counter:
 
 Taking in a large write costs ~80 µs a chunk (the catalog ~26, BM25 ~54), so the first answer
 after the background owner read 40k chunks of a large project would wait 3-4 s for all of it. A
-:meth:`~ChunkCatalog.catch_up` can take in files the catalog does not hold yet for a bounded
-time and leave the rest ``waiting`` (contextd.query.catch_up decides when); re-written and
-removed files are always taken in at once, so what is searchable is never stale, only not
-complete yet.
+:meth:`~ChunkCatalog.catch_up` drops removed files and the old chunks of re-written ones at
+once (cheap: dictionary removals), so what is searchable is never stale, only not complete
+yet; it loads the written files for a bounded time, or only when few are written, and leaves
+the rest ``waiting`` (contextd.query.catch_up decides which). A ``git checkout`` re-writes
+hundreds of held files at once: fastapi's 739 (30k chunks) made an answer that loaded them
+wait 10-14 s (issue 37).
 
 The texts are not held as Python strings. They were 85% of the catalog (two copies per
 chunk, the text and the index text: ~280 MB of a 60k-chunk project such as fastapi); the
@@ -55,6 +57,10 @@ SymbolHit = tuple[str, str, str, int]
 # Files whose chunks (texts included) a catalog load reads per store round trip: a few MB
 # of text at a time, whatever the project's size.
 FILES_PER_READ = 200
+# Files a time-bounded catch-up (the background thread's step) loads per read: an answer that
+# arrives meanwhile waits for one such read, and the indexes built from the catalog then take
+# the same files in (fastapi's translated docs pages: ~40 chunks a file).
+FILES_PER_STEP = 50
 # The spool is rewritten with the live texts only when dead ones (of re-written or removed
 # files) pass this many bytes and the live ones.
 SPOOL_COMPACT_MIN_DEAD = 16 << 20
@@ -194,14 +200,20 @@ class ChunkCatalog:
         self.catch_up(generation, defer=False)
 
     def catch_up(self, generation: int | None = None, within_s: float | None = None,
-                 defer: bool = True, give_way: Callable[[], bool] = lambda: False) -> None:
-        """Take in what was written: re-written and removed files at once, files new to the
-        catalog (and those left waiting) for at most ``within_s`` (None: all) and until
-        ``give_way()`` says to stop, the rest left ``waiting``; ``defer=False``: new files at
-        once too, waiting ones left."""
+                 defer: bool = True, give_way: Callable[[], bool] = lambda: False,
+                 load_at_most: int | None = None) -> None:
+        """Take in what was written. Removed files are dropped at once. ``defer`` (an
+        answer's catch-up or the background's): a re-written file's old chunks are dropped
+        at once too and it waits with the new files, so the catalog never holds a chunk that
+        is not the store's; then the waiting files are loaded, none of them when more than
+        ``load_at_most`` wait (None: any number), for at most ``within_s`` (None: all) and
+        until ``give_way()`` says to stop. ``defer=False``: every written file at once,
+        waiting ones left."""
         with self.lock:
             current = self.store.generation() if generation is None else generation
-            moved = current != self.generation
+            # A reader at a generation the background catch-up has already passed finds
+            # nothing to take in (it would load what was written since at once).
+            moved = current > self.generation or (current < self.generation and generation is None)
             if not moved and not (defer and self.waiting):
                 return
             if self.generation < 0:
@@ -215,20 +227,22 @@ class ChunkCatalog:
                 if not moved and not (defer and self.waiting):
                     return
             loaded: list[int] = []
-            removed: Sequence[int] = ()
+            removed: list[int] = []
             if moved:
                 changes = self.store.changes_since(self.generation)
-                removed = changes.removed_file_ids
                 changed = dict.fromkeys(changes.changed_file_ids)
+                removed = list(changes.removed_file_ids)
                 for file_id in (*removed, *changed):
                     self.waiting.pop(file_id, None)
-                now = [f for f in changed if not defer or self._holds(f)]
-                self.waiting.update(dict.fromkeys(f for f in changed if defer
-                                                  and not self._holds(f)))
-                self.apply(now, removed)
-                loaded.extend(now)
+                if defer:
+                    removed.extend(f for f in changed if self._holds(f))
+                    self.waiting.update(changed)
+                    self.apply([], removed)
+                else:
+                    self.apply(list(changed), removed)
+                    loaded.extend(changed)
                 self.generation = changes.generation
-            if defer:
+            if defer and (load_at_most is None or len(self.waiting) <= load_at_most):
                 loaded.extend(self._take_waiting(within_s, give_way))
             self._log(tuple(loaded), tuple(removed), moved)
 
@@ -330,18 +344,19 @@ class ChunkCatalog:
             or file_id in self._file_links
 
     def _take_waiting(self, within_s: float | None, give_way: Callable[[], bool]) -> list[int]:
-        """Load waiting files, FILES_PER_READ at a time (at least once unless ``give_way()``),
+        """Load waiting files, FILES_PER_STEP at a time (at least once unless ``give_way()``),
         for at most ``within_s``; None: all in one update (one read of the file list, and
         the heap handed back after it)."""
         taken: list[int] = []
         deadline = None if within_s is None else time.monotonic() + within_s
-        step = FILES_PER_READ if deadline is not None else len(self.waiting)
+        step = FILES_PER_STEP if deadline is not None else len(self.waiting)
         while self.waiting and not give_way() \
                 and (not taken or deadline is None or time.monotonic() < deadline):
             files = list(itertools.islice(self.waiting, step))
+            self.apply(files, (), paths_known=True)
+            # Waiting until loaded: an answer reads the waiting paths without the lock.
             for file_id in files:
                 del self.waiting[file_id]
-            self.apply(files, ())
             taken.extend(files)
         return taken
 
@@ -383,13 +398,18 @@ class ChunkCatalog:
         self._refs_by_short = _Postings()
         self._short_keys: list[str] | None = None
 
-    def apply(self, changed: Sequence[int] | None, removed: Sequence[int]) -> None:
-        """Drop ``removed`` and (re)load ``changed`` files; ``changed is None``: load all."""
+    def apply(self, changed: Sequence[int] | None, removed: Sequence[int],
+              paths_known: bool = False) -> None:
+        """Drop ``removed`` and (re)load ``changed`` files; ``changed is None``: load all.
+        ``paths_known``: the files' paths were read when the store last moved (waiting
+        files), so the paths of every file are not read again (a step of the background
+        catch-up after a checkout: a sixth of its catalog time on fastapi)."""
         if changed is None:
             self._reset()
         for file_id in set(removed) | set(changed or ()):
             self._drop_file(file_id)
-        self._set_paths()
+        if not paths_known:
+            self._set_paths()
         # A full load reads the knowledge documents' chunks too (file_states leaves them out).
         files = list(changed) if changed is not None else sorted(
             {*self._file_path, *(s.file_id for s in

@@ -2,16 +2,19 @@
 
 Each answer first brings the catalog and the indexes built from it (BM25, the vectors) up to
 the store, at ~80 µs a chunk written since the last answer. While the background owner reads
-a large project (wagtail: 58k chunks in a few minutes) that made some answers wait 3-4 s.
+a large project (wagtail: 58k chunks in a few minutes) that made some answers wait 3-4 s, and
+after a ``git checkout`` (fastapi: 739 re-written files, 30k chunks) 10-14 s.
 
-So while files are being indexed (``writing()``: more is coming, the answer is partial
-anyway and says so), an answer takes in re-written and removed files only, so nothing it
-shows is stale; it searches the text of the new files as it does the files not indexed yet
-(:mod:`contextd.query.unread_scan`) and says how many there were. Taking in even one read of
-new files (200 files, then BM25 tokenising their chunks) was 0.7-1 s of a fastapi first
-answer. A background thread follows the store meanwhile, a slice at a time, starting no step
-while an answer of the process searches, and takes in the rest once the writing stops. When
-nothing is being indexed, an answer takes in everything first: it is complete.
+So an answer loads written files only when few wait (:data:`ANSWER_LOADS_FILES`) and nothing
+is being indexed (``writing()``: more is coming, the answer is partial anyway and says so).
+Otherwise it only drops what the store no longer holds as it was, removed files and the old
+chunks of re-written ones, so nothing it shows is stale; it searches the text of the files
+left waiting as it does the files not indexed yet (:mod:`contextd.query.unread_scan`) and
+says how many there were. Taking in even one read of new files (200 files, then BM25
+tokenising their chunks) was 0.7-1 s of a fastapi first answer. A background thread follows
+the store meanwhile, a step of :data:`BACKGROUND_SLICE_S` at a time, starting no step while
+an answer of the process searches, and the indexes built from the catalog follow each step,
+so an answer arriving between steps takes in one step at most.
 """
 
 from __future__ import annotations
@@ -22,17 +25,24 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Iterator
 
+from contextd.embedders.scratch_memory import release_scratch_memory
 from contextd.query.left_out import CATCHING_UP_NOTE
 
 log = logging.getLogger(__name__)
 
-# How long one step of the background thread takes in new files while files are being
-# indexed (the catalog; the indexes built from it then take the same files in, about twice as
-# long again); it stops between reads when an answer comes (an answer waits for the indexes
-# built from the catalog to take in one such step at most).
+# How long one step of the background thread loads written files into the catalog (the
+# indexes built from it then take the same files in, about twice as long again); it stops
+# between reads (contextd.providers.catalog.FILES_PER_STEP) when an answer comes.
 BACKGROUND_SLICE_S = 0.1
-# The background thread's pause between steps: an answer waiting for the lock gets in.
+# The background thread's pause between steps while files are being indexed: the indexer's
+# own threads get the GIL (none once the writing has stopped: the answers still come first).
 PAUSE_S = 0.2
+# An answer loads the written files itself when at most this many wait and nothing is being
+# indexed (an edit or two: the answer is then complete); more are left to the background.
+ANSWER_LOADS_FILES = 32
+# Files the background thread loaded after which it hands the freed heap back (glibc keeps
+# it), as the catalog does after one large load.
+RELEASE_AFTER_FILES = 200
 # How long stop() waits for a step under way (one slice and its followers' share).
 STOP_WAIT_S = 10.0
 
@@ -46,12 +56,6 @@ _idle = threading.Condition()
 def answering_now() -> bool:
     """Whether an answer of this process is searching now (background work gives way)."""
     return _answers > 0
-
-
-def _new_files_wait() -> bool:
-    """The catalog's ``give_way`` for an answer while files are being indexed: new files
-    wait (the background thread takes them in; the answer searches their text)."""
-    return True
 
 
 def wait_until_no_answer(stopped: threading.Event | None = None) -> None:
@@ -87,18 +91,17 @@ class CatchUp:
     @contextlib.contextmanager
     def answering(self, generation: int) -> Iterator[float]:
         """Around an answer's search: first take in what was written up to ``generation``
-        (while files are being indexed, re-written and removed files only; the block gets
-        the ms it took); the background thread starts no step meanwhile (on 2 cores a step
-        beside an answer doubled its time)."""
+        (drops at once; the written files themselves only when few wait and nothing is being
+        indexed: the block gets the ms it took); the background thread starts no step
+        meanwhile (on 2 cores a step beside an answer doubled its time)."""
         global _answers
         with _idle:
             _answers += 1
         try:
             begin = time.perf_counter()
-            writing = self.writing()
-            self.catalog.catch_up(generation, give_way=_new_files_wait) if writing \
-                else self.catalog.catch_up(generation)
-            if writing or self.catalog.waiting:
+            self.catalog.catch_up(generation,
+                                  load_at_most=0 if self.writing() else ANSWER_LOADS_FILES)
+            if self.writing() or self.catalog.waiting:
                 self._start()
             yield (time.perf_counter() - begin) * 1000
         finally:
@@ -109,8 +112,17 @@ class CatchUp:
     def follow(self) -> None:
         """Take in what was written in the background now (giving way to answers), rather
         than in the next answer: after a watcher's batch of a ``git checkout`` that answer
-        paid the catalog and BM25 catch-up of every re-written file (issue 37)."""
-        self._start()
+        paid the catalog and BM25 catch-up of every re-written file (issue 37). Nothing
+        while the catalog was never loaded: the first answer loads it whole (a command
+        reading its first files would otherwise load it beside its own reading)."""
+        if self.catalog.generation >= 0:
+            self._start()
+
+    @property
+    def busy(self) -> bool:
+        """Whether the background thread is taking in files left waiting."""
+        thread = self._thread
+        return thread is not None and thread.is_alive() and bool(self.catalog.waiting)
 
     def note(self) -> str | None:
         """What an answer must say while files are left waiting (None: nothing)."""
@@ -126,23 +138,29 @@ class CatchUp:
             self._thread.start()
 
     def _run(self) -> None:
-        """Follow the store a slice at a time while files are being indexed, then take in
-        the rest at once (what a new answer would otherwise pay)."""
+        """Follow the store a step at a time, the indexes built from the catalog following
+        each step, until nothing is being indexed or waiting."""
         try:
-            while not self._stopped.wait(PAUSE_S):
+            taken = 0
+            while not self._stopped.wait(PAUSE_S if self.writing() else 0):
                 wait_until_no_answer(self._stopped)
                 writing = self.writing()
-                self.catalog.catch_up(None, BACKGROUND_SLICE_S if writing else None,
-                                      give_way=answering_now)
+                before = len(self.catalog.waiting)
+                self.catalog.catch_up(None, BACKGROUND_SLICE_S, give_way=answering_now)
+                taken += before - len(self.catalog.waiting)
                 for provider in self._providers():
                     wait_until_no_answer(self._stopped)
                     if self._stopped.is_set():
                         return
                     catch_up = getattr(provider, "catch_up", None)
                     if catch_up is not None:
-                        catch_up(None)
+                        # The catalog as this step left it: the store may have moved since,
+                        # and a follower syncing to it would load that all at once.
+                        catch_up(self.catalog.generation)
                 if not writing and not self.catalog.waiting:
-                    return
+                    break
+            if taken > RELEASE_AFTER_FILES:  # their rows went to the spool: hand the heap back
+                release_scratch_memory()
         except Exception:  # the next answer takes in the rest itself, a slice at a time
             if not self._stopped.is_set():
                 log.exception("catching up with the index in the background failed")

@@ -64,6 +64,8 @@ class Engine:
 
                 self._indexer = Indexer(self.project, self.store)
                 self._indexer.gives_way = answering_now
+                self._indexer.after_write = self.take_in_written
+                self._indexer.taking_in = self._taking_in
             return self._indexer
 
     @property
@@ -77,13 +79,21 @@ class Engine:
             return self._module
 
     def take_in_written(self) -> None:
-        """After a watcher's batch, the in-memory indexes take in what it wrote in a
+        """After each batch the indexer writes, the in-memory indexes take it in in a
         background thread (:meth:`contextd.query.catch_up.CatchUp.follow`), so the next
-        answer finds them current; nothing before the first answer loaded them."""
-        with self._lock:
-            module = self._module
+        answer finds them current; nothing before the first answer loaded them. Called from
+        the indexing thread: it reads the module without the engine's lock (close() holds
+        that lock while it waits for a run to end)."""
+        module = self._module
         if module is not None:
             module.pipeline.catch_up.follow()
+
+    def _taking_in(self) -> bool:
+        """Whether the in-memory indexes are taking in written files in the background
+        (the vector follower waits meanwhile). Read without the engine's lock, as
+        :meth:`take_in_written`."""
+        module = self._module
+        return module is not None and module.pipeline.catch_up.busy
 
     def _writing(self) -> bool:
         """Whether this process's indexer is writing files (answers then take in a large
