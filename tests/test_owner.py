@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -161,6 +162,24 @@ def test_client_takes_over_when_the_owner_closes(engines):
     response = client.query(QueryRequest(query="Carrier label", k=2))
     assert client.is_owner
     assert response.hits
+
+
+def test_an_owner_leaving_a_remade_project_keeps_the_new_owners_socket(engines, project):
+    """The project's index folder deleted and made again under a running owner (a deleted
+    checkout cloned afresh): a new owner takes the new lock file and binds the same socket
+    path; the old owner leaving must not remove that socket, or the new one is unreachable."""
+    old = engines()
+    assert old.is_owner
+    shutil.rmtree(project.db_path.parent)
+    new = engines()
+    assert new.is_owner  # the old owner's lock is on a file that no longer exists
+    old.close()
+    client = engines()
+    assert not client.is_owner and client.owner_pid == os.getpid()
+    client.refresh()
+    hits = client.query(QueryRequest(query="shipping_rate", k=2,
+                                     providers=("symbol",))).hits
+    assert hits and hits[0].file_path == "shipping.py"
 
 
 def test_standby_with_duties_takes_over_without_a_call(engines, project):

@@ -61,6 +61,7 @@ class OwnerServer:
         self._guard = threading.Lock()
         self.last_call = time.monotonic()
         self.in_flight = 0
+        self._bound: tuple[int, int] | None = None
 
     def start(self) -> "OwnerServer":
         """Bind (replacing the socket file a dead owner left behind) and start accepting.
@@ -72,6 +73,7 @@ class OwnerServer:
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(self.path)
         os.chmod(self.path, 0o600)
+        self._bound = _identity(self.path)
         listener.listen(64)
         self._listener = listener
         threading.Thread(target=self._accept_loop, name="contextd-owner-accept",
@@ -178,10 +180,14 @@ class OwnerServer:
             except OSError:
                 pass
             listener.close()
-            try:
-                os.unlink(self.path)
-            except FileNotFoundError:
-                pass
+            # Only the file this server bound: when the project's folder was deleted and
+            # made again, another owner (of the new lock file) may have bound the same path
+            # since, and removing its socket left it unreachable.
+            if _identity(self.path) == self._bound:
+                try:
+                    os.unlink(self.path)
+                except FileNotFoundError:
+                    pass
         with self._guard:
             conns, self._conns = list(self._conns), set()
         for conn in conns:
@@ -189,6 +195,15 @@ class OwnerServer:
                 conn.sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the file at ``path``, or None when there is none."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
 
 
 class _BadRequest(Exception):
