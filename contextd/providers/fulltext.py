@@ -82,8 +82,13 @@ BUILD_BATCH_DOCS = 4096
 # Frozen postings written together by BM25Index.fold: the scratch of one piece (its sort,
 # ~30 bytes a posting) stays a few MB however large the index.
 FOLD_PIECE_POSTINGS = 262_144
+# Entries per block of the delta's log (12 bytes each): the log grows a block at a time, never
+# by copying itself (a log of 3M postings grown by half again held 2.5 times itself while it
+# was copied), and a block whose documents were all removed is handed back.
+LOG_BLOCK_ENTRIES = 65_536
 _NO_SLOTS = np.zeros(0, dtype=np.int64)
 _NO_TF = np.zeros(0, dtype=np.float32)
+_NO_ENTRIES = np.zeros(0, dtype=np.int32)
 
 # A run of identifier characters: an identifier, or digits, or digits then an identifier.
 _RUN_RE = re.compile(r"[A-Za-z0-9_]+")
@@ -147,9 +152,9 @@ class BM25Index:
     Two parts, as a search engine's segments: a *frozen* part in numpy arrays (the postings
     of every term in compressed-sparse-row form: term → slots and term frequencies), built in
     one pass by :meth:`build` or read back from a file by :meth:`load`, and a *delta* of the
-    documents added since: a log of (term id, slot, tf) postings in three int32 arrays, each
-    document's postings one span of it. Removing a frozen document only marks its slot dead;
-    removing a delta document blanks its span (term id -1). :meth:`freeze` folds the delta
+    documents added since: a log of (term id, slot, tf) postings in blocks of three int32
+    arrays, each document's postings one span of a block. Removing a frozen document only
+    marks its slot dead; removing a delta document blanks its span (term id -1). :meth:`freeze` folds the delta
     and the dead slots into new arrays. The arrays are what makes a 60k-chunk index cheap to
     hold (~8 bytes per frozen posting, 12 per delta one, instead of a Python dict entry of
     ~100: after a far ``git checkout`` wagtail's delta of dicts held ~100 MB, issue 37) and
@@ -167,12 +172,12 @@ class BM25Index:
         self.frozen_slots = np.zeros(0, dtype=np.int32)
         self.frozen_tf = np.zeros(0, dtype=np.float32)
         self.frozen_live = np.zeros(0, dtype=bool)  # per frozen slot
-        # The delta: the first ``_logged`` entries of the log; a removed document's are -1.
-        self._log_term = np.zeros(0, dtype=np.int32)
-        self._log_slot = np.zeros(0, dtype=np.int32)
-        self._log_tf = np.zeros(0, dtype=np.int32)
-        self._logged = 0
-        self._span = np.zeros((0, 2), dtype=np.int64)  # per slot: its postings in the log
+        # The delta: blocks of the log, each (term ids, slots, tfs), the entries written and
+        # those still live in it; a removed document's term ids are -1.
+        self._blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._block_used: list[int] = []
+        self._block_live: list[int] = []
+        self._span = np.zeros((0, 3), dtype=np.int64)  # per delta slot: block, start, end
         self.doc_len = np.zeros(0, dtype=np.float64)
         self.slot_ids: list[str | None] = []
         self.slot_of: dict[str, int] = {}
@@ -244,11 +249,8 @@ class BM25Index:
         self.terms, self.indptr = terms, indptr
         self.frozen_slots, self.frozen_tf = slots, tf
         self.frozen_live = np.ones(len(ids), dtype=bool)
-        self._log_term = np.zeros(0, dtype=np.int32)
-        self._log_slot = np.zeros(0, dtype=np.int32)
-        self._log_tf = np.zeros(0, dtype=np.int32)
-        self._logged = 0
-        self._span = np.zeros((len(ids), 2), dtype=np.int64)
+        self._blocks, self._block_used, self._block_live = [], [], []
+        self._span = np.zeros((len(ids), 3), dtype=np.int64)
         self.doc_len = doc_len.copy()
         self.slot_ids = list(ids)
         self.slot_of = {doc_id: slot for slot, doc_id in enumerate(ids)}
@@ -276,7 +278,6 @@ class BM25Index:
         live = [slot for slot, doc_id in enumerate(self.slot_ids) if doc_id is not None]
         remap = np.full(len(self.slot_ids), -1, dtype=np.int32)
         remap[live] = np.arange(len(live), dtype=np.int32)
-        log_term = self._log_term[:self._logged]
         n_terms, n_frozen = len(self.terms), self.frozen_term_count
         keep = self.frozen_live[self.frozen_slots]
         kept_before = np.zeros(len(keep) + 1, dtype=np.int32)
@@ -284,7 +285,8 @@ class BM25Index:
         per_term = np.zeros(n_terms, dtype=np.int64)
         per_term[:n_frozen] = kept_before[self.indptr[1:]] - kept_before[self.indptr[:-1]]
         del kept_before
-        per_term += np.bincount(log_term[log_term >= 0], minlength=n_terms)
+        for log_term, _slots, _tf in self._log():
+            per_term += np.bincount(log_term[log_term >= 0], minlength=n_terms)
         held = per_term > 0
         indptr = np.zeros(int(np.count_nonzero(held)) + 1, dtype=np.int64)
         np.cumsum(per_term[held], out=indptr[1:])
@@ -299,14 +301,15 @@ class BM25Index:
             mine = keep[lo:hi]
             piece_terms = np.repeat(np.arange(row_first, row_last, dtype=np.int32),
                                     np.diff(self.indptr[row_first:row_last + 1]))[mine]
-            entries = np.flatnonzero((log_term >= first) & (log_term < last))
-            piece_terms = np.concatenate([piece_terms, log_term[entries]])
+            piece = [(piece_terms, self.frozen_slots[lo:hi][mine], self.frozen_tf[lo:hi][mine])]
+            for log_term, log_slots, log_tf in self._log():
+                entries = np.flatnonzero((log_term >= first) & (log_term < last))
+                piece.append((log_term[entries], log_slots[entries],
+                              log_tf[entries].astype(np.float32)))
+            piece_terms, piece_slots, piece_tf = (np.concatenate(column) for column in zip(*piece))
+            del piece
             order = np.argsort(piece_terms, kind="stable")
             del piece_terms
-            piece_slots = np.concatenate([self.frozen_slots[lo:hi][mine],
-                                          self._log_slot[entries]])
-            piece_tf = np.concatenate([self.frozen_tf[lo:hi][mine],
-                                       self._log_tf[entries].astype(np.float32)])
             slots[at:at + len(order)] = remap[piece_slots[order]]
             tf[at:at + len(order)] = piece_tf[order]
             at += len(order)
@@ -382,14 +385,18 @@ class BM25Index:
         terms = self.terms
         ids = [terms.setdefault(term, len(terms)) for term in counts]
         slot = self.free.pop() if self.free else self._grow()
-        if self._logged + len(ids) > len(self._log_term):
-            self._grow_log(len(ids))
-        start, end = self._logged, self._logged + len(ids)
-        self._log_term[start:end] = ids
-        self._log_slot[start:end] = slot
-        self._log_tf[start:end] = list(counts.values())
-        self._logged = end
-        self._span[slot] = start, end
+        if not self._blocks or self._block_used[-1] + len(ids) > len(self._blocks[-1][0]):
+            self._new_block(len(ids))
+        block = len(self._blocks) - 1
+        start = self._block_used[block]
+        end = start + len(ids)
+        log_term, log_slot, log_tf = self._blocks[block]
+        log_term[start:end] = ids
+        log_slot[start:end] = slot
+        log_tf[start:end] = list(counts.values())
+        self._block_used[block] = end
+        self._block_live[block] += len(ids)
+        self._span[slot] = block, start, end
         self.slot_ids[slot] = doc_id
         self.slot_of[doc_id] = slot
         self.doc_len[slot] = len(tokens)
@@ -406,32 +413,31 @@ class BM25Index:
         if slot >= len(self.doc_len):
             more = max(64, slot)
             self.doc_len = np.concatenate([self.doc_len, np.zeros(more, np.float64)])
-            self._span = np.concatenate([self._span, np.zeros((more, 2), np.int64)])
+            self._span = np.concatenate([self._span, np.zeros((more, 3), np.int64)])
         self.slot_ids.append(None)
         return slot
 
-    def _grow_log(self, more: int) -> None:
-        """Room in the log for ``more`` entries: its live entries copied into arrays half
-        again what they need. The blanked spans of removed documents are dropped, so a file
-        re-written again and again (each time a few documents, never enough for a fold)
-        does not grow the log."""
-        logged = self._logged
-        live = self._log_term[:logged] >= 0
-        before = np.zeros(logged + 1, dtype=np.int64)
-        np.cumsum(live, out=before[1:])
-        kept = int(before[-1])
-        size = max(4096, (kept + more) * 3 // 2)
-        for name in ("_log_term", "_log_slot", "_log_tf"):
-            grown = np.empty(size, dtype=np.int32)
-            grown[:kept] = getattr(self, name)[:logged][live]
-            setattr(self, name, grown)
-        slots = [slot for slot in range(self.frozen_count, len(self.slot_ids))
-                 if self.slot_ids[slot] is not None]
-        if slots:
-            spans = self._span[slots]
-            self._span[slots, 0] = before[spans[:, 0]]
-            self._span[slots, 1] = before[spans[:, 0]] + spans[:, 1] - spans[:, 0]
-        self._logged = kept
+    def _new_block(self, entries: int) -> None:
+        """Start a block of the log with room for at least ``entries``; the last one is
+        handed back if its documents were all removed meanwhile (a file re-written again
+        and again, never enough for a fold, so does not grow the log)."""
+        if self._blocks and not self._block_live[-1]:
+            self._drop_block(len(self._blocks) - 1)
+        size = max(LOG_BLOCK_ENTRIES, entries)
+        self._blocks.append((np.empty(size, dtype=np.int32), np.empty(size, dtype=np.int32),
+                             np.empty(size, dtype=np.int32)))
+        self._block_used.append(0)
+        self._block_live.append(0)
+
+    def _drop_block(self, block: int) -> None:
+        self._blocks[block] = (_NO_ENTRIES, _NO_ENTRIES, _NO_ENTRIES)
+        self._block_used[block] = 0
+
+    def _log(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """(term ids, slots, tfs) of the entries written in each block of the log."""
+        for (log_term, log_slot, log_tf), used in zip(self._blocks, self._block_used):
+            if used:
+                yield log_term[:used], log_slot[:used], log_tf[:used]
 
     def remove(self, doc_id: str) -> None:
         """Forget a document (no-op when unknown). A frozen document's slot stays dead until
@@ -443,8 +449,11 @@ class BM25Index:
         if slot < self.frozen_count:
             self.frozen_live[slot] = False
         else:
-            start, end = self._span[slot]
-            self._log_term[start:end] = -1
+            block, start, end = (int(n) for n in self._span[slot])
+            self._blocks[block][0][start:end] = -1
+            self._block_live[block] -= end - start
+            if not self._block_live[block] and block < len(self._blocks) - 1:
+                self._drop_block(block)
             self.free.append(slot)
         self.total_len -= int(self.doc_len[slot])
         self.doc_len[slot] = 0
@@ -462,21 +471,29 @@ class BM25Index:
         live = self.frozen_live[slots]
         return (slots, tf) if live.all() else (slots[live], tf[live])
 
-    def _delta_entries(self, term: str) -> np.ndarray:
-        """Where the delta's log holds ``term`` (a scan of the log: a few ms per million
+    def _delta_row(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, tf) of ``term`` in the delta: a scan of the log (a few ms per million
         entries, once per term until the index changes, :meth:`_term_weights`)."""
         term_id = self.terms.get(term)
-        if term_id is None or not self._logged:
-            return _NO_SLOTS
-        return np.flatnonzero(self._log_term[:self._logged] == term_id)
+        if term_id is None or not self._blocks:
+            return _NO_ENTRIES, _NO_ENTRIES
+        slots, tf = [], []
+        for log_term, log_slot, log_tf in self._log():
+            entries = np.flatnonzero(log_term == term_id)
+            if len(entries):
+                slots.append(log_slot[entries])
+                tf.append(log_tf[entries])
+        if not slots:
+            return _NO_ENTRIES, _NO_ENTRIES
+        return np.concatenate(slots), np.concatenate(tf)
 
     def _postings_of(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(slots, tf) of every live document holding ``term``."""
         slots, tf = self._frozen_row(term)
-        entries = self._delta_entries(term)
-        if len(entries):
-            slots = np.concatenate([slots, self._log_slot[entries]])
-            tf = np.concatenate([tf, self._log_tf[entries]])
+        delta_slots, delta_tf = self._delta_row(term)
+        if len(delta_slots):
+            slots = np.concatenate([slots, delta_slots])
+            tf = np.concatenate([tf, delta_tf])
         return slots.astype(np.int64, copy=False), tf.astype(np.float64)
 
     def df(self, term: str) -> int:
@@ -484,7 +501,7 @@ class BM25Index:
         cached = self._weights.get(term)
         if cached is not None:
             return len(cached[0])
-        return len(self._frozen_row(term)[0]) + len(self._delta_entries(term))
+        return len(self._frozen_row(term)[0]) + len(self._delta_row(term)[0])
 
     def idf(self, term: str) -> float:
         """rank_bm25's IDF: log((N − df + 0.5) / (df + 0.5)), negatives → ε × average IDF.
@@ -509,8 +526,7 @@ class BM25Index:
             np.cumsum(self.frozen_live[self.frozen_slots], dtype=np.int32, out=kept_before[1:])
             dfs[:self.frozen_term_count] = \
                 kept_before[self.indptr[1:]] - kept_before[self.indptr[:-1]]
-        if self._logged:
-            log_term = self._log_term[:self._logged]
+        for log_term, _slots, _tf in self._log():
             dfs += np.bincount(log_term[log_term >= 0], minlength=len(self.terms))
         return dfs[dfs > 0]
 
@@ -554,8 +570,8 @@ class BM25Index:
         if term_id is None or self.slot_ids[slot] is None:
             return False
         if slot >= self.frozen_count:
-            start, end = self._span[slot]
-            return bool((self._log_term[start:end] == term_id).any())
+            block, start, end = self._span[slot]
+            return bool((self._blocks[block][0][start:end] == term_id).any())
         if term_id >= self.frozen_term_count:
             return False
         lo, hi = self.indptr[term_id], self.indptr[term_id + 1]
