@@ -271,8 +271,9 @@ class BM25Index:
         The new arrays are written a piece of terms at a time (:data:`FOLD_PIECE_POSTINGS`
         frozen postings with the delta's of the same terms), each piece ordered by a stable
         sort of its own: beside the old and new arrays only one piece's scratch is held.
-        Sorting all postings at once held ~25 bytes more per posting (+124 MB on wagtail
-        after a far checkout, issue 37). In each term's row the frozen slots come first: the
+        Sorting all postings at once held ~25 bytes more per posting (issue 37: +61 MB over
+        the index for 1.7M postings, 31k documents of wagtail, 80% re-added as after a far
+        checkout; +28 MB in pieces, and 0.6 CPU s instead of 6.8). In each term's row the frozen slots come first: the
         delta's are all above the frozen ones, and renumbering keeps the slots' order. A
         term no live document holds is dropped."""
         live = [slot for slot, doc_id in enumerate(self.slot_ids) if doc_id is not None]
