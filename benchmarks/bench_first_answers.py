@@ -76,6 +76,15 @@ checkout 50 back re-reads 2,292-2,459 of its 2,920 files). With the vector index
 only vectors written since its last sync and the catalog's symbols compacted: fastapi 603 MB
 (vector index alone) and 580 MB; wagtail 697 MB (706 MB with the vector index alone; 628 and
 670 MB with a one-pass BM25 rebuild of the far checkout, not kept: an answer took 20 s).
+Issue 37's eighth pass (BM25's delta a log of int32 (term, slot, tf) blocks instead of
+dicts, its fold written a piece of terms at a time; same options, one run at a time under
+the benchmark lock, load 4-10, embedding 2-7 chunks/s so ~2% of the vectors in 240 s):
+wagtail 592, 574 and 594 MB, fastapi 509 and 565 MB. The highs: ~255-285 MB after the
+first answers, 475-536 MB while the owner reads the whole project and embeds, then +28-51
+MB (wagtail) and +78 MB (fastapi) at the first checkout. On wagtail's own saved index (61,675
+chunks, 2.0M postings) with 80% of it re-added as a far checkout does, the delta held 92 ->
+28 MB, the fold +66 -> +31 MB over it and 1.2 -> 0.3 CPU s; the process's RSS after the
+fold 333 -> 209 MB (153 MB before the checkout).
 
     .venv/bin/python benchmarks/bench_first_answers.py /work/corpora/r/fastapi \\
         /work/corpora/r/wagtail [--questions 8] [--runs 2] [--complete] [--checkouts 2] \\

@@ -4,9 +4,10 @@ smaller as the process nears its memory budget (issue 37).
 The owner's resident size is its long-lived indexes (~470 MB with fastapi's 58k chunks and
 the model loaded) plus whichever transients run at once. Two are large: an embedding batch's
 attention buffers (+70 MB at 512 padded tokens) and the fold of the BM25 delta into frozen
-arrays (+124 MB at 60k documents). Both ran together when the first answer after a
-``git checkout`` saved the lexical index while the vector follower embedded: the owner's peak
-reached 624-688 MB against its 600 MB ``[owner] memory_limit_mb``. So:
+arrays (+124 MB at 60k documents while it sorted every posting at once; about its new
+arrays, 8 bytes a posting, since it writes them in pieces). Both ran together when the first
+answer after a ``git checkout`` saved the lexical index while the vector follower embedded:
+the owner's peak reached 624-688 MB against its 600 MB ``[owner] memory_limit_mb``. So:
 
 * :func:`transient` serialises them: one large transient at a time per process, and the
   memory it freed is handed back to the system before the next one starts (glibc keeps freed

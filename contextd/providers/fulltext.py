@@ -79,8 +79,16 @@ PREPARE_MAX_CHUNKS = 16_384
 # Documents counted together by BM25Index.build: big enough for numpy to pay, small enough
 # that a batch's token arrays stay a few MB.
 BUILD_BATCH_DOCS = 4096
+# Frozen postings written together by BM25Index.fold: the scratch of one piece (its sort,
+# ~30 bytes a posting) stays a few MB however large the index.
+FOLD_PIECE_POSTINGS = 262_144
+# Entries per block of the delta's log (12 bytes each): the log grows a block at a time, never
+# by copying itself (a log of 3M postings grown by half again held 2.5 times itself while it
+# was copied), and a block whose documents were all removed is handed back.
+LOG_BLOCK_ENTRIES = 65_536
 _NO_SLOTS = np.zeros(0, dtype=np.int64)
 _NO_TF = np.zeros(0, dtype=np.float32)
+_NO_ENTRIES = np.zeros(0, dtype=np.int32)
 
 # A run of identifier characters: an identifier, or digits, or digits then an identifier.
 _RUN_RE = re.compile(r"[A-Za-z0-9_]+")
@@ -143,26 +151,35 @@ class BM25Index:
 
     Two parts, as a search engine's segments: a *frozen* part in numpy arrays (the postings
     of every term in compressed-sparse-row form: term → slots and term frequencies), built in
-    one pass by :meth:`build` or read back from a file by :meth:`load`, and a *delta* of
-    dictionaries for documents added since. Removing a frozen document only marks its slot
-    dead; :meth:`freeze` folds the delta and the dead slots into new arrays. The arrays are
-    what makes a 60k-chunk index cheap to hold (~6 bytes per posting instead of a Python dict
-    entry) and to persist (:meth:`save`; loading is a few array reads).
+    one pass by :meth:`build` or read back from a file by :meth:`load`, and a *delta* of the
+    documents added since: a log of (term id, slot, tf) postings in blocks of three int32
+    arrays, each document's postings one span of a block. Removing a frozen document only
+    marks its slot dead; removing a delta document blanks its span (term id -1). :meth:`freeze` folds the delta
+    and the dead slots into new arrays. The arrays are what makes a 60k-chunk index cheap to
+    hold (~8 bytes per frozen posting, 12 per delta one, instead of a Python dict entry of
+    ~100: after a far ``git checkout`` wagtail's delta of dicts held ~100 MB, issue 37) and
+    to persist (:meth:`save`; loading is a few array reads).
+
+    Every term has one id (:attr:`terms`); the frozen arrays have a row for the ids below
+    :attr:`frozen_term_count`, and terms first seen in the delta take the next ids.
     """
 
     def __init__(self, k1: float = BM25_K1, b: float = BM25_B, epsilon: float = BM25_EPSILON):
         self.k1, self.b, self.epsilon = k1, b, epsilon
-        # The frozen part: term → row of (indptr, slots, tf); slots ascending in a row.
-        self.frozen_terms: dict[str, int] = {}
+        self.terms: dict[str, int] = {}
+        # The frozen part: term id → row of (indptr, slots, tf); slots ascending in a row.
         self.indptr = np.zeros(1, dtype=np.int64)
         self.frozen_slots = np.zeros(0, dtype=np.int32)
         self.frozen_tf = np.zeros(0, dtype=np.float32)
         self.frozen_live = np.zeros(0, dtype=bool)  # per frozen slot
-        # The delta: term → {slot: tf} for documents added since the last freeze.
-        self.postings: dict[str, dict[int, int]] = {}
+        # The delta: blocks of the log, each (term ids, slots, tfs), the entries written and
+        # those still live in it; a removed document's term ids are -1.
+        self._blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._block_used: list[int] = []
+        self._block_live: list[int] = []
+        self._span = np.zeros((0, 3), dtype=np.int64)  # per delta slot: block, start, end
         self.doc_len = np.zeros(0, dtype=np.float64)
         self.slot_ids: list[str | None] = []
-        self.slot_terms: list[tuple[str, ...]] = []
         self.slot_of: dict[str, int] = {}
         self.free: list[int] = []
         self.total_len = 0
@@ -179,16 +196,20 @@ class BM25Index:
         return len(self.frozen_live)
 
     @property
+    def frozen_term_count(self) -> int:
+        """Term ids with a row in the frozen arrays."""
+        return len(self.indptr) - 1
+
+    @property
     def delta_count(self) -> int:
         """Documents added since the last freeze."""
         return len(self.slot_of) - int(np.count_nonzero(self.frozen_live))
 
     def term_count(self) -> int:
-        """Distinct terms. ``stats`` asks without the index lock (it must not wait for a
-        bootstrap's sync) while the indexer's thread adds terms: the delta's keys are copied
-        first (``list`` of a dict is one step under the GIL), not iterated while they grow."""
-        frozen, delta = self.frozen_terms, list(self.postings)
-        return len(frozen) + sum(1 for t in delta if t not in frozen)
+        """Distinct terms seen since the last fold (one of all whose documents were removed
+        since is counted until the next). ``stats`` asks without the index lock while the
+        indexer's thread adds terms: ``len`` of a dict is one step under the GIL."""
+        return len(self.terms)
 
     # ----- building -------------------------------------------------------------------------
     @classmethod
@@ -225,13 +246,13 @@ class BM25Index:
 
     def _set_frozen(self, terms: dict[str, int], indptr: np.ndarray, slots: np.ndarray,
                     tf: np.ndarray, doc_len: np.ndarray, ids: list[str]) -> None:
-        self.frozen_terms, self.indptr = terms, indptr
+        self.terms, self.indptr = terms, indptr
         self.frozen_slots, self.frozen_tf = slots, tf
         self.frozen_live = np.ones(len(ids), dtype=bool)
-        self.postings = {}
+        self._blocks, self._block_used, self._block_live = [], [], []
+        self._span = np.zeros((len(ids), 3), dtype=np.int64)
         self.doc_len = doc_len.copy()
         self.slot_ids = list(ids)
-        self.slot_terms = [()] * len(ids)
         self.slot_of = {doc_id: slot for slot, doc_id in enumerate(ids)}
         self.free = []
         self.total_len = int(doc_len.sum())
@@ -245,42 +266,72 @@ class BM25Index:
 
     def fold(self) -> dict[str, int]:
         """:meth:`freeze` for a caller that holds the turn already
-        (:func:`~contextd.embedders.scratch_memory.transient`)."""
-        live = [(slot, doc_id) for slot, doc_id in enumerate(self.slot_ids) if doc_id is not None]
-        terms = {t: i for i, t in enumerate(dict.fromkeys([*self.frozen_terms, *self.postings]))}
-        # Term ids and slots fit 32 bits: the postings of a large first index (fastapi's
-        # 58k chunks) pass through these arrays a few times at once, and 64-bit ones put the
-        # owner's peak over its memory_limit_mb (issue 37: 607-630 MB).
+        (:func:`~contextd.embedders.scratch_memory.transient`).
+
+        The new arrays are written a piece of terms at a time (:data:`FOLD_PIECE_POSTINGS`
+        frozen postings with the delta's of the same terms), each piece ordered by a stable
+        sort of its own: beside the old and new arrays only one piece's scratch is held.
+        Sorting all postings at once held ~25 bytes more per posting (issue 37: +61 MB over
+        the index for 1.7M postings, 31k documents of wagtail, 80% re-added as after a far
+        checkout; +28 MB in pieces, and 0.6 CPU s instead of 6.8). In each term's row the frozen slots come first: the
+        delta's are all above the frozen ones, and renumbering keeps the slots' order. A
+        term no live document holds is dropped."""
+        live = [slot for slot, doc_id in enumerate(self.slot_ids) if doc_id is not None]
         remap = np.full(len(self.slot_ids), -1, dtype=np.int32)
-        remap[[slot for slot, _ in live]] = np.arange(len(live), dtype=np.int32)
-        rows_t, rows_s, rows_f = [], [], []
-        if len(self.frozen_slots):
-            term_of = np.repeat(np.arange(len(self.frozen_terms), dtype=np.int32),
-                                np.diff(self.indptr))
-            keep = self.frozen_live[self.frozen_slots]
-            frozen_to_new = np.asarray([terms[t] for t in self.frozen_terms], dtype=np.int32)
-            rows_t.append(frozen_to_new[term_of[keep]])
-            del term_of
-            rows_s.append(remap[self.frozen_slots[keep]])
-            rows_f.append(self.frozen_tf[keep])
-        for term, docs in self.postings.items():
-            rows_t.append(np.full(len(docs), terms[term], dtype=np.int32))
-            rows_s.append(remap[np.fromiter(docs.keys(), np.int64, len(docs))])
-            rows_f.append(np.fromiter(docs.values(), np.float32, len(docs)))
-        term_arr = np.concatenate(rows_t) if rows_t else np.zeros(0, np.int32)
-        del rows_t
-        slot_arr = np.concatenate(rows_s) if rows_s else np.zeros(0, np.int32)
-        del rows_s
-        tf_arr = np.concatenate(rows_f) if rows_f else np.zeros(0, np.float32)
-        del rows_f
-        order = np.lexsort((slot_arr, term_arr))
-        indptr = np.zeros(len(terms) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(term_arr, minlength=len(terms)), out=indptr[1:])
-        del term_arr
-        # A term whose every document was removed keeps an empty row (df 0, like absent).
-        self._set_frozen(terms, indptr, slot_arr[order], tf_arr[order],
-                         self.doc_len[[slot for slot, _ in live]], [d for _, d in live])
+        remap[live] = np.arange(len(live), dtype=np.int32)
+        n_terms, n_frozen = len(self.terms), self.frozen_term_count
+        keep = self.frozen_live[self.frozen_slots]
+        kept_before = np.zeros(len(keep) + 1, dtype=np.int32)
+        np.cumsum(keep, dtype=np.int32, out=kept_before[1:])
+        per_term = np.zeros(n_terms, dtype=np.int64)
+        per_term[:n_frozen] = kept_before[self.indptr[1:]] - kept_before[self.indptr[:-1]]
+        del kept_before
+        for log_term, _slots, _tf in self._log():
+            per_term += np.bincount(log_term[log_term >= 0], minlength=n_terms)
+        held = per_term > 0
+        indptr = np.zeros(int(np.count_nonzero(held)) + 1, dtype=np.int64)
+        np.cumsum(per_term[held], out=indptr[1:])
+        total = int(indptr[-1])
+        slots = np.empty(total, dtype=np.int32)
+        tf = np.empty(total, dtype=np.float32)
+        at = 0
+        for first, last in self._fold_pieces():
+            # The piece's frozen rows (none past the frozen terms) and the delta's entries.
+            row_first, row_last = min(first, n_frozen), min(last, n_frozen)
+            lo, hi = int(self.indptr[row_first]), int(self.indptr[row_last])
+            mine = keep[lo:hi]
+            piece_terms = np.repeat(np.arange(row_first, row_last, dtype=np.int32),
+                                    np.diff(self.indptr[row_first:row_last + 1]))[mine]
+            piece = [(piece_terms, self.frozen_slots[lo:hi][mine], self.frozen_tf[lo:hi][mine])]
+            for log_term, log_slots, log_tf in self._log():
+                entries = np.flatnonzero((log_term >= first) & (log_term < last))
+                piece.append((log_term[entries], log_slots[entries],
+                              log_tf[entries].astype(np.float32)))
+            piece_terms, piece_slots, piece_tf = (np.concatenate(column) for column in zip(*piece))
+            del piece
+            order = np.argsort(piece_terms, kind="stable")
+            del piece_terms
+            slots[at:at + len(order)] = remap[piece_slots[order]]
+            tf[at:at + len(order)] = piece_tf[order]
+            at += len(order)
+        kept_terms = [term for term, held_ in zip(self.terms, held.tolist()) if held_]
+        self._set_frozen({term: i for i, term in enumerate(kept_terms)}, indptr, slots, tf,
+                         self.doc_len[live], [self.slot_ids[slot] for slot in live])
         return self.slot_of
+
+    def _fold_pieces(self) -> Iterator[tuple[int, int]]:
+        """Ranges of term ids [first, last) holding about :data:`FOLD_PIECE_POSTINGS` frozen
+        postings each; the last one runs to the newest term (the delta's own terms)."""
+        n_frozen, n_terms = self.frozen_term_count, len(self.terms)
+        first = 0
+        while first < n_frozen:
+            target = self.indptr[first] + FOLD_PIECE_POSTINGS
+            last = max(first + 1, int(np.searchsorted(self.indptr, target, side="right")) - 1)
+            last = min(last, n_frozen)
+            yield first, (last if last < n_frozen else n_terms)
+            first = last
+        if n_frozen == 0 and n_terms:
+            yield 0, n_terms
 
     # ----- persistence ----------------------------------------------------------------------
     def save(self, path: Path, extra: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
@@ -298,7 +349,7 @@ class BM25Index:
         if self.delta_count or self.frozen_count != len(self.slot_of):
             raise ValueError("only a frozen index is written (fold it first)")
         return {
-            "terms": np.frombuffer("\0".join(self.frozen_terms).encode(), dtype=np.uint8),
+            "terms": np.frombuffer("\0".join(self.terms).encode(), dtype=np.uint8),
             "ids": np.frombuffer("\0".join(self.slot_ids).encode(), dtype=np.uint8),
             "indptr": self.indptr, "slots": self.frozen_slots, "tf": self.frozen_tf,
             "doc_len": self.doc_len[:self.frozen_count].copy(),
@@ -327,18 +378,30 @@ class BM25Index:
 
     # ----- changes --------------------------------------------------------------------------
     def add(self, doc_id: str, tokens: Sequence[str]) -> None:
-        """Index a document (replacing one with the same id)."""
+        """Index a document (replacing one with the same id): its postings go to the end of
+        the delta's log."""
         if doc_id in self.slot_of:
             self.remove(doc_id)
         counts = Counter(tokens)
+        terms = self.terms
+        ids = [terms.setdefault(term, len(terms)) for term in counts]
         slot = self.free.pop() if self.free else self._grow()
+        if not self._blocks or self._block_used[-1] + len(ids) > len(self._blocks[-1][0]):
+            self._new_block(len(ids))
+        block = len(self._blocks) - 1
+        start = self._block_used[block]
+        end = start + len(ids)
+        log_term, log_slot, log_tf = self._blocks[block]
+        log_term[start:end] = ids
+        log_slot[start:end] = slot
+        log_tf[start:end] = list(counts.values())
+        self._block_used[block] = end
+        self._block_live[block] += len(ids)
+        self._span[slot] = block, start, end
         self.slot_ids[slot] = doc_id
-        self.slot_terms[slot] = tuple(counts)
         self.slot_of[doc_id] = slot
         self.doc_len[slot] = len(tokens)
         self.total_len += len(tokens)
-        for term, tf in counts.items():
-            self.postings.setdefault(term, {})[slot] = tf
         self._changed()
 
     def _changed(self) -> None:
@@ -349,50 +412,89 @@ class BM25Index:
     def _grow(self) -> int:
         slot = len(self.slot_ids)
         if slot >= len(self.doc_len):
-            self.doc_len = np.concatenate([self.doc_len, np.zeros(max(64, slot), np.float64)])
+            more = max(64, slot)
+            self.doc_len = np.concatenate([self.doc_len, np.zeros(more, np.float64)])
+            self._span = np.concatenate([self._span, np.zeros((more, 3), np.int64)])
         self.slot_ids.append(None)
-        self.slot_terms.append(())
         return slot
+
+    def _new_block(self, entries: int) -> None:
+        """Start a block of the log with room for at least ``entries``; the last one is
+        handed back if its documents were all removed meanwhile (a file re-written again
+        and again, never enough for a fold, so does not grow the log)."""
+        if self._blocks and not self._block_live[-1]:
+            self._drop_block(len(self._blocks) - 1)
+        size = max(LOG_BLOCK_ENTRIES, entries)
+        self._blocks.append((np.empty(size, dtype=np.int32), np.empty(size, dtype=np.int32),
+                             np.empty(size, dtype=np.int32)))
+        self._block_used.append(0)
+        self._block_live.append(0)
+
+    def _drop_block(self, block: int) -> None:
+        self._blocks[block] = (_NO_ENTRIES, _NO_ENTRIES, _NO_ENTRIES)
+        self._block_used[block] = 0
+
+    def _log(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """(term ids, slots, tfs) of the entries written in each block of the log."""
+        for (log_term, log_slot, log_tf), used in zip(self._blocks, self._block_used):
+            if used:
+                yield log_term[:used], log_slot[:used], log_tf[:used]
 
     def remove(self, doc_id: str) -> None:
         """Forget a document (no-op when unknown). A frozen document's slot stays dead until
-        the next :meth:`freeze` (its postings are in the arrays)."""
+        the next :meth:`freeze` (its postings are in the arrays); a delta document's span of
+        the log is blanked and its slot taken by the next document added."""
         slot = self.slot_of.pop(doc_id, None)
         if slot is None:
             return
         if slot < self.frozen_count:
             self.frozen_live[slot] = False
         else:
-            for term in self.slot_terms[slot]:
-                docs = self.postings[term]
-                del docs[slot]
-                if not docs:
-                    del self.postings[term]
+            block, start, end = (int(n) for n in self._span[slot])
+            self._blocks[block][0][start:end] = -1
+            self._block_live[block] -= end - start
+            if not self._block_live[block] and block < len(self._blocks) - 1:
+                self._drop_block(block)
             self.free.append(slot)
         self.total_len -= int(self.doc_len[slot])
         self.doc_len[slot] = 0
         self.slot_ids[slot] = None
-        self.slot_terms[slot] = ()
         self._changed()
 
     # ----- scoring --------------------------------------------------------------------------
     def _frozen_row(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(live slots, tf) of ``term`` in the frozen part."""
-        row = self.frozen_terms.get(term)
-        if row is None:
+        row = self.terms.get(term)
+        if row is None or row >= self.frozen_term_count:
             return _NO_SLOTS, _NO_TF
         lo, hi = self.indptr[row], self.indptr[row + 1]
         slots, tf = self.frozen_slots[lo:hi], self.frozen_tf[lo:hi]
         live = self.frozen_live[slots]
         return (slots, tf) if live.all() else (slots[live], tf[live])
 
+    def _delta_row(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, tf) of ``term`` in the delta: a scan of the log (a few ms per million
+        entries, once per term until the index changes, :meth:`_term_weights`)."""
+        term_id = self.terms.get(term)
+        if term_id is None or not self._blocks:
+            return _NO_ENTRIES, _NO_ENTRIES
+        slots, tf = [], []
+        for log_term, log_slot, log_tf in self._log():
+            entries = np.flatnonzero(log_term == term_id)
+            if len(entries):
+                slots.append(log_slot[entries])
+                tf.append(log_tf[entries])
+        if not slots:
+            return _NO_ENTRIES, _NO_ENTRIES
+        return np.concatenate(slots), np.concatenate(tf)
+
     def _postings_of(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(slots, tf) of every live document holding ``term``."""
         slots, tf = self._frozen_row(term)
-        docs = self.postings.get(term)
-        if docs:
-            slots = np.concatenate([slots, np.fromiter(docs.keys(), np.int64, len(docs))])
-            tf = np.concatenate([tf, np.fromiter(docs.values(), np.float32, len(docs))])
+        delta_slots, delta_tf = self._delta_row(term)
+        if len(delta_slots):
+            slots = np.concatenate([slots, delta_slots])
+            tf = np.concatenate([tf, delta_tf])
         return slots.astype(np.int64, copy=False), tf.astype(np.float64)
 
     def df(self, term: str) -> int:
@@ -400,7 +502,7 @@ class BM25Index:
         cached = self._weights.get(term)
         if cached is not None:
             return len(cached[0])
-        return len(self._frozen_row(term)[0]) + len(self.postings.get(term, ()))
+        return len(self._frozen_row(term)[0]) + len(self._delta_row(term)[0])
 
     def idf(self, term: str) -> float:
         """rank_bm25's IDF: log((N − df + 0.5) / (df + 0.5)), negatives → ε × average IDF.
@@ -419,19 +521,14 @@ class BM25Index:
 
     def _document_frequencies(self) -> np.ndarray:
         """df of every term held by a live document."""
-        frozen = np.zeros(len(self.frozen_terms), dtype=np.float64)
+        dfs = np.zeros(len(self.terms), dtype=np.float64)
         if len(self.frozen_slots):
-            live = self.frozen_live[self.frozen_slots].astype(np.float64)
-            term_of = np.repeat(np.arange(len(self.frozen_terms)), np.diff(self.indptr))
-            frozen = np.bincount(term_of, weights=live, minlength=len(self.frozen_terms))
-        extra = []
-        for term, docs in self.postings.items():
-            row = self.frozen_terms.get(term)
-            if row is None:
-                extra.append(len(docs))
-            else:
-                frozen[row] += len(docs)
-        dfs = np.concatenate([frozen, np.asarray(extra, dtype=np.float64)])
+            kept_before = np.zeros(len(self.frozen_slots) + 1, dtype=np.int32)
+            np.cumsum(self.frozen_live[self.frozen_slots], dtype=np.int32, out=kept_before[1:])
+            dfs[:self.frozen_term_count] = \
+                kept_before[self.indptr[1:]] - kept_before[self.indptr[:-1]]
+        for log_term, _slots, _tf in self._log():
+            dfs += np.bincount(log_term[log_term >= 0], minlength=len(self.terms))
         return dfs[dfs > 0]
 
     def _average(self) -> float:
@@ -470,12 +567,15 @@ class BM25Index:
 
     def holds(self, term: str, slot: int) -> bool:
         """Whether the document in ``slot`` holds ``term``."""
-        if slot in self.postings.get(term, ()):
-            return True
-        row = self.frozen_terms.get(term)
-        if row is None or slot >= self.frozen_count or not self.frozen_live[slot]:
+        term_id = self.terms.get(term)
+        if term_id is None or self.slot_ids[slot] is None:
             return False
-        lo, hi = self.indptr[row], self.indptr[row + 1]
+        if slot >= self.frozen_count:
+            block, start, end = self._span[slot]
+            return bool((self._blocks[block][0][start:end] == term_id).any())
+        if term_id >= self.frozen_term_count:
+            return False
+        lo, hi = self.indptr[term_id], self.indptr[term_id + 1]
         at = lo + np.searchsorted(self.frozen_slots[lo:hi], slot)
         return bool(at < hi and self.frozen_slots[at] == slot)
 
