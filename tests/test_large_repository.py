@@ -24,8 +24,6 @@ import contextlib
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from contextd import ContextModule
 from contextd.config.loading import config_from_dict
 from contextd.config.project import Project
@@ -389,48 +387,3 @@ def test_two_similar_functions_of_one_module_are_not_copies():
     kept = copies_last([hits[0], copy, *hits[1:]], lambda h: h[1], lambda h: h[3],
                        lambda h: h[2], limit=3)
     assert [h[0] for h in kept] == ["a", "b", "c"]
-
-
-_LANGUAGES = ("de", "es", "fr", "ja", "ko", "pt", "ru", "uk", "zh")
-
-
-@pytest.mark.slow
-def test_translations_moved_behind_stay_behind_when_source_chunks_are_added(tmp_path):
-    """fastapi's "how are the operation ids of the OpenAPI operations generated": the
-    full-text provider moves the translations an English question did not ask for behind
-    the English pages and the code, then adds source chunks up to its share; it used to
-    sort the whole answer by score again, which put the Hindi and Ukrainian pages (short,
-    their English terms dense) back in front, and the code that generates the ids fell out
-    of the fused candidates."""
-    from contextd.providers.base import ProviderQuery
-    from contextd.records import ContextScope, TokenBudget
-
-    root = tmp_path / "repo"
-    terms = "operation ids generated"
-    for topic in ("clients", "routes", "schemas", "tags", "paths"):
-        english = root / "docs" / "en" / "docs" / f"{topic}.md"
-        english.parent.mkdir(parents=True, exist_ok=True)
-        english.write_text(f"# Operation ids of {topic}\n\n" + " ".join(
-            [f"The operation ids of the {topic} are generated when the app starts."] +
-            [f"The {topic} are listed in the order they are declared, one line each."] * 6))
-        for language in _LANGUAGES:
-            page = root / "docs" / language / "docs" / f"{topic}.md"
-            page.parent.mkdir(parents=True, exist_ok=True)
-            page.write_text(f"# Operation ids ({language})\n\n`{terms}` `{terms}`\n")
-    (root / "src").mkdir()
-    (root / "src" / "ids.py").write_text(
-        "def unique_id(route) -> str:\n"
-        "    \"\"\"The id of a route's operation, from its name and path.\"\"\"\n"
-        "    return route.name + route.path.replace('/', '_')\n")
-    _other_files_and_git(root / "src", "view")
-    with _lexical_module(tmp_path, root) as module:
-        module.pipeline.warm_up(wait=True)
-        hits = module.pipeline.provider("full_text").query(
-            ProviderQuery("how are the operation ids generated", limit=12), ContextScope(),
-            TokenBudget())
-    files = [h.file_path for h in hits]
-    assert "src/ids.py" in files, files
-    translated = [i for i, f in enumerate(files) if not f.startswith(("docs/en/", "src/"))]
-    assert translated, files  # the English pages and the code do not fill the limit
-    assert min(translated) > max(files.index(f) for f in files if f.startswith("docs/en/")), \
-        files
