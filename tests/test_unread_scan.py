@@ -13,11 +13,12 @@ import pytest
 from contextd.config.sections import RankingConfig
 from contextd.providers.fulltext import BM25Index, code_tokens
 from contextd.query.duplicates import collapse_near_duplicates
-from contextd.query.path_words import PathWords
+from contextd.query.path_words import PathFactor, PathWords
 from contextd.query.literals import query_literals
 from contextd.query.unread_scan import (
     PROVIDER_ID, place_scanned, scan_order, scan_priors, scan_unread, search_terms,
 )
+from contextd.query.understanding import boost_factor, path_factor, understand
 from contextd.records import ChunkKind, ContextSnippet
 from contextd.text.stemming import light_stem
 
@@ -325,7 +326,7 @@ def test_files_whose_paths_spell_most_of_the_query_are_searched_first():
              "wagtail/tests/test_sites.py", "docs/reference/sites.md",
              *[f"wagtail/admin/part_{n}.py" for n in range(5)], "wagtail/models/sites.py"]
     stems = frozenset(light_stem(w) for w in ("site", "matched", "request", "hostname", "port"))
-    order = scan_order(paths, PathWords(paths), stems)
+    order = scan_order(paths, PathFactor(PathWords(paths), stems))
     assert order[0] == "wagtail/models/sites.py"
     assert order.index("docs/reference/sites.md") > order.index("wagtail/admin/part_4.py")
     assert order[-1] == "wagtail/tests/test_sites.py"
@@ -395,3 +396,31 @@ def test_an_indexed_module_is_measured_by_its_whole_file_as_the_scanned_ones_are
     assert len(scan.snippets) == 6
     placed = place_scanned([chunk], scan)
     assert placed[0].file_path == "pkg/security/http.py", [s.file_path for s in placed]
+
+
+def test_a_scanned_file_takes_the_path_factor_the_index_gives_it(tmp_path):
+    """The first answers rank a scanned file as the complete index would: the same path
+    factor (path words tempered by the query's length, and the area a title names before
+    its colon), not the scan's own. Two files of the same text, one in the title's area:
+    their measures differ by the index's ranking factor of their paths."""
+    text = ("// Write adds a flag overriding the remote write path.\n"
+            "func Write(path string) error {\n\treturn remoteWrite(path)\n}\n")
+    files = {"cmd/promtool/main.go": text, "web/api/v1/openapi_paths.go": text,
+             **{f"pkg/module_{i}/code.go": "func other() {}\n" for i in range(20)}}
+    paths = _write(tmp_path, files)
+    query = "promtool: Add a flag for overriding the remote write path"
+    settings = RankingConfig()
+    understood = understand(query, settings)
+    factor = path_factor(understood, settings, PathWords(paths))
+    scan = scan_unread(str(tmp_path), paths, query, search_terms(query, ()), 0, {},
+                       lambda text, _path: text, path_factor=factor)
+    scores = {s.file_path: s.metadata["scan_score"] for s in scan.snippets}
+    assert list(scores)[0] == "cmd/promtool/main.go"
+
+    def ranked(path: str) -> float:
+        return boost_factor(_chunk(path, text, 1.0), understood, settings, PathWords(paths))
+
+    assert scores["cmd/promtool/main.go"] / scores["web/api/v1/openapi_paths.go"] == \
+        pytest.approx(ranked("cmd/promtool/main.go") / ranked("web/api/v1/openapi_paths.go"),
+                      rel=0.01)
+    assert factor.evidence("cmd/promtool/main.go")[1] == 1.0

@@ -31,9 +31,14 @@ def with_source_share(hits: Sequence[Hit], rows: Mapping[str, object], limit: in
     """``hits`` (best first) holding at least SOURCE_SHARE of ``limit`` source chunks:
     ``more(n, seen)`` gives the provider's best ``n`` source chunks not in ``seen``.
 
-    The source chunks take the places of the weakest others: the answer stays within
+    The source chunks take the places of the last others: the answer stays within
     ``limit``, where a hybrid cuts its fused list, so source chunks appended past it would
-    never be seen."""
+    never be seen. The hits keep their order, which need not be their scores' (translations
+    the query did not ask for and near-copies are moved behind:
+    :func:`contextd.query.duplicates.own_language_first`, ``copies_last``); each source
+    chunk added goes before the first hit scoring less. Sorting them all by score put
+    fastapi's Hindi and Ukrainian pages about operation ids back in front of the English
+    one and of the code that generates the ids (issue 36)."""
     wanted = int(SOURCE_SHARE * limit)
     held = sum(1 for cid, _ in hits if is_source(rows, cid))
     if held >= wanted:
@@ -42,5 +47,8 @@ def with_source_share(hits: Sequence[Hit], rows: Mapping[str, object], limit: in
     others = [cid for cid, _ in hits if not is_source(rows, cid)]
     overflow = max(0, len(hits) + len(added) - limit)
     dropped = set(others[len(others) - overflow:]) if overflow else set()
-    return sorted([hit for hit in hits if hit[0] not in dropped] + added,
-                  key=lambda hit: -hit[1])
+    merged = [hit for hit in hits if hit[0] not in dropped]
+    for hit in sorted(added, key=lambda h: -h[1]):
+        at = next((i for i, kept in enumerate(merged) if kept[1] < hit[1]), len(merged))
+        merged.insert(at, hit)
+    return merged

@@ -26,6 +26,7 @@ file stem by the share of the query's keywords it matches, from 10%).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import re
 from typing import Iterable
@@ -69,19 +70,22 @@ class PathWords:
     def share(self, path: str, query_stems: frozenset[str]) -> float:
         """The share of ``path``'s distinctive words that are among the query's word stems
         (:attr:`contextd.query.understanding.UnderstoodQuery.word_stems`)."""
-        words = [w for w in path_stems(path) if w not in self.common]
-        if not words:
-            return 0.0
-        return sum(1 for w in words if w in query_stems) / len(words)
+        return self._counts(path, query_stems)[0]
 
     def evidence(self, path: str, query_stems: frozenset[str]) -> float:
         """:meth:`share`, times the share of the query's words the path spells over
         QUERY_SHARE, at most 1 (see the module docstring)."""
-        share = self.share(path, query_stems)
-        if not share:
-            return 0.0
-        found = sum(1 for w in path_stems(path) if w not in self.common and w in query_stems)
+        share, found = self._counts(path, query_stems)
         return share * min(1.0, found / max(1.0, QUERY_SHARE * len(query_stems)))
+
+    def _counts(self, path: str, query_stems: frozenset[str]) -> tuple[float, int]:
+        """(the share of the path's distinctive words the query writes, how many it writes),
+        from one walk of the path's stems."""
+        words = [w for w in path_stems(path) if w not in self.common]
+        if not words:
+            return 0.0, 0
+        found = sum(1 for w in words if w in query_stems)
+        return found / len(words), found
 
 
 def area_share(path: str, area_stems: frozenset[str]) -> float:
@@ -92,3 +96,31 @@ def area_share(path: str, area_stems: frozenset[str]) -> float:
         return 0.0
     words = set(path_stems(path))
     return sum(1 for w in area_stems if w in words) / len(area_stems)
+
+
+@dataclasses.dataclass(frozen=True)
+class PathFactor:
+    """The factor a code file's path gives its score for one query: its path words
+    (:meth:`PathWords.evidence`, times ``[ranking] path_words_boost``) and the area its title
+    names before a colon (:func:`area_share`, times ``area_path_boost``).
+
+    One function for the index's ranking (:func:`contextd.query.understanding.boost_factor`)
+    and the scan of the files not indexed yet (:mod:`contextd.query.unread_scan`), so that a
+    first answer ranks a scanned file as the complete index would rank it. ``words``: the
+    project's path words (None: no path word counts, as when no file list is at hand)."""
+
+    words: PathWords | None
+    word_stems: frozenset[str]
+    area_stems: frozenset[str] = frozenset()
+    words_boost: float = 0.0
+    area_boost: float = 0.0
+
+    def __call__(self, path: str) -> float:
+        words, area = self.evidence(path)
+        return (1 + self.words_boost * words) * (1 + self.area_boost * area)
+
+    def evidence(self, path: str) -> tuple[float, float]:
+        """(the path words' evidence, the share of the title's area the path spells), the
+        factor's two parts before their boosts."""
+        words = self.words.evidence(path, self.word_stems) if self.words is not None else 0.0
+        return words, area_share(path, self.area_stems)

@@ -63,7 +63,7 @@ from contextd.query.semantic_adds import keep_lexical_floor
 from contextd.query.spread import own_scores, spread_over_files
 from contextd.query.unread_scan import FULL_TEXT_ID, UnreadScan
 from contextd.query.understanding import (
-    UnderstoodQuery, aggregate_files, apply_boosts, is_symbol_lookup, understand,
+    UnderstoodQuery, aggregate_files, apply_boosts, is_symbol_lookup, path_factor, understand,
 )
 from contextd.query.usage import UsageRecorder
 from contextd.records import ContextScope, ContextSnippet, TaskContext, TokenBudget
@@ -268,7 +268,7 @@ class QueryPipeline:
             candidates, scan_note, unread = self.unread.placed(
                 candidates, query, literals, scope,
                 None if accepts.unrestricted else accepts.accepts_path, paths,
-                understood.word_stems if understood else None)
+                path_factor(understood, self.config.ranking, None) if understood else None)
             notes += [scan_note] if scan_note else []
             if unread:  # a scanned page of docs/ko/ steps back for the docs/en/ one unread
                 groups = TranslationGroups([*paths, *unread])

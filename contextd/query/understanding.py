@@ -36,7 +36,7 @@ from contextd.query.evidence import ExactQuery, echoes_query, exact_evidence, qu
 from contextd.query.intent import QueryIntent, classify, title_area
 from contextd.records import ChunkKind, ContextSnippet, ProviderType
 from contextd.boundary.roles import FileRole, file_role
-from contextd.query.path_words import PathWords, area_share
+from contextd.query.path_words import PathFactor, PathWords
 from contextd.text.stemming import light_stem
 from contextd.text.stop_words import STOP_WORDS
 
@@ -236,16 +236,20 @@ def boost_factor(snippet: ContextSnippet, query: UnderstoodQuery, settings: Rank
     role = file_role(snippet.file_path, snippet.language)
     if role in _CODE_ROLES and not (
             role is FileRole.TEST and query.intent is QueryIntent.IMPLEMENTATION):
-        if path_words is not None:
-            factor *= 1 + settings.path_words_boost * path_words.evidence(snippet.file_path,
-                                                                          query.word_stems)
-        factor *= 1 + settings.area_path_boost * area_share(snippet.file_path,
-                                                            query.area_stems)
+        factor *= path_factor(query, settings, path_words)(snippet.file_path)
     if query.intent is QueryIntent.IMPLEMENTATION:
         factor *= _implementation_factor(role, settings)
     if query.exact:
         factor *= 1 + settings.exact_evidence_boost * exact_evidence(query.exact, snippet.text)
     return factor
+
+
+def path_factor(query: UnderstoodQuery, settings: RankingConfig,
+                path_words: PathWords | None) -> PathFactor:
+    """The path factor of code files for ``query`` (:class:`PathFactor`), as the ranking's
+    ``[ranking]`` boosts set it; the scan of files not indexed yet applies the same one."""
+    return PathFactor(path_words, query.word_stems, query.area_stems,
+                      settings.path_words_boost, settings.area_path_boost)
 
 
 def definition_factor(label: str, symbols: Sequence[str], factor: float) -> float:

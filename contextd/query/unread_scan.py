@@ -33,14 +33,14 @@ import math
 import os
 import re
 import time
-from typing import Any, Callable, Container, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from contextd.chunkers.chunking import language_for
 # The answer's own near-copy test: a window the answer would collapse is not chosen.
 from contextd.query.duplicates import near_copies, word_set
 from contextd.query.evidence import words
 from contextd.query.literals import Literal
-from contextd.query.path_words import PathWords
+from contextd.query.path_words import PathFactor, PathWords
 from contextd.records import ChunkKind, ContextScope, ContextSnippet
 from contextd.scrub.scrubber import scrub_secrets
 from contextd.text.stemming import light_stem
@@ -111,8 +111,8 @@ class UnreadScan:
 
     def placed(self, candidates: Sequence[ContextSnippet], query: str,
                literals: Sequence[Literal], scope: ContextScope,
-               accepts_path: Callable[[str], bool] | None, indexed_paths: Container[str],
-               word_stems: frozenset[str] | None = None
+               accepts_path: Callable[[str], bool] | None, indexed_paths: Collection[str],
+               path_factor: PathFactor | None = None
                ) -> tuple[list[ContextSnippet], str | None, list[str]]:
         """(the candidates with the scanned windows placed among them, the note saying how
         many files were searched, the files not indexed yet: translation groups span them
@@ -120,9 +120,11 @@ class UnreadScan:
         only indexing knows (languages, chunk kinds, roles).
         ``accepts_path``: the scope's test of a path (None: every path is inside);
         ``indexed_paths``: the files the answer's indexes hold (a pending file a refresh has
-        indexed since, after a cancelled rebuild, is not scanned again); ``word_stems``: the
-        query's word stems, identifiers' parts included, as the ranking's path words read
-        them (default: the stems of :func:`query_words`)."""
+        indexed since, after a cancelled rebuild, is not scanned again); ``path_factor``: the
+        ranking's path factor for the query
+        (:func:`contextd.query.understanding.path_factor`), its path words read here over
+        the indexed and the pending files together, as the complete index would read them
+        (None: paths do not count)."""
         if scope.languages or scope.kinds or scope.roles:
             return list(candidates), None, []
         _, pending = self.store.progress_pending()
@@ -136,10 +138,12 @@ class UnreadScan:
         indexed, frequency = self._frequencies(asked + [_needle(w) for w in asked])
         terms = search_terms(query, literals)
         security, ranking = self.project.config.security, self.project.config.ranking
+        if path_factor is not None:
+            path_factor = dataclasses.replace(
+                path_factor, words=PathWords([*indexed_paths, *pending]))
         scan = scan_unread(str(self.project.root), pending, query, terms, indexed, frequency,
                            lambda text, path: scrub_secrets(text, path, security).text,
-                           priors=scan_priors(ranking), path_boost=ranking.path_words_boost,
-                           stems=word_stems)
+                           priors=scan_priors(ranking), path_factor=path_factor)
         return place_scanned(candidates, scan), scan.note(), pending
 
     def _frequencies(self, asked: Sequence[str]) -> tuple[int, dict[str, int]]:
@@ -205,24 +209,21 @@ class Measure:
     indexed chunks they are placed among: each term's occurrences, saturated and normalised
     by the text's length against the average of the files searched, times the term's weight
     (:func:`_weights`), times the prior of the path's kind (:func:`scan_priors`) and, for
-    code, its path words (``fastapi/openapi/docs.py`` for "the Swagger UI docs page"), as
-    the index's ranking boosts them."""
+    code, its path factor (path words: ``fastapi/openapi/docs.py`` for "the Swagger UI docs
+    page"; a title's area), the one the index's ranking applies."""
 
     terms: Sequence[Term]
     weights: Sequence[float]
     average: float
     priors: Sequence[float]
-    path_boost: float
-    path_words: PathWords
-    stems: frozenset[str]
+    path_factor: Callable[[str], float]
 
     def counted(self, path: str, counts: Sequence[int], length: int) -> float:
         norm = FILE_K1 * (1 - FILE_LENGTH_B + FILE_LENGTH_B * length / self.average)
         lexical = sum(w * n * (FILE_K1 + 1) / (n + norm)
                       for w, n in zip(self.weights, counts) if n and w)
         kind = _kind(path)
-        boost = 1 + self.path_boost * self.path_words.share(path, self.stems) \
-            if kind in _CODE_KINDS else 1.0
+        boost = self.path_factor(path) if kind in _CODE_KINDS else 1.0
         return lexical * self.priors[kind] * boost
 
     def of_text(self, path: str, text: str) -> float:
@@ -258,16 +259,17 @@ class Scan:
 def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Term],
                 indexed: int, frequency: Mapping[str, int], scrub: Callable[[str, str], str],
                 budget_s: float = SCAN_BUDGET_S, priors: Sequence[float] = NO_PRIORS,
-                path_boost: float = 0.0, stems: frozenset[str] | None = None) -> Scan:
+                path_factor: PathFactor | None = None) -> Scan:
     """Search the files ``paths`` (root-relative, not indexed yet) for ``terms`` of
     ``query`` (whose words a window holds is its coverage, as BM25 coverage for calibration);
     ``indexed``/``frequency`` (the indexed chunks, the BM25 document frequency of a word's
     stem among them) weigh each term (a term rare among the indexed chunks and the files
     scanned weighs most); ``scrub(text, path)`` redacts a snippet's secrets as indexing
     would; ``priors``: the factor of a file's score by its kind (source, docs, tests,
-    configuration: :func:`scan_priors`); ``path_boost``: as ``[ranking] path_words_boost``;
-    ``stems``: the query's word stems its paths are read against (default: those of
-    :func:`query_words`).
+    configuration: :func:`scan_priors`); ``path_factor``: the ranking's factor of a code
+    file's path (:class:`contextd.query.path_words.PathFactor`; None: its path words over
+    ``paths`` for the stems of :func:`query_words`, which order the search but leave
+    the scores alone).
 
     Files are searched in :func:`scan_order` and ranked by their :class:`Measure`, as BM25
     ranks documents, so that the first answer orders them as the complete index would.
@@ -280,9 +282,10 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
     held: dict[str, tuple[bytes, tuple[int, ...]]] = {}
     searched = size = 0
     base = root.rstrip(os.sep) + os.sep
-    stems = frozenset(light_stem(w) for w in query_words(query)) if stems is None else stems
-    path_words = PathWords(paths)
-    for path in scan_order(paths, path_words, stems):
+    if path_factor is None:
+        path_factor = PathFactor(PathWords(paths),
+                                 frozenset(light_stem(w) for w in query_words(query)))
+    for path in scan_order(paths, path_factor):
         if searched % 64 == 0 and time.monotonic() > deadline:
             break
         searched += 1
@@ -302,8 +305,7 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
             held[path] = (data, counts)
     weights = _weights(terms, held, searched, indexed, frequency)
     total = sum(weights) or 1.0
-    measure = Measure(list(terms), weights, size / (searched or 1) or 1.0, priors, path_boost,
-                      path_words, stems)
+    measure = Measure(list(terms), weights, size / (searched or 1) or 1.0, priors, path_factor)
     # The best files whose terms weigh at least MIN_EVIDENCE; a window of each (a window
     # holds at most what its file holds, so only the files kept are cut: a common term left
     # hundreds of files to cut windows of, 1.6 s of a 3 s answer on fastapi).
@@ -343,16 +345,16 @@ def _weights(terms: Sequence[Term], held: Mapping[str, tuple[bytes, tuple[int, .
     return [max(w, heaviest) if t.identifier else w for w, t in zip(weights, terms)]
 
 
-def scan_order(paths: Sequence[str], path_words: PathWords, stems: frozenset[str]
-               ) -> list[str]:
+def scan_order(paths: Sequence[str], path_factor: PathFactor) -> list[str]:
     """The order files are searched in: by kind (source code first: :func:`_kind`), and in
-    each kind those whose paths spell most of the query's words (``stems``) first: the share
-    of a path's distinctive words (``path_words``), as the ranking's path words. The budget
+    each kind those whose paths spell most of the query's words first: the path evidence
+    the ranking's path factor (:class:`PathFactor`: its path words and the title's area;
+    a factor without boosts still orders by their evidence). The budget
     may end before a kind's last file: on wagtail at load 17, 832 of 2,904 files were
     searched, and with every path that spelled any term alike (``import_redirects.py``
     spelt 'port'), ``models/sites.py`` was not among them for "how is the Site matched from
     the request hostname and port"."""
-    return sorted(paths, key=lambda p: (_kind(p), -path_words.share(p, stems)))
+    return sorted(paths, key=lambda p: (_kind(p), -path_factor(p), -sum(path_factor.evidence(p))))
 
 
 def _kind(path: str) -> int:
