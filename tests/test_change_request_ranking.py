@@ -18,7 +18,7 @@ from contextd.query.generated_files import GENERATED_MIN_BYTES, GeneratedFiles
 from contextd.query.literals import Literal, lift_rare_literals, query_literals
 from contextd.query.records import QueryRequest
 from contextd.query.semantic_adds import keep_lexical_floor
-from contextd.query.understanding import understand
+from contextd.query.understanding import apply_boosts, understand
 from contextd.records import ContextSnippet
 from golden import open_indexed
 
@@ -446,3 +446,23 @@ def test_a_definition_holds_a_code_name_in_another_spelling_but_not_a_word_or_an
     assert not Literal("metric", fold_case=False).defined_by("Metric")
     assert not Literal("PromQL", fold_case=False).defined_by("HybridComplete.promQL")
     assert not Literal("Checkout.safe_update", fold_case=False).defined_by("Checkout.safe_update")
+
+
+def test_a_change_request_spelling_a_files_name_and_folder_ranks_that_file_first():
+    """"Support partial document forms" names ``documents/forms.py``, whose chunk the
+    providers fused below a view that mentions documents and forms (wagtail): the share of
+    the message's keywords its stem and folder spell is added and lifts it first. With the
+    boost off, and for an exact symbol lookup, the fused order stays."""
+    form = dataclasses.replace(snip("form", "wagtail/documents/forms.py"), score=0.30)
+    view = dataclasses.replace(snip("view", "wagtail/images/views.py"), score=0.37)
+    test = dataclasses.replace(snip("test", "wagtail/documents/tests/test_forms.py"),
+                               score=0.33)
+
+    def order(query: str, settings: RankingConfig) -> list[str]:
+        return [s.chunk_id for s in apply_boosts([view, test, form],
+                                                 understand(query, settings), settings)]
+
+    message = "Support partial document forms"
+    assert order(message, RankingConfig())[0] == "form"
+    assert order(message, RankingConfig(file_stem_share_boost=0.0))[0] == "view"
+    assert order("forms", RankingConfig())[0] == "view"

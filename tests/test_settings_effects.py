@@ -173,6 +173,9 @@ EFFECTS: dict[str, Effect] = {
                                        base=LEXICAL),
     "ranking.area_path_boost": Effect(0.0, query_probe("client: wait longer between tries"),
                                       base=LEXICAL),
+    # src/client.py's stem spells one of the message's keywords: its score is added to
+    "ranking.file_stem_share_boost": Effect(0.0, query_probe("make the client wait longer"),
+                                            base=LEXICAL),
     # One word of two found (BM25 coverage): a confidence of about 0.33.
     "ranking.strong_match_confidence": Effect(0.1, notes_probe("banana status"),
                                               base=LEXICAL),

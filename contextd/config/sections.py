@@ -441,6 +441,14 @@ class RankingConfig:
                                        "'fix(clearorders): ...') gets its score times 1 + "
                                        "this times the share of the area's words its path "
                                        "spells.")
+    file_stem_share_boost: float = _opt(0.5, min=0.0, max=10.0,
+                                        help="A chunk of a source file whose file name and "
+                                             "folder spell the query's keywords "
+                                             "(documents/forms.py for 'Support partial "
+                                             "document forms') gets this times the share of "
+                                             "the keywords they spell times the best score "
+                                             "added to its score; 0 turns it off. Not for "
+                                             "an exact symbol lookup.")
     strong_match_confidence: float = _opt(0.5, min=0.0, max=1.0,
                                           help="Below this confidence the best hit is reported "
                                                "as no strong match (a note).")

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from contextd.config.sections import DEFAULT_ALLOWED_EXTENSIONS, RankingConfig
+from contextd.query.file_stem import query_keywords, stem_share
 from contextd.query.evidence import ExactQuery, echoes_query, exact_evidence, quotation_tier
 from contextd.query.intent import QueryIntent, classify, title_area
 from contextd.records import ChunkKind, ContextSnippet, ProviderType
@@ -311,7 +312,9 @@ def apply_boosts(snippets: Sequence[ContextSnippet], query: UnderstoodQuery,
     source code holding the query between quotes (the project's README showing the very
     command, an example's sample input) repeats the question instead of answering it; it
     steps back (ECHO_FACTOR) behind the code it describes. A lookup's definition
-    (:func:`defines_written_name`) is lifted the same way, by one tier."""
+    (:func:`defines_written_name`) is lifted the same way, by one tier; any other query
+    adds to a source chunk the share of its keywords that the file's name and folder spell
+    (:mod:`contextd.query.file_stem`), times ``file_stem_share_boost`` times the best score."""
     scored = [(s, s.score * boost_factor(s, query, settings, path_words)) for s in snippets]
     top = max((score for _, score in scored), default=1.0) or 1.0
     if is_symbol_lookup(query.original):
@@ -322,9 +325,23 @@ def apply_boosts(snippets: Sequence[ContextSnippet], query: UnderstoodQuery,
         scored = [(s, score * ECHO_FACTOR) if _echo(s, query) else
                   (s, score + top * quotation_tier(query.exact, s.text)) for s, score in scored]
         top = max((score for _, score in scored), default=1.0)
+    if settings.file_stem_share_boost and not is_symbol_lookup(query.original):
+        scored = _add_stem_share(scored, query, top * settings.file_stem_share_boost)
+        top = max((score for _, score in scored), default=1.0)
     scale = 1.0 / top if top > 1.0 else 1.0
     boosted = [dataclasses.replace(s, score=score * scale) for s, score in scored]
     return sorted(boosted, key=lambda s: -s.score)
+
+
+def _add_stem_share(scored: list[tuple[ContextSnippet, float]], query: UnderstoodQuery,
+                    weight: float) -> list[tuple[ContextSnippet, float]]:
+    """``scored`` with each source chunk's score raised by ``weight`` times its file's
+    :func:`stem_share` of the query's keywords (tests, docs and config keep theirs: a
+    test file is named after the code it tests)."""
+    keywords = query_keywords(query.original)
+    return [(s, score + weight * stem_share(keywords, s.file_path))
+            if file_role(s.file_path, s.language) is FileRole.SOURCE else (s, score)
+            for s, score in scored]
 
 
 @dataclass(frozen=True)
