@@ -13,6 +13,7 @@ import pytest
 
 from contextd import ContextModule
 from contextd.config.sections import RankingConfig
+from contextd.query.evidence import quotation_tier
 from contextd.query.fusion import FusionStrategy, fuse
 from contextd.query.generated_files import GENERATED_MIN_BYTES, GeneratedFiles
 from contextd.query.literals import Literal, lift_rare_literals, query_literals
@@ -466,3 +467,18 @@ def test_a_change_request_spelling_a_files_name_and_folder_ranks_that_file_first
     assert order(message, RankingConfig())[0] == "form"
     assert order(message, RankingConfig(file_stem_share_boost=0.0))[0] == "view"
     assert order("forms", RankingConfig())[0] == "view"
+
+
+def test_a_chunk_quoting_the_query_stays_above_a_file_its_name_lifts():
+    """The file-stem share is added before the quotation tiers: a chunk quoting the query
+    keeps its place above a file whose name and folder spell the query's words, at any
+    weight of the share."""
+    query = "retry budget exhausted for the billing gateway"
+    named = dataclasses.replace(snip("named", "billing/gateway.py"), score=0.9)
+    quoting = dataclasses.replace(snip("quoting", "src/errors.py"), score=0.2,
+                                  text=f"# {query}\nclass BudgetError(Exception): ...")
+    settings = RankingConfig(file_stem_share_boost=10.0)  # the most it may be set to
+    understood = understand(query, settings)
+    assert quotation_tier(understood.exact, quoting.text) > 0
+    ranked = apply_boosts([named, quoting], understood, settings)
+    assert [s.chunk_id for s in ranked] == ["quoting", "named"]

@@ -312,11 +312,16 @@ def apply_boosts(snippets: Sequence[ContextSnippet], query: UnderstoodQuery,
     source code holding the query between quotes (the project's README showing the very
     command, an example's sample input) repeats the question instead of answering it; it
     steps back (ECHO_FACTOR) behind the code it describes. A lookup's definition
-    (:func:`defines_written_name`) is lifted the same way, by one tier; any other query
-    adds to a source chunk the share of its keywords that the file's name and folder spell
-    (:mod:`contextd.query.file_stem`), times ``file_stem_share_boost`` times the best score."""
+    (:func:`defines_written_name`) is lifted the same way, by one tier. Before those tiers,
+    any query but a lookup adds to a source chunk the share of its keywords that the file's
+    name and folder spell (:mod:`contextd.query.file_stem`), times ``file_stem_share_boost``
+    times the best score: a quoting chunk still ranks above every chunk lifted so."""
     scored = [(s, s.score * boost_factor(s, query, settings, path_words)) for s in snippets]
     top = max((score for _, score in scored), default=1.0) or 1.0
+    if settings.file_stem_share_boost and not is_symbol_lookup(query.original):
+        # Before the tiers, which then still lift every quoting chunk above it.
+        scored = _add_stem_share(scored, query, top * settings.file_stem_share_boost)
+        top = max((score for _, score in scored), default=1.0)
     if is_symbol_lookup(query.original):
         scored = [(s, score + top) if defines_written_name(s, query.original) else (s, score)
                   for s, score in scored]
@@ -324,9 +329,6 @@ def apply_boosts(snippets: Sequence[ContextSnippet], query: UnderstoodQuery,
     if query.exact.phrases:
         scored = [(s, score * ECHO_FACTOR) if _echo(s, query) else
                   (s, score + top * quotation_tier(query.exact, s.text)) for s, score in scored]
-        top = max((score for _, score in scored), default=1.0)
-    if settings.file_stem_share_boost and not is_symbol_lookup(query.original):
-        scored = _add_stem_share(scored, query, top * settings.file_stem_share_boost)
         top = max((score for _, score in scored), default=1.0)
     scale = 1.0 / top if top > 1.0 else 1.0
     boosted = [dataclasses.replace(s, score=score * scale) for s, score in scored]
