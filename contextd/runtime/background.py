@@ -212,8 +212,9 @@ def run_background_owner(project: Project) -> None:
     process still holds it for a moment), let the owner duties finish the embedding and
     watch, and leave after ``idle_exit_seconds`` without calls once nothing is running, or
     as soon as the project's folder is deleted (a removed checkout or temporary project
-    would otherwise keep its owner, and its memory, for up to 15 minutes). Leaves at once when another long-running process (an MCP server) owns the index: that
-    one does the work."""
+    would otherwise keep its owner, and its memory, for up to 15 minutes). Leaves at once
+    when another long-running process (an MCP server) owns the index: that one does the
+    work."""
     from contextd.runtime import starting_owner
     from contextd.runtime.job_log import log_to_owner_file
     from contextd.runtime.owner import connect
