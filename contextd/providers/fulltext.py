@@ -154,8 +154,8 @@ class BM25Index:
     one pass by :meth:`build` or read back from a file by :meth:`load`, and a *delta* of the
     documents added since: a log of (term id, slot, tf) postings in blocks of three int32
     arrays, each document's postings one span of a block. Removing a frozen document only
-    marks its slot dead; removing a delta document blanks its span (term id -1). :meth:`freeze` folds the delta
-    and the dead slots into new arrays. The arrays are what makes a 60k-chunk index cheap to
+    marks its slot dead; removing a delta document blanks its span (term id -1).
+    :meth:`freeze` folds the delta and the dead slots into new arrays. The arrays are what makes a 60k-chunk index cheap to
     hold (~8 bytes per frozen posting, 12 per delta one, instead of a Python dict entry of
     ~100: after a far ``git checkout`` wagtail's delta of dicts held ~100 MB, issue 37) and
     to persist (:meth:`save`; loading is a few array reads).
@@ -273,9 +273,9 @@ class BM25Index:
         sort of its own: beside the old and new arrays only one piece's scratch is held.
         Sorting all postings at once held ~25 bytes more per posting (issue 37: +61 MB over
         the index for 1.7M postings, 31k documents of wagtail, 80% re-added as after a far
-        checkout; +28 MB in pieces, and 0.6 CPU s instead of 6.8). In each term's row the frozen slots come first: the
-        delta's are all above the frozen ones, and renumbering keeps the slots' order. A
-        term no live document holds is dropped."""
+        checkout; +28 MB in pieces, and 0.6 CPU s instead of 6.8). In each term's row the
+        frozen slots come first: the delta's are all above the frozen ones, and renumbering
+        keeps the slots' order. A term no live document holds is dropped."""
         live = [slot for slot, doc_id in enumerate(self.slot_ids) if doc_id is not None]
         remap = np.full(len(self.slot_ids), -1, dtype=np.int32)
         remap[live] = np.arange(len(live), dtype=np.int32)
