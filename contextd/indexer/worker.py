@@ -181,10 +181,10 @@ def load_outcomes(batch: bytes) -> list[Outcome]:
     tuples), none of them garbage, yet every 700 of them started a collection: over
     prometheus's outcomes 0.97 CPU s with the collector on, 0.55 off (issue 37; the
     writer's process chunks too, so this is time taken from a core that chunks)."""
-    paused = gc.isenabled()
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         return pickle.loads(batch)
     finally:
-        if paused:
+        if was_enabled:
             gc.enable()

@@ -99,9 +99,10 @@ class CatchUp:
             _answers += 1
         try:
             begin = time.perf_counter()
+            writing = self.writing()
             self.catalog.catch_up(generation,
-                                  load_at_most=0 if self.writing() else ANSWER_LOADS_FILES)
-            if self.writing() or self.catalog.waiting:
+                                  load_at_most=0 if writing else ANSWER_LOADS_FILES)
+            if writing or self.catalog.waiting:
                 self._start()
             yield (time.perf_counter() - begin) * 1000
         finally:

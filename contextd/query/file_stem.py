@@ -21,6 +21,7 @@ import functools
 import re
 from pathlib import PurePosixPath
 
+from contextd.query.path_words import PART_RE
 from contextd.text.stop_words import STOP_WORDS
 
 # A share of the query's keywords below this is chance, not the file the message names.
@@ -28,7 +29,6 @@ MIN_SHARE = 0.1
 # Keywords and name parts this long or longer are compared (shorter ones match too much).
 MIN_LENGTH = 3
 _WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_PART_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+\d*|\d+")
 
 
 def query_keywords(query: str) -> frozenset[str]:
@@ -62,4 +62,4 @@ def _name_parts(path: str) -> frozenset[str]:
     """The lower-cased word parts of a path's file stem and of its folder's name."""
     p = PurePosixPath(path)
     return frozenset(w.lower() for name in (p.stem, p.parent.name) if name
-                     for w in _PART_RE.findall(name))
+                     for w in PART_RE.findall(name))

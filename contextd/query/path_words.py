@@ -41,7 +41,7 @@ MIN_WORD_LENGTH = 2
 # The share of a query's words that a path's words must make up to count fully.
 QUERY_SHARE = 0.1
 # Path parts split at case changes, keeping a version suffix with its word (v3, oauth2).
-_PART_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+\d*|\d+")
+PART_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+\d*|\d+")
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -50,7 +50,7 @@ def path_stems(path: str) -> tuple[str, ...]:
     out (``users/views/apiTokens.py`` -> users, view, api, token; ``copy_for_translation``
     -> copy, translation)."""
     stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
-    words = (w.lower() for w in _PART_RE.findall(stem))
+    words = (w.lower() for w in PART_RE.findall(stem))
     return tuple(dict.fromkeys(light_stem(w) for w in words if len(w) >= MIN_WORD_LENGTH
                                and not w.isdigit() and w not in STOP_WORDS))
 
