@@ -28,7 +28,8 @@ from contextd.config.sections import ContextConfig
 from contextd.contextualizers.stage import (
     ContextStage, IndexText, contextualizer_signature, index_texts,
 )
-from contextd.contextualizers.llm import check_quality
+from contextd.contextualizers.llm import check_quality, prefix_quality
+from contextd.store.base import FileRecord, IndexedChunk
 from contextd.store.duckdb import DuckDBStore
 from contextd.text.tokens import estimate_tokens
 
@@ -203,6 +204,32 @@ def llm_server():
     server.server_close()
 
 
+def test_a_structural_prefix_is_rated_when_the_report_asks_not_while_indexing(tmp_path):
+    """Issue 37: nothing on the index path that only the reports need. A structural prefix
+    is stored unrated; the store rates it when asked, as prefix_quality rates it, with the
+    key-term share it is given."""
+    config = ContextConfig()
+    path = "demo/greeting.py"
+    chunks = chunk_file(path, PY_SOURCE.encode(), config).chunks
+    texts = index_texts(PY_SOURCE, path, chunks, config)
+    assert texts and all(t.contextualized and t.prefix_quality is None for t in texts)
+    expected = [prefix_quality(t.text[:-len(c.text) - 2], c, config.contextualizer,
+                               generated=False) for c, t in zip(chunks, texts)]
+    store = DuckDBStore(tmp_path / "index.duckdb")
+    store.write_files([FileRecord(path=path, size_bytes=len(PY_SOURCE), mtime_ns=1,
+                                  content_hash="h", language="python", chunks=[
+                                      IndexedChunk(c, t.text, t.contextualized,
+                                                   t.prefix_quality, t.prefix_tokens)
+                                      for c, t in zip(chunks, texts)])])
+    ids = [row.chunk_id for row in store.chunks_for_files()]
+    assert [store.prefix_details(ids)[cid][0] for cid in ids] == expected
+    summary = store.prefix_summary()
+    assert summary["mean_quality"] == round(sum(expected) / len(expected), 3)
+    assert sum(summary["quality"].values()) == summary["contextualized"] == len(chunks)
+    assert store.prefix_summary(1.0)["mean_quality"] < summary["mean_quality"]
+    store.close()
+
+
 def llm_config(server, **extra) -> dict:
     return {"contextualizer": {
         "strategy": "llm", "llm_endpoint": f"http://127.0.0.1:{server.server_address[1]}",
@@ -227,6 +254,7 @@ def test_llm_prefixes_are_cached_and_counted(llm_server, tmp_path):
     for chunk, item in zip(chunks, texts):
         assert item.contextualized and item.text.startswith("Within demo/greeting.py")
         assert item.text.endswith(chunk.text)
+        assert item.prefix_quality is not None  # a written prefix is rated as it is kept
     assert stats["generated"] == len(chunks) and stats["llm"]["accepted"] == len(chunks)
     assert stats["llm"]["prompt_tokens"] > 0 and stats["llm"]["cost"] > 0
     _, again, stats = run_stage(config, store)

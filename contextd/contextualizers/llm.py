@@ -18,11 +18,13 @@ import re
 import threading
 import urllib.error
 import urllib.request
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from contextd.records import Chunk
+from contextd.text.prefix_rating import (
+    key_terms_of, share_point, structural_quality, terms_and_phrase,
+)
 from contextd.text.tokens import estimate_tokens
 
 # The prompt, with the chunk's path as title and its language as type.
@@ -48,22 +50,6 @@ for this information. Be specific and include key terms.
 
 Contextual Prefix:"""
 
-# Openings that say nothing about this chunk.
-GENERIC_PHRASES = (
-    "this section discusses", "this section describes", "this chunk", "this code snippet",
-    "this snippet", "the following code", "this text", "this passage", "in this section",
-    "as an ai", "here is", "sure,", "certainly",
-)
-# Identifiers this short or this common are not key terms of a chunk.
-MIN_KEY_TERM_LENGTH = 4
-KEY_TERMS_PER_CHUNK = 8
-_COMMON_WORDS = frozenset(
-    "self this that return none true false null undefined const function class import from "
-    "export def async await elif else with pass raise while public private static string "
-    "void int bool char type interface value values default args kwargs param params".split())
-# Identifiers long enough to be key terms, the shorter ones never matched: the same long
-# identifiers, in the same order, as matching every identifier and dropping the short ones.
-_KEY_TERM_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{%d,}" % (MIN_KEY_TERM_LENGTH - 1))
 _WORD_RE = re.compile(r"\S+")
 OPENAI_PATH = "/v1/chat/completions"
 OLLAMA_PATH = "/api/chat"
@@ -77,20 +63,7 @@ class LLMError(Exception):
 def key_terms(chunk: Chunk) -> list[str]:
     """The terms a good prefix should mention: names the chunk defines, then its most
     frequent distinctive identifiers."""
-    ranked = [d.name.rsplit(".", 1)[-1] for d in chunk.defines]
-    names = set(ranked)
-    if len(ranked) >= KEY_TERMS_PER_CHUNK:
-        return ranked[:KEY_TERMS_PER_CHUNK]
-    # Every long identifier counted in C first, then the distinct ones taken in rank order
-    # until enough pass the filter: the structural prefix's quality score runs this for every
-    # chunk indexed, and filtering each occurrence in Python was half the contextualizer's
-    # time (issue 37). Same ranking: counts descending, first occurrence first.
-    for word, _ in Counter(_KEY_TERM_RE.findall(chunk.text)).most_common():
-        if word not in names and word.lower() not in _COMMON_WORDS:
-            ranked.append(word)
-            if len(ranked) == KEY_TERMS_PER_CHUNK:
-                break
-    return ranked
+    return key_terms_of([d.name for d in chunk.defines], chunk.text)
 
 
 @dataclass(frozen=True)
@@ -106,10 +79,12 @@ def check_quality(prefix: str, chunk: Chunk, settings) -> Verdict:
     """A prefix passes with its length within [min_words, max_words], at least
     ``min_key_term_share`` of the chunk's key terms mentioned, and no generic phrase."""
     words = len(_WORD_RE.findall(prefix))
-    terms, mentioned, generic = _terms_and_phrase(prefix, chunk)
+    terms = key_terms(chunk)
+    mentioned, generic = terms_and_phrase(prefix, terms)
     share = mentioned / len(terms) if terms else 1.0
     length_ok = settings.min_words <= words <= settings.max_words
-    score = (float(length_ok) + _share_point(share, settings) + float(not generic)) / 3
+    score = (float(length_ok) + share_point(share, settings.min_key_term_share)
+             + float(not generic)) / 3
     if not length_ok:
         return Verdict(False, score, f"{words} words, wanted {settings.min_words}-"
                                      f"{settings.max_words}")
@@ -120,33 +95,18 @@ def check_quality(prefix: str, chunk: Chunk, settings) -> Verdict:
     return Verdict(True, score)
 
 
-def _terms_and_phrase(prefix: str, chunk: Chunk) -> tuple[list[str], int, str]:
-    """The chunk's key terms, how many of them the prefix mentions, and the first generic
-    phrase it holds ("" for none)."""
-    lowered = prefix.lower()
-    terms = key_terms(chunk)
-    mentioned = sum(1 for t in terms if t.lower() in lowered)
-    return terms, mentioned, next((p for p in GENERIC_PHRASES if p in lowered), "")
-
-
-def _share_point(share: float, settings) -> float:
-    """The key-term check's point: the share mentioned, against the share wanted."""
-    return min(1.0, share / max(settings.min_key_term_share, 1e-9))
-
-
 def prefix_quality(prefix: str, chunk: Chunk, settings, *, generated: bool) -> float | None:
-    """The quality score (0-1) kept with a chunk's prefix: check_quality's checks. A generated
-    (LLM) prefix is rated on all three (length, key terms, no generic phrase); a structural
-    one is built, not written, and short by design, so its length is not held against it:
-    it is rated on the other two alone, and its words are not even counted (the index path
-    runs this for every chunk, issue 37)."""
+    """The quality score (0-1) of a chunk's prefix: check_quality's checks. A generated
+    (LLM) prefix is rated on all three (length, key terms, no generic phrase) when it is
+    written, and stored with its score; a structural one as
+    :func:`contextd.text.prefix_rating.structural_quality` rates it, which the reports do
+    when asked rather than the index path (issue 37)."""
     if not prefix:
         return None
     if generated:
         return round(check_quality(prefix, chunk, settings).score, 4)
-    terms, mentioned, generic = _terms_and_phrase(prefix, chunk)
-    share = mentioned / len(terms) if terms else 1.0
-    return round((_share_point(share, settings) + float(not generic)) / 2, 4)
+    return structural_quality(prefix, [d.name for d in chunk.defines], chunk.text,
+                              settings.min_key_term_share)
 
 
 def document_excerpt(document: str, chunk: Chunk, max_tokens: int) -> str:

@@ -25,11 +25,11 @@ from contextd.config.sections import ContextConfig
 from contextd.contextualizers.llm import prefix_quality
 from contextd.plugins.manager import collect
 from contextd.records import Chunk
+from contextd.text.prefix_rating import PREFIX_SEPARATOR
 from contextd.text.tokens import estimate_tokens
 
 NO_CONTEXT = "none"
 FALLBACK_STRATEGY = "structural"
-PREFIX_SEPARATOR = "\n\n"
 
 
 def available_contextualizers() -> dict[str, Any]:
@@ -73,7 +73,8 @@ def contextualizer_signature(config: ContextConfig) -> str:
 @dataclass(frozen=True)
 class IndexText:
     """What the stage makes of one chunk: the text embedded and BM25-indexed, whether it
-    carries a prefix, and that prefix's quality score (0-1) and tokens."""
+    carries a prefix, that prefix's quality score (0-1; a generated prefix's only, a
+    structural one is rated by the reports) and its tokens."""
 
     text: str
     contextualized: bool = False
@@ -116,9 +117,11 @@ class ContextStage:
         generated = bool(getattr(self.primary, "caches_prefixes", False))
         # The chunks of one file share most of their prefixes (one per class or section).
         prefix_tokens = functools.lru_cache(maxsize=None)(estimate_tokens)
+        # Only a generated prefix is rated here (its checks are part of writing it); a
+        # structural one is rated when a report asks (contextd.text.prefix_rating).
         out = [IndexText(f"{p}{PREFIX_SEPARATOR}{c.text}", True,
-                         prefix_quality(p, c, self.settings,
-                                        generated=generated and i not in fallen_back),
+                         prefix_quality(p, c, self.settings, generated=True)
+                         if generated and i not in fallen_back else None,
                          prefix_tokens(p)) if p else IndexText(c.text)
                for i, (p, c) in enumerate(zip(prefixes, chunks))]
         with self._lock:

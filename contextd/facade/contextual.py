@@ -116,7 +116,8 @@ class ContextualRetrieval:
                                                    min_score=score_threshold,
                                                    wait_for_model=True))
         rows = self.context.catalog.rows_by_id([h.chunk_id for h in response.hits])
-        details = self.store.prefix_details([h.chunk_id for h in response.hits])
+        details = self.store.prefix_details([h.chunk_id for h in response.hits],
+                                            self.config.contextualizer.min_key_term_share)
         results = []
         for hit in response.hits:
             row = rows.get(hit.chunk_id)
@@ -210,7 +211,7 @@ class ContextualRetrieval:
         """get_contextual_retrieval_stats: strategy, chunks with a prefix, their mean length
         and quality, and the LLM tokens and cost spent over the recorded indexing runs."""
         settings = self.config.contextualizer
-        summary = self.store.prefix_summary()
+        summary = self.store.prefix_summary(settings.min_key_term_share)
         tokens = cost = 0.0
         for job in self.store.list_jobs(limit=1000):
             llm = (job.metrics.get("contextualizer") or {}).get("llm") or {}

@@ -516,13 +516,18 @@ class IndexStore(abc.ABC):
         """Append several usage_metrics rows (``record_usage`` arguments) in one transaction."""
 
     @abc.abstractmethod
-    def prefix_details(self, chunk_ids: Sequence[str]) -> dict[str, tuple[float | None, int]]:
-        """(prefix quality, prefix tokens) of stored chunks by id."""
+    def prefix_details(self, chunk_ids: Sequence[str],
+                       min_key_term_share: float | None = None
+                       ) -> dict[str, tuple[float | None, int]]:
+        """(prefix quality, prefix tokens) of stored chunks by id. A structural prefix is
+        stored unrated and rated now (``min_key_term_share``: the configured share, None
+        for the default; issue 37 moved the rating off the index path)."""
 
     @abc.abstractmethod
-    def prefix_summary(self) -> dict[str, Any]:
+    def prefix_summary(self, min_key_term_share: float | None = None) -> dict[str, Any]:
         """Chunks, contextualized chunks, mean prefix tokens and quality, and how many
-        prefixes score low (< 0.5), fair or good (>= 0.8) (get_contextual_retrieval_stats)."""
+        prefixes score low (< 0.5), fair or good (>= 0.8) (get_contextual_retrieval_stats);
+        the structural prefixes, stored unrated, are rated now as in ``prefix_details``."""
 
     @abc.abstractmethod
     def cache_hit_rate(self) -> float | None:

@@ -8,13 +8,15 @@ cache and chunk ids survive a change of backend.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import blake3
 
 from datetime import datetime
 
+from contextd.config.sections import ContextualizerConfig
 from contextd.store.base import FileRecord, Job
+from contextd.text.prefix_rating import prefix_of, structural_quality
 
 CHUNK_COLUMNS = ("chunk_id", "file_id", "ordinal", "kind", "label", "language", "start_line",
                  "end_line", "start_byte", "end_byte", "tokens_est", "text", "embed_hash",
@@ -198,15 +200,22 @@ def renumber_files(tables: dict[str, list[tuple]], new_id: dict[int, int]
 # Prefix quality bands of prefix_summary: below the first is low, from the second up good.
 QUALITY_LOW = 0.5
 QUALITY_GOOD = 0.8
+# The figures of the prefixes rated when written (an LLM's); the structural ones, stored
+# unrated, are rated by unrated_qualities and added by prefix_summary_of.
 PREFIX_SUMMARY_SQL = f"""
     SELECT count(*), count(*) FILTER (WHERE contextualized),
-           avg(prefix_tokens) FILTER (WHERE contextualized), avg(prefix_quality),
+           avg(prefix_tokens) FILTER (WHERE contextualized), sum(prefix_quality),
+           count(prefix_quality),
            count(*) FILTER (WHERE prefix_quality < {QUALITY_LOW}),
            count(*) FILTER (WHERE prefix_quality >= {QUALITY_LOW}
                             AND prefix_quality < {QUALITY_GOOD}),
            count(*) FILTER (WHERE prefix_quality >= {QUALITY_GOOD}),
            coalesce(sum(prefix_tokens), 0)
     FROM chunks"""
+# Chunks whose prefix is stored unrated, read a page at a time (a project's texts need not
+# be held at once).
+RATING_PAGE = 2000
+UNRATED_WHERE = "c.contextualized AND c.prefix_quality IS NULL"
 CACHE_HIT_RATE_SQL = """
     SELECT count(*) FILTER (WHERE cache_hits > 0), count(cache_hits) FROM usage_metrics"""
 TASK_USAGE_COLUMNS = ("recorded_at", "op", "agent", "task_id", "tokens_input", "tokens_output",
@@ -220,13 +229,34 @@ def rate_of(row: Sequence[Any] | None) -> float | None:
     return round(int(row[0]) / int(row[1]), 4)
 
 
-def prefix_summary_of(row: Sequence[Any]) -> dict[str, Any]:
-    """prefix_summary's answer from the row of PREFIX_SUMMARY_SQL (both backends)."""
-    total, contextualized, tokens, quality, low, fair, good, all_tokens = row
+def unrated_qualities(rows: Iterable[Sequence[Any]], min_key_term_share: float | None
+                      ) -> Iterator[tuple[str, float]]:
+    """(chunk id, quality) of every chunk whose prefix is stored unrated (a structural
+    prefix, rated when a report asks: issue 37), from its ``rows``: (chunk id, text, index
+    text, the names it defines in line order)."""
+    share = ContextualizerConfig().min_key_term_share if min_key_term_share is None \
+        else min_key_term_share
+    for chunk_id, text, index_text, names in rows:
+        yield chunk_id, structural_quality(prefix_of(index_text, text), names or (), text,
+                                           share)
+
+
+def prefix_summary_of(row: Sequence[Any], rated: Iterable[float] = ()) -> dict[str, Any]:
+    """prefix_summary's answer from the row of PREFIX_SUMMARY_SQL (both backends) and the
+    qualities of the prefixes rated now (``rated``)."""
+    total, contextualized, tokens, quality_sum, quality_count, low, fair, good, all_tokens = row
+    quality_sum, quality_count = float(quality_sum or 0.0), int(quality_count or 0)
+    low, fair, good = int(low or 0), int(fair or 0), int(good or 0)
+    for quality in rated:
+        quality_sum += quality
+        quality_count += 1
+        low += quality < QUALITY_LOW
+        good += quality >= QUALITY_GOOD
+        fair += QUALITY_LOW <= quality < QUALITY_GOOD
     return {"chunks": int(total or 0), "contextualized": int(contextualized or 0),
             "mean_prefix_tokens": None if tokens is None else round(float(tokens), 1),
             "prefix_tokens": int(all_tokens or 0),
-            "mean_quality": None if quality is None else round(float(quality), 3),
-            "quality": {f"low (< {QUALITY_LOW})": int(low or 0),
-                        f"fair ({QUALITY_LOW}-{QUALITY_GOOD})": int(fair or 0),
-                        f"good (>= {QUALITY_GOOD})": int(good or 0)}}
+            "mean_quality": round(quality_sum / quality_count, 3) if quality_count else None,
+            "quality": {f"low (< {QUALITY_LOW})": low,
+                        f"fair ({QUALITY_LOW}-{QUALITY_GOOD})": fair,
+                        f"good (>= {QUALITY_GOOD})": good}}

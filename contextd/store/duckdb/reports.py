@@ -3,25 +3,45 @@ quality and tokens, and the task token usage agents report."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from contextd.store.duckdb.sql import first_row, iso
 from contextd.store.rows import (
-    CACHE_HIT_RATE_SQL, PREFIX_SUMMARY_SQL, TASK_USAGE_COLUMNS, prefix_summary_of, rate_of,
+    CACHE_HIT_RATE_SQL, PREFIX_SUMMARY_SQL, RATING_PAGE, TASK_USAGE_COLUMNS, UNRATED_WHERE,
+    prefix_summary_of, rate_of, unrated_qualities,
 )
 
 
 class ReportsMixin:
     """Prefix details and task usage of :class:`contextd.store.duckdb.store.DuckDBStore`."""
 
-    def prefix_details(self, chunk_ids: Sequence[str]) -> dict[str, tuple[float | None, int]]:
+    def prefix_details(self, chunk_ids: Sequence[str],
+                       min_key_term_share: float | None = None
+                       ) -> dict[str, tuple[float | None, int]]:
         rows = self._cursor().execute(
             "SELECT chunk_id, prefix_quality, coalesce(prefix_tokens, 0) FROM chunks "
             "WHERE chunk_id IN (SELECT unnest(?))", [list(chunk_ids)]).fetchall()
-        return {cid: (quality, int(tokens)) for cid, quality, tokens in rows}
+        rated = dict(unrated_qualities(self._unrated(chunk_ids), min_key_term_share))
+        return {cid: (rated.get(cid, quality), int(tokens)) for cid, quality, tokens in rows}
 
-    def prefix_summary(self) -> dict[str, Any]:
-        return prefix_summary_of(first_row(self._cursor().execute(PREFIX_SUMMARY_SQL)))
+    def prefix_summary(self, min_key_term_share: float | None = None) -> dict[str, Any]:
+        return prefix_summary_of(first_row(self._cursor().execute(PREFIX_SUMMARY_SQL)), (
+            quality for _, quality in unrated_qualities(self._unrated(), min_key_term_share)))
+
+    def _unrated(self, chunk_ids: Sequence[str] | None = None) -> Iterator[tuple]:
+        """unrated_qualities' rows (chunk id, text, index text, defined names), of
+        ``chunk_ids`` or all, fetched a page at a time."""
+        among, params = "", []
+        if chunk_ids is not None:
+            among = " AND c.chunk_id IN (SELECT unnest(?))"
+            params.append(list(chunk_ids))
+        with self._own_cursor() as cur:
+            cur.execute(
+                "SELECT c.chunk_id, c.text, c.index_text, s.names FROM chunks c LEFT JOIN "
+                "(SELECT chunk_id, list(name ORDER BY line) AS names FROM symbols "
+                f"GROUP BY chunk_id) s USING (chunk_id) WHERE {UNRATED_WHERE}{among}", params)
+            while page := cur.fetchmany(RATING_PAGE):
+                yield from page
 
     def cache_hit_rate(self) -> float | None:
         return rate_of(first_row(self._cursor().execute(CACHE_HIT_RATE_SQL)))
