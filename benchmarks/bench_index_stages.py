@@ -17,33 +17,34 @@ written to), then:
 
 The machine is shared: print ``uptime`` beside the figures and read wall times with it.
 
-Figures of 2026-11-28, evening (2 cores shared with three other engineers, load 2.0-4.5;
-before = 2c24220, after = the pool's batches unpickled with the garbage collector paused;
-each bootstrap the fastest of two runs). The stages alone took 14.6-16.5 CPU s on typeorm
-(3,713 files, 352k lines: 225-255 files and 21-24k lines per CPU-s), 21.9-22.4 on
-prometheus (1,534 files, 534k lines: 70 files and 24k lines per CPU-s) and 15.1-22.4 on
-ansible (4,078 files, 362k lines: 180-270 files, 16-24k lines per CPU-s). The same code's
-stage figures moved by up to 55% between the two runs (typeorm's chunk + symbols 8.1 and
-5.3 CPU s, ansible's 4.7 and 8.3): compare stages within one run. Chunk + symbols is the
-largest stage (4.7-9.8 CPU s), of which the tree-sitter parse 1.3-3.8; then contextualize
-(2.2-4.6), BM25 build (1.8-4.7) and store write (1.8-3.1). The whole bootstrap:
+Figures of 2026-11-28, night (2 cores shared with three other engineers, load 7.5-10.8;
+before = 92ed49b, after = a structural
+prefix rated by the reports instead of the index path, and a non-ASCII file's running counts
+summed a column at a time; each bootstrap the fastest of two runs). The stages alone took
+16.7 -> 15.0 CPU s on typeorm (3,713 files, 352k lines), 19.5 -> 17.7 on prometheus (1,534
+files, 534k lines) and 15.9 -> 14.2 on ansible (4,078 files, 362k lines). The contextualize
+stage lost the quality score: 2.53 -> 1.45, 3.57 -> 2.27 and 2.58 -> 2.22 CPU s. Chunk +
+symbols is the largest stage (5.0-8.2 CPU s, of which the tree-sitter parse 1.6-3.2), then
+BM25 build (2.4-4.1), contextualize, store write (1.9-2.3) and decode + scrub (1.1-1.9). At
+this load the pool's one worker (niced) got little of the machine, so the walls say more
+about the load than about the code: compare CPU s.
 
-    project     before: wall s, files/s, lines/s (CPU s)   after
-    typeorm     15.1, 245, 23.2k (16.1; 1.07 cores busy)    10.6, 352, 33.3k (17.9; 1.70)
-    prometheus  14.2, 108, 37.5k (24.5; 1.72)               15.3, 100, 35.0k (23.9; 1.56)
-    ansible     12.0, 340, 30.1k (20.7; 1.73)               10.6, 387, 34.3k (18.0; 1.71)
+    project     before: wall s, files/s, lines/s (CPU s; cores busy)   after
+    typeorm     35.8, 104,  9.8k (17.8; 0.50)                   27.1, 137, 13.0k (14.8; 0.55)
+    prometheus  42.4,  36, 12.6k (22.0; 0.52)                   35.8,  43, 14.9k (19.9; 0.56)
+    ansible     33.2, 123, 10.9k (18.8; 0.57)                   21.2, 193, 17.1k (16.1; 0.76)
 
-Neither reaches the last pass's fastest bootstraps (typeorm 400 files/s, prometheus 141,
-ansible 400: fastest of three at load 3-5), and before against after is within the noise:
-the unpickling's saving (0.4-0.5 CPU s of the writer's process on prometheus, measured
-alone) is smaller than the spread between runs. A profile of the serial path (cProfile with CPU
-time) ranks what is left: the tree-sitter parse and the reference query (QueryCursor
-captures: half the parse's time again), per-chunk Python in emit_unit (trim, line look-ups,
-Chunk construction, each chunk's references), the structural prefix's quality score
-(key_terms: a regex scan and a Counter per chunk, 1.2-1.9 CPU s on prometheus), the
-scrubber's candidate lines, and the writer's rows (record_columns, text hashes). The
+The last quiet-machine figures (load 2.0-4.5, the pass before): typeorm 352 files/s (33.3k
+lines/s), prometheus 100 (35.0k), ansible 387 (34.3k). A profile of both processes of the
+bootstrap (py-spy, typeorm and prometheus) ranks what is left on the critical path, which is
+the summed CPU of the two processes (both stay busy: the writer's process chunks whenever
+the pool's next batch is not ready): chunking (the tree-sitter parse and the reference
+query's captures, about half the parse's time again, then per-chunk Python in emit_unit),
+the structural prefixes, the writer (record_columns' rows and hashes, DuckDB's scan of the
+object columns, the commits), the scrubber's candidate lines and the BM25 build. The
 issue's 1,000 files/s (100k lines/s) on 2 cores needs about 500 files and 50k lines per
-CPU-s with both cores busy: about twice what the stages manage.
+CPU-s with both cores busy: about twice what the stages manage in lines (in files, about
+twice on typeorm and ansible, six times on prometheus, whose files are long).
 
     .venv/bin/python benchmarks/bench_index_stages.py /path/to/ansible /path/to/prometheus \\
         /path/to/typeorm [--runs 1]

@@ -4,7 +4,8 @@ nothing (issue 37): run it before and after a change and ``diff`` the two dumps.
 For every file the boundary accepts, in the indexer's order: the scrubbed text's hash and
 the scrub's redactions, the decode warnings and parse error, then one line per chunk (ordinal,
 lines, bytes, kind, label, tokens, parent, hashes of its text, context, index text and BM25
-tokens, the prefix's quality and tokens, its references) and one line per symbol it defines.
+tokens, the prefix's quality (an LLM prefix's only: a structural one is rated when a report
+asks) and tokens, its references) and one line per symbol it defines.
 Hashes keep the dump small; any changed byte changes a hash.
 
     .venv/bin/python benchmarks/dump_index_output.py /work/corpora/r/typeorm > /tmp/before.txt
