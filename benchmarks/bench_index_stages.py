@@ -18,16 +18,16 @@ written to), then:
 The machine is shared: print ``uptime`` beside the figures and read wall times with it.
 
 Figures of 2026-11-28, night (2 cores shared with three other engineers, load 7.5-10.8;
-before = 92ed49b, after = a structural
-prefix rated by the reports instead of the index path, and a non-ASCII file's running counts
-summed a column at a time; each bootstrap the fastest of two runs). The stages alone took
-16.7 -> 15.0 CPU s on typeorm (3,713 files, 352k lines), 19.5 -> 17.7 on prometheus (1,534
-files, 534k lines) and 15.9 -> 14.2 on ansible (4,078 files, 362k lines). The contextualize
-stage lost the quality score: 2.53 -> 1.45, 3.57 -> 2.27 and 2.58 -> 2.22 CPU s. Chunk +
-symbols is the largest stage (5.0-8.2 CPU s, of which the tree-sitter parse 1.6-3.2), then
-BM25 build (2.4-4.1), contextualize, store write (1.9-2.3) and decode + scrub (1.1-1.9). At
-this load the pool's one worker (niced) got little of the machine, so the walls say more
-about the load than about the code: compare CPU s.
+before = 92ed49b, after = a structural prefix rated by the reports instead of the index
+path, and a non-ASCII file's running counts summed a column at a time; each bootstrap the
+fastest of two runs). The stages alone took 16.7 -> 15.0 CPU s on typeorm (3,713 files, 352k
+lines), 19.5 -> 17.7 on prometheus (1,534 files, 534k lines) and 15.9 -> 14.2 on ansible
+(4,078 files, 362k lines). The contextualize stage lost the quality score: 2.53 -> 1.45,
+3.57 -> 2.27 and 2.58 -> 2.22 CPU s. Chunk + symbols is the largest stage (5.0-8.2 CPU s, of
+which the tree-sitter parse 1.6-3.2), then BM25 build (2.4-4.1), contextualize, store write
+(1.9-2.3) and decode + scrub (1.1-1.9). At this load the pool's one worker (niced) got
+little of the machine, so the walls say more about the load than about the code: compare
+CPU s.
 
     project     before: wall s, files/s, lines/s (CPU s; cores busy)   after
     typeorm     35.8, 104,  9.8k (17.8; 0.50)                   27.1, 137, 13.0k (14.8; 0.55)
