@@ -506,6 +506,31 @@ def test_a_reading_window_spent_before_the_first_file_still_reads_a_few(tmp_path
         indexer.store.close()
 
 
+def test_a_spent_window_reads_its_floor_up_to_a_byte_limit_and_at_least_one_file(tmp_path):
+    """The floor of a spent window stops at WINDOW_FLOOR_BYTES, not only at
+    WINDOW_FLOOR_FILES: fastapi's first 50 files are its largest modules, 616 KB read in-line
+    after the window had ended. A first file larger than the limit is still read."""
+    from contextd.indexer.core import WINDOW_FLOOR_BYTES
+
+    body = "".join(FUNC.format(name=f"f{n}", doc="Padding.", n=n) for n in range(200))
+    per_file = WINDOW_FLOOR_BYTES // 3 + 1  # three of them pass the limit
+    files = {f"pkg/m{i}.py": (body * (per_file // len(body) + 1))[:per_file].rsplit("\n", 1)[0]
+             + "\n" for i in range(6)}
+    huge = {"pkg/huge.py": body * (WINDOW_FLOOR_BYTES // len(body) + 2),
+            "pkg/small.py": FUNC.format(name="small", doc="S.", n=0)}
+    for name, tree, expected_read in (("big", files, 2), ("huge", huge, 1)):
+        root = make_repo(tmp_path / name, tree)
+        indexer = open_indexer(root)
+        spent = threading.Event()
+        spent.set()
+        try:
+            report = indexer.ensure_indexed(cancel=spent, within_s=0.0)
+            assert report.cancelled, report.summary
+            assert len(stored(indexer)) == expected_read, sorted(stored(indexer))
+        finally:
+            indexer.store.close()
+
+
 def test_index_written_without_redaction_is_scrubbed_at_the_next_catch_up(tmp_path):
     """Redaction is part of what the chunks depend on: an index written while scrubbing was
     off (or by an older contextd whose rules let a credential through) is re-scrubbed at the

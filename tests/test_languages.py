@@ -4,7 +4,7 @@ built-in chunkers, the default allowed extensions of context.toml, fences and fi
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import tomli
 
@@ -15,6 +15,7 @@ from contextd.plugins.manager import collect
 from contextd.sessions.citations import CitationResolver
 from contextd.text.languages import (
     DEFAULT_EXTENSIONS, LANGUAGES, extensions_of, fence_for_language, fence_for_path,
+    path_suffix,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,3 +64,11 @@ def test_roles_follow_the_tables_roles():
     assert file_role("src/data.geojson", "json") is FileRole.CONFIG
     assert file_role("src/app.kt", "kotlin") is FileRole.SOURCE
     assert file_role("poetry.lock", "") is FileRole.CONFIG
+
+
+def test_path_suffix_is_pure_posix_paths_suffix():
+    """The walk and the bootstrap's order read a path's suffix without building a path; it
+    must be the one they read before, dot files and trailing dots included."""
+    for path in ("pkg/app.py", "key.PEM", ".env", ".pem", "..pem", "a.", "archive.tar.gz",
+                 "dir.d/README", "a..b", "...", ".", "pkg/.hidden.yml", ""):
+        assert path_suffix(path) == PurePosixPath(path).suffix, path

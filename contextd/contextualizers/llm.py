@@ -16,8 +16,6 @@ import json
 import os
 import re
 import threading
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
@@ -216,6 +214,11 @@ class LLMContextualizer:
             url = base + ("/chat/completions" if base.endswith("/v1") else OPENAI_PATH)
             body = {"model": s.llm_model, "messages": messages,
                     "temperature": s.llm_temperature, "max_tokens": s.llm_max_output_tokens}
+        # Imported here: urllib.request brings http.client and the email parser (~0.1 s of
+        # a first command at load 5), and only a configured LLM endpoint needs them.
+        import urllib.error
+        import urllib.request
+
         headers = {"Content-Type": "application/json"}
         key = os.environ.get(s.llm_api_key_env) if s.llm_api_key_env else None
         if key:

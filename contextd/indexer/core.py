@@ -65,6 +65,11 @@ POOL_WORTH_S = 5.0
 # scan alone (tests/test_doc_examples.py's README example failed). About a second at the
 # owner's slowest pace seen (56 files/s at load 10); a project this small is always whole.
 WINDOW_FLOOR_FILES = 50
+# ... and no more of them than fit in this many bytes (at least one file): fastapi's first
+# 50 files in priority order are its largest modules, 616 KB, read in-line after the window
+# had ended (0.74 s of a 3.7 s first answer at load 0.3, issue 37); the unread scan finds
+# what the floor leaves. 128 KB is ~0.15 s of chunking, and more than a small project holds.
+WINDOW_FLOOR_BYTES = 128 * 1024
 # The follower's window (batches): a run that starts while one is being embedded waits for
 # it beside ONNX Runtime on every core. Eight batches (512 texts) kept the refresh of a
 # ``git checkout`` on fastapi sharing the machine with the model for a minute at load 10
@@ -81,6 +86,18 @@ INDEX_CLAIM = "index"
 WHOLE_RUNS = frozenset({"bootstrap", "resume", "rebuild"})
 # Runs that read the whole project, a catch-up of its changes included.
 PROJECT_RUNS = WHOLE_RUNS | {"incremental"}
+
+
+def floor_count(tasks: Sequence[FileTask], files: int, max_bytes: int) -> int:
+    """How many of the first ``tasks`` a reading window's floor reads: at most ``files``,
+    those whose sizes add up to ``max_bytes`` or less, and at least one (none when ``files``
+    is 0: the run has no floor)."""
+    total = 0
+    for count, task in enumerate(tasks[:files]):
+        total += task.size
+        if total > max_bytes:
+            return max(1, count)
+    return min(files, len(tasks))
 
 
 def index_signature(config) -> str:
@@ -735,8 +752,8 @@ class Indexer:
     def _outcomes(self, tasks: list[FileTask], workers: int, cancel: threading.Event,
                   prefix_store: IndexStore | None) -> Iterator[Any]:
         """The outcomes of ``tasks`` (:func:`outcomes`); the first ``_window_floor`` of a
-        run with a reading window are read even once its time is up."""
-        floor = self._window_floor
+        run with a reading window are read even once its time is up (:func:`floor_count`)."""
+        floor = floor_count(tasks, self._window_floor, WINDOW_FLOOR_BYTES)
         if floor:
             yield from outcomes(tasks[:floor], self.config, workers, threading.Event(),
                                 prefix_store, self.gives_way)

@@ -9,7 +9,6 @@ the stored mtime, it is never re-chunked or re-embedded.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from types import MappingProxyType
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -17,6 +16,7 @@ from contextd.boundary.roles import FileRole, file_role
 from contextd.boundary.walk import FileEntry
 from contextd.chunkers.chunking import language_for
 from contextd.store.base import FileState
+from contextd.text.languages import path_suffix
 
 # The mtime recorded for content pushed through the service (``add_context``): no file on
 # disk has it, so the next change or catch-up of a file that exists re-indexes it from disk,
@@ -65,7 +65,7 @@ def priority(entry: FileEntry | FileTask, source_extensions: frozenset[str],
     large = entry.size >= LARGE_FILE_BYTES
     bucket = LARGE_BUCKET if large else \
         ROLE_ORDER[file_role(entry.path, language_for(entry.path) or "")]
-    preferred = PurePosixPath(entry.path).suffix.lower() in source_extensions
+    preferred = path_suffix(entry.path).lower() in source_extensions
     return bucket, not preferred, -recent.get(entry.path, 0), entry.size, entry.path
 
 

@@ -116,7 +116,10 @@ class PathFactor:
     area_boost: float = 0.0
 
     def __call__(self, path: str) -> float:
-        words, area = self.evidence(path)
+        return self.boosted(*self.evidence(path))
+
+    def boosted(self, words: float, area: float) -> float:
+        """The factor of a path whose :meth:`evidence` is (``words``, ``area``)."""
         return (1 + self.words_boost * words) * (1 + self.area_boost * area)
 
     def evidence(self, path: str) -> tuple[float, float]:

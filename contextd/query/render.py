@@ -10,7 +10,6 @@ tags included, fits.
 from __future__ import annotations
 
 from typing import Any
-from xml.sax.saxutils import escape
 
 from contextd.query.fusion import MIN_TRIMMED_TOKENS, trim_snippet
 from contextd.records import ContextSnippet, TaskContext, to_dict
@@ -20,7 +19,14 @@ from contextd.text.tokens import estimate_tokens
 OPEN_TAG = "<project_context>"
 CLOSE_TAG = "</project_context>"
 _CLOSERS = ("</snippet", "</project_context")
-_QUOTE = {'"': "&quot;"}
+
+
+def _attribute(value: str) -> str:
+    """``value`` escaped for a double-quoted attribute, as xml.sax.saxutils.escape(value,
+    {'"': "&quot;"}) does: that module imports urllib.request, http.client and the email
+    parser into every first command (~0.05 s at load 8), for four replacements."""
+    return (value.replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;")
+            .replace('"', "&quot;"))
 
 
 def _protect(text: str) -> str:
@@ -49,7 +55,7 @@ def _open_tag(snippet: ContextSnippet) -> str:
         # The file changed since it was indexed: the lines are as on disk now, the label and
         # score those of the indexed version (contextd.query.on_disk).
         "stale": "true" if snippet.metadata.get("stale") else ""}
-    text = " ".join(f'{key}="{escape(value, _QUOTE)}"' for key, value in attributes.items()
+    text = " ".join(f'{key}="{_attribute(value)}"' for key, value in attributes.items()
                     if value)
     return f"  <snippet {text}>"
 

@@ -290,10 +290,7 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
             break
         searched += 1
         try:
-            # Plain open() and read(): a Path, or read(n) with its n-byte buffer, cost as much
-            # as the reading (the boundary has already left out files over its size limit).
-            with open(base + path, "rb") as handle:
-                data = handle.read(MAX_SCAN_BYTES + 1)
+            data = _read_head(base + path)
         except OSError:
             continue
         if len(data) > MAX_SCAN_BYTES:
@@ -327,6 +324,18 @@ def scan_unread(root: str, paths: Sequence[str], query: str, terms: Sequence[Ter
     return Scan(snippets, list(terms), weights, searched, len(paths), measure, root)
 
 
+def _read_head(path: str) -> bytes:
+    """The file's bytes, or its first MAX_SCAN_BYTES + 1 when it is larger (the caller skips
+    those). A file descriptor read to the size fstat gives: open() and a buffered
+    read(MAX_SCAN_BYTES + 1) cost twice the CPU over fastapi's 2,855 files (0.08-0.14 s
+    against 0.045 s), paid by every answer while files wait to be indexed."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, min(MAX_SCAN_BYTES, os.fstat(fd).st_size) + 1)
+    finally:
+        os.close(fd)
+
+
 def _weights(terms: Sequence[Term], held: Mapping[str, tuple[bytes, tuple[int, ...]]],
              searched: int, indexed: int, frequency: Mapping[str, int]) -> list[float]:
     """Each term's BM25 IDF over the indexed chunks and the files scanned together (a term
@@ -354,7 +363,11 @@ def scan_order(paths: Sequence[str], path_factor: PathFactor) -> list[str]:
     searched, and with every path that spelled any term alike (``import_redirects.py``
     spelt 'port'), ``models/sites.py`` was not among them for "how is the Site matched from
     the request hostname and port"."""
-    return sorted(paths, key=lambda p: (_kind(p), -path_factor(p), -sum(path_factor.evidence(p))))
+    def key(path: str) -> tuple[int, float, float]:
+        words, area = path_factor.evidence(path)  # once: half of the ordering's time
+        return _kind(path), -path_factor.boosted(words, area), -(words + area)
+
+    return sorted(paths, key=key)
 
 
 def _kind(path: str) -> int:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from pathlib import PurePosixPath
+
+from contextd.text.languages import path_suffix
 
 # (rule, markers, regex): every match contains one of the case-sensitive literals of
 # ``markers`` (separated by "|"), so a line without any marker is never searched.
@@ -251,8 +252,10 @@ def secret_file_reason(name: str) -> str | None:
                "templates are indexed"
     if lower in KEY_FILE_NAMES:
         return "a credentials or private key file"
-    if PurePosixPath(lower).suffix in KEY_FILE_SUFFIXES:
-        return f"{PurePosixPath(lower).suffix} files hold keys or certificates"
-    if PurePosixPath(lower).suffix in PRIVATE_SUFFIXES:
-        return f"named {PurePosixPath(lower).suffix}: kept out by naming convention"
+    suffix = path_suffix(lower)  # the walk asks for every file's name
+    if suffix in KEY_FILE_SUFFIXES:
+        return f"{suffix} files hold keys or certificates"
+    if suffix in PRIVATE_SUFFIXES:
+        return f"named {suffix}: kept out by naming convention"
     return None
+

@@ -100,6 +100,15 @@ def extensions_of(*ids: str) -> tuple[str, ...]:
     return tuple(ext for id_ in ids for ext in _BY_ID[id_].all_extensions)
 
 
+def path_suffix(path: str) -> str:
+    """``PurePosixPath(path).suffix`` (the last component's, '' for ``.bashrc`` or ``a.``)
+    without building a path: the walk and the bootstrap's order ask it of every file, and
+    a PurePosixPath per file was a fifth of each (issue 37's first command)."""
+    name = path.rpartition("/")[2]
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
+
+
 def fence_for_language(language: str) -> str:
     """The code-fence name of a language id; an id the table lacks (a plugin's) as it is."""
     known = _BY_ID.get(language)
