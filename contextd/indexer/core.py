@@ -426,9 +426,10 @@ class Indexer:
         owner's follower): before each window, wait while a run holds the index (a
         refresh checks its paths against the boundary, reads and writes) or the answers'
         in-memory indexes take in what it wrote (``taking_in``), and embed in
-        windows of FOLLOW_WINDOW_BATCHES batches, the most a run starting meanwhile waits
-        beside the model. On 2 cores the
-        model took one beside a watcher's refresh after a ``git checkout`` (issue 37: 1,127
+        windows of FOLLOW_WINDOW_BATCHES batches, a piece of a few texts at a time; such
+        work starting meanwhile ends the window after the piece under way
+        (:func:`embed_missing`'s ``yields``), the most it waits beside the model. On 2
+        cores the model took one beside a watcher's refresh after a ``git checkout`` (issue 37: 1,127
         of 2,893 samples of the owner in ONNX during the next answer), slowing the lexical
         answer's catch-up; the vectors can wait seconds. The figures (done, pending, rate,
         ETA) feed :meth:`status` and ``progress``."""
@@ -463,7 +464,8 @@ class Indexer:
                                      before_window=(lambda: self._wait_for_no_run(cancel))
                                      if runs_first else None,
                                      window_batches=FOLLOW_WINDOW_BATCHES if runs_first
-                                     else WINDOW_BATCHES)
+                                     else WINDOW_BATCHES,
+                                     yields=self._others_first if runs_first else None)
             figures.record(done, self.store.count_missing_embeddings(embedder.identity))
             if embedded >= EMBEDDING_RATE_MIN_TEXTS and figures.rate > 0:
                 self.store.set_meta(EMBEDDING_RATE_META_KEY, f"{figures.rate:.1f}")
@@ -476,6 +478,11 @@ class Indexer:
         if stage is not None:
             stage.wake()
         self.after_write()
+
+    def _others_first(self) -> bool:
+        """Whether the follower must let other work go first: a run holds the index, or
+        the answers' in-memory indexes are taking in what one wrote (``taking_in``)."""
+        return not self._no_run.is_set() or self.taking_in()
 
     def _wait_for_no_run(self, cancel: threading.Event | None) -> None:
         """Return once no run holds the index and the answers' in-memory indexes are not
