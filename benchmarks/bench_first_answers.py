@@ -279,12 +279,41 @@ def stale_lines(root: Path, answer: dict) -> int:
 
 
 def indexing_state(root: Path) -> dict:
+    """The owner's ``indexing`` state, asked over its socket from this process; a ``contextd
+    stats`` command when no owner answers. The command costs ~0.5 CPU s a call (the
+    interpreter and the imports): polled four times a second after a checkout, it took
+    most of a core of the 2 beside the owner it measured."""
+    answer = owner_stats(root)
+    if answer is not None:
+        return answer.get("indexing") or {}
     done = subprocess.run([*CONTEXTD, "--root", str(root), "--json", "stats"],
                           capture_output=True, text=True, timeout=300)
     try:
         return json.loads(done.stdout).get("indexing") or {}
     except json.JSONDecodeError:
         return {}
+
+
+def owner_stats(root: Path) -> dict | None:
+    """The ``stats`` answer of the project's running owner, or None when none answers (this
+    process never becomes the owner: it only connects)."""
+    from contextd.config.project import Project
+    from contextd.operations import wire_shape
+    from contextd.runtime import rpc
+    from contextd.runtime.election import socket_path
+
+    db_path = Project.open(root).db_path
+    try:
+        client = rpc.Client.connect(socket_path(db_path), str(Path(db_path).resolve()),
+                                    wire_shape())
+    except (OSError, rpc.PeerGone):
+        return None
+    try:
+        return client.call("stats", {})  # the answer as the owner sends it (JSON)
+    except rpc.PeerGone:
+        return None
+    finally:
+        client.close()
 
 
 def all_read(indexing: dict) -> bool:
