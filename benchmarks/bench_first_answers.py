@@ -376,6 +376,7 @@ def checkouts(root: Path, count: int, back: int, memory: PeakMemory) -> None:
           f"(the background owner's reading), {load()}")
     here = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
                           capture_output=True, text=True).stdout.strip()
+    batches = len(owner_batches(root))
     for n in range(count):
         target = f"{here}~{back}" if n % 2 == 0 else here
         memory.phase = f"checkout {n + 1}"
@@ -391,11 +392,23 @@ def checkouts(root: Path, count: int, back: int, memory: PeakMemory) -> None:
         for note in got["answer"].get("notes", []):
             print(f"        note: {note[:150]}")
         after, stale, reading = current_after(root, query, started)
+        for line in owner_batches(root)[batches:]:
+            print(f"        owner: {line[:200]}")
+        batches = len(owner_batches(root))
         if after is None:
             print(f"  not current after {FRESH_LIMIT_S:.0f} s ({reading}), {load()}")
         else:
             print(f"  reflects the new tree after {after:.1f} s (stale lines seen meanwhile: "
                   f"{stale_seen + stale}; {reading}), {load()}")
+
+
+def owner_batches(root: Path) -> list[str]:
+    """The watcher's batch lines of the owner's log (what it re-read, in how long)."""
+    try:
+        text = (root / ".contextd" / "owner.log").read_text(errors="replace")
+    except OSError:
+        return []
+    return [line for line in text.splitlines() if "changed path(s)" in line]
 
 
 def wait_for_vectors(root: Path, limit_s: float) -> None:
