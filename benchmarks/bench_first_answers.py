@@ -85,6 +85,16 @@ MB (wagtail) and +78 MB (fastapi) at the first checkout. On wagtail's own saved 
 chunks, 2.0M postings) with 80% of it re-added as a far checkout does, the delta held 92 ->
 28 MB, the fold +66 -> +31 MB over it and 1.2 -> 0.3 CPU s; the process's RSS after the
 fold 333 -> 209 MB (153 MB before the checkout).
+Issue 37's ninth pass (the owner's follower ends a window after a piece of 8 texts as soon
+as a run or the answers' take-in waits; a refresh keeps the chunks it cuts and a branch
+switched back takes them back; this bench polls the owner over its socket instead of with a
+``contextd stats`` command each time; fastapi, --questions 2 --checkouts 4, load 8.6-11
+with three other engineers' work beside it): next answer 1.8 / 1.1 / 1.6 / 1.2 s;
+reflecting the new tree after 30.2 / 30.7 / 17.0 / 19.7 s, of which the owner's refresh
+25.5 / 23.4 / 9.5 / 9.0 s (the last two took all their 739-742 files from chunks cut at
+the first two switches); no stale line; owner peak 516 MB. Before (92ed49b, polled with
+``contextd stats``, load 9.5-11.4): current after 55.2 / 47.6 / 51.4 / 55.9 s, the
+owner reading the changes for 36-44 s.
 
     .venv/bin/python benchmarks/bench_first_answers.py /work/corpora/r/fastapi \\
         /work/corpora/r/wagtail [--questions 8] [--runs 2] [--complete] [--checkouts 2] \\
