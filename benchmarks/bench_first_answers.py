@@ -92,9 +92,10 @@ switched back takes them back; this bench polls the owner over its socket instea
 with three other engineers' work beside it): next answer 1.8 / 1.1 / 1.6 / 1.2 s;
 reflecting the new tree after 30.2 / 30.7 / 17.0 / 19.7 s, of which the owner's refresh
 25.5 / 23.4 / 9.5 / 9.0 s (the last two took all their 739-742 files from chunks cut at
-the first two switches); no stale line; owner peak 516 MB. Before (92ed49b, polled with
-``contextd stats``, load 9.5-11.4): current after 55.2 / 47.6 / 51.4 / 55.9 s, the
-owner reading the changes for 36-44 s.
+the first two switches); no stale line; owner peak 516 MB. Before (92ed49b, this bench,
+load 7.3-10): next answer 1.0 / 1.2 / 2.6 / 1.5 s, current after 28.9 / 55.2 / 45.4 /
+42.7 s, the owner reading the changes for 21-45 s; peak 541 MB. The same code polled
+with ``contextd stats`` (load 9.5-11.4): current after 47.6-55.9 s.
 
     .venv/bin/python benchmarks/bench_first_answers.py /work/corpora/r/fastapi \\
         /work/corpora/r/wagtail [--questions 8] [--runs 2] [--complete] [--checkouts 2] \\
