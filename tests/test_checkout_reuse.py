@@ -132,3 +132,17 @@ def test_the_least_recently_used_go_past_the_budget(tmp_path):
         recent.keep(outcome)
     assert recent.bytes <= recent.budget_bytes and len(recent) == 3
     assert [recent.take(t) is not None for t in tasks[:5]] == [True, False, False, True, True]
+
+
+def test_nothing_is_kept_near_the_memory_budget(tmp_path):
+    """The kept chunks count in the owner's memory: within HEADROOM_MB of its
+    ``[owner] memory_limit_mb`` nothing more is kept (this test process is over a 1 MB one)."""
+    config = Project.open(make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})).config
+    path = tmp_path / "m.py"
+    path.write_text(_module("step", "Step"))
+    outcome = process_file(FileTask(path.name, str(path), path.stat().st_size,
+                                    path.stat().st_mtime_ns), config)
+    tight, roomy = RecentChunks(limit_mb=1), RecentChunks(limit_mb=1 << 20)
+    tight.keep(outcome)
+    roomy.keep(outcome)
+    assert (len(tight), tight.bytes) == (0, 0) and len(roomy) == 1

@@ -418,7 +418,7 @@ class Indexer:
         (:mod:`contextd.indexer.reuse`)."""
         if self.follower is None:
             scratch_memory.limit_to(self.config.owner.memory_limit_mb)
-            self.recent = RecentChunks()
+            self.recent = RecentChunks(limit_mb=self.config.owner.memory_limit_mb)
             self.follower = VectorFollower(
                 lambda cancel, sink: self.embed_pending(cancel=cancel, progress=sink,
                                                         runs_first=True),
