@@ -100,6 +100,17 @@ commands 5.4 and 5.8 s, six later ones 3.0-4.0 s), right file 8 of 8 in both run
 8 of 8). A later answer at load 5.6 (fastapi, timed step by step): the client's imports
 0.75-1.0 s and connection 0.1-0.5 s, the owner's answer 1.1-2.2 s, of which the unread scan
 takes up to its 1 s budget; the client reads no file in-line (0.4-0.6 CPU s: its imports).
+Issue 37's ninth pass (the owner's follower ends a window after a piece of 8 texts as soon
+as a run or the answers' take-in waits; a refresh keeps the chunks it cuts and a branch
+switched back takes them back; this bench polls the owner over its socket instead of with a
+``contextd stats`` command each time; fastapi, --questions 2 --checkouts 4, load 8.6-11
+with three other engineers' work beside it): next answer 1.8 / 1.1 / 1.6 / 1.2 s;
+reflecting the new tree after 30.2 / 30.7 / 17.0 / 19.7 s, of which the owner's refresh
+25.5 / 23.4 / 9.5 / 9.0 s (the last two took all their 739-742 files from chunks cut at
+the first two switches); no stale line; owner peak 516 MB. Before (92ed49b, this bench,
+load 7.3-10): next answer 1.0 / 1.2 / 2.6 / 1.5 s, current after 28.9 / 55.2 / 45.4 /
+42.7 s, the owner reading the changes for 21-45 s; peak 541 MB. The same code polled
+with ``contextd stats`` (load 9.5-11.4): current after 47.6-55.9 s.
 
     .venv/bin/python benchmarks/bench_first_answers.py /work/corpora/r/fastapi \\
         /work/corpora/r/wagtail [--questions 8] [--runs 2] [--complete] [--checkouts 2] \\
@@ -294,12 +305,41 @@ def stale_lines(root: Path, answer: dict) -> int:
 
 
 def indexing_state(root: Path) -> dict:
+    """The owner's ``indexing`` state, asked over its socket from this process; a ``contextd
+    stats`` command when no owner answers. The command costs ~0.5 CPU s a call (the
+    interpreter and the imports): polled four times a second after a checkout, it took
+    most of a core of the 2 beside the owner it measured."""
+    answer = owner_stats(root)
+    if answer is not None:
+        return answer.get("indexing") or {}
     done = subprocess.run([*CONTEXTD, "--root", str(root), "--json", "stats"],
                           capture_output=True, text=True, timeout=300)
     try:
         return json.loads(done.stdout).get("indexing") or {}
     except json.JSONDecodeError:
         return {}
+
+
+def owner_stats(root: Path) -> dict | None:
+    """The ``stats`` answer of the project's running owner, or None when none answers (this
+    process never becomes the owner: it only connects)."""
+    from contextd.config.project import Project
+    from contextd.operations import wire_shape
+    from contextd.runtime import rpc
+    from contextd.runtime.election import socket_path
+
+    db_path = Project.open(root).db_path
+    try:
+        client = rpc.Client.connect(socket_path(db_path), str(Path(db_path).resolve()),
+                                    wire_shape())
+    except (OSError, rpc.PeerGone):
+        return None
+    try:
+        return client.call("stats", {})  # the answer as the owner sends it (JSON)
+    except rpc.PeerGone:
+        return None
+    finally:
+        client.close()
 
 
 def all_read(indexing: dict) -> bool:
@@ -362,6 +402,7 @@ def checkouts(root: Path, count: int, back: int, memory: PeakMemory) -> None:
           f"(the background owner's reading), {load()}")
     here = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
                           capture_output=True, text=True).stdout.strip()
+    batches = len(owner_batches(root))
     for n in range(count):
         target = f"{here}~{back}" if n % 2 == 0 else here
         memory.phase = f"checkout {n + 1}"
@@ -377,11 +418,23 @@ def checkouts(root: Path, count: int, back: int, memory: PeakMemory) -> None:
         for note in got["answer"].get("notes", []):
             print(f"        note: {note[:150]}")
         after, stale, reading = current_after(root, query, started)
+        for line in owner_batches(root)[batches:]:
+            print(f"        owner: {line[:200]}")
+        batches = len(owner_batches(root))
         if after is None:
             print(f"  not current after {FRESH_LIMIT_S:.0f} s ({reading}), {load()}")
         else:
             print(f"  reflects the new tree after {after:.1f} s (stale lines seen meanwhile: "
                   f"{stale_seen + stale}; {reading}), {load()}")
+
+
+def owner_batches(root: Path) -> list[str]:
+    """The watcher's batch lines of the owner's log (what it re-read, in how long)."""
+    try:
+        text = (root / ".contextd" / "owner.log").read_text(errors="replace")
+    except OSError:
+        return []
+    return [line for line in text.splitlines() if "changed path(s)" in line]
 
 
 def wait_for_vectors(root: Path, limit_s: float) -> None:

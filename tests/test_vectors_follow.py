@@ -5,14 +5,17 @@ embedding model; the order is observed through the store and the follower, not t
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from typing import Iterator
 
+import numpy as np
 from test_mcp_server import make_repo
 
 from contextd.config.project import Project
 from contextd.indexer import Indexer
 from contextd.indexer.core import FOLLOW_WINDOW_BATCHES
-from contextd.indexer.embed_stage import WINDOW_BATCHES
+from contextd.indexer.embed_stage import PIECE_TEXTS, WINDOW_BATCHES, embed_missing
 from contextd.store.duckdb import DuckDBStore
 
 
@@ -173,3 +176,55 @@ def test_the_follower_embeds_in_short_windows_a_run_waits_for_at_most(tmp_path):
     finally:
         indexer.follow_vectors().stop()
         indexer.store.close()
+
+
+@contextlib.contextmanager
+def _chunks_without_vectors(tmp_path) -> Iterator[Indexer]:
+    """The indexer of a small project whose chunks are written and none embedded."""
+    root = make_repo(tmp_path / "repo", {f"src/mod_{i:02d}.py": _module(i, "Step")
+                                         for i in range(10)})
+    project = Project.open(root)
+    indexer = Indexer(project, DuckDBStore(project.db_path))
+    try:
+        indexer.ensure_indexed(embed=False)
+        yield indexer
+    finally:
+        indexer.store.close()
+
+
+def test_a_window_ends_after_the_piece_under_way_when_other_work_must_go_first(tmp_path):
+    """Issue 37: at load 10 a follower's window of 128 texts took 20-40 s, and a refresh
+    that started meanwhile shared the cores with the model for all of it (a fifth of the
+    owner's samples after a ``git checkout``). A yielding caller now embeds a window
+    PIECE_TEXTS at a time and stores what it computed as soon as ``yields()`` says other
+    work is waiting; the rest is fetched again by the next window."""
+    with _chunks_without_vectors(tmp_path) as indexer:
+        store, embedder = indexer.store, indexer.embedder
+        backlog = store.count_missing_embeddings(embedder.identity)
+        assert backlog > 2 * PIECE_TEXTS
+        stored: list[int] = []
+        windows: list[int] = []
+        done = embed_missing(store, embedder, 64, on_batch=stored.append,
+                             before_window=lambda: windows.append(len(stored)),
+                             window_batches=2, yields=lambda: True)
+        assert done == backlog and store.count_missing_embeddings(embedder.identity) == 0
+        # Each window stopped after its first piece, and the next one went on from there.
+        assert stored == [PIECE_TEXTS] * (backlog // PIECE_TEXTS) + \
+            ([backlog % PIECE_TEXTS] if backlog % PIECE_TEXTS else [])
+        assert windows == list(range(len(stored) + 1))
+
+
+def test_a_window_nothing_waits_for_is_embedded_whole(tmp_path):
+    """Without other work waiting, the pieces of a window add up to the whole window and
+    its vectors are the ones the embedder gives the texts in one call."""
+    with _chunks_without_vectors(tmp_path) as indexer:
+        store, embedder = indexer.store, indexer.embedder
+        rows = store.missing_embeddings(embedder.identity, 1000)
+        stored: list[int] = []
+        embed_missing(store, embedder, 64, on_batch=stored.append, window_batches=2,
+                      yields=lambda: False)
+        assert stored == [len(rows)]
+        whole = embedder.embed([text for _, text in rows])
+        kept = store.vectors_for(embedder.identity, [h for h, _ in rows])
+        for (text_hash, _), vector in zip(rows, whole):
+            assert np.allclose(kept[text_hash], vector, atol=1e-5)

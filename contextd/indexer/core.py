@@ -31,6 +31,7 @@ from contextd.indexer.pipeline import Writer, outcomes
 from contextd.indexer.plan import (PUSHED_MTIME_NS, FileTask, order_by_priority,
                                    plan_changes, scope)
 from contextd.indexer.recency import recently_touched
+from contextd.indexer.reuse import RecentChunks
 from contextd.indexer.worker import process_data
 from contextd.indexer.report import BUSY, IndexReport
 from contextd.indexer.interrupts import is_interrupt
@@ -169,6 +170,9 @@ class Indexer:
         self.embedding_figures = WorkFigures("chunks embedded")
         # Set by follow_vectors() in a process that stays up: see _run.
         self.follower: VectorFollower | None = None
+        # The chunks its refreshes cut lately, in a process that stays up (follow_vectors):
+        # a branch switched back takes them back instead of chunking its files again.
+        self.recent: RecentChunks | None = None
 
     # ----- parts -------------------------------------------------------------------------
     @property
@@ -220,6 +224,8 @@ class Indexer:
         with self._run_lock:
             self.project = Project.open(self.project.root, self.project.config.source)
             self._boundary = None
+            if self.recent is not None:  # cut by the old settings
+                self.recent.clear()
 
     @property
     def embedder(self) -> Any:
@@ -424,9 +430,12 @@ class Indexer:
         written, and their vectors follow in the background
         (:mod:`contextd.indexer.embed_follow`), each round reported to a ``progress()``
         sink. For a process that stays up to compute them: the owner, whose embedding
-        batches shrink near its ``[owner] memory_limit_mb`` (issue 37)."""
+        batches shrink near its ``[owner] memory_limit_mb`` (issue 37), and whose
+        refreshes from now on keep the chunks they cut for a branch switched back
+        (:mod:`contextd.indexer.reuse`)."""
         if self.follower is None:
             scratch_memory.limit_to(self.config.owner.memory_limit_mb)
+            self.recent = RecentChunks(limit_mb=self.config.owner.memory_limit_mb)
             self.follower = VectorFollower(
                 lambda cancel, sink: self.embed_pending(cancel=cancel, progress=sink,
                                                         runs_first=True),
@@ -443,9 +452,10 @@ class Indexer:
         owner's follower): before each window, wait while a run holds the index (a
         refresh checks its paths against the boundary, reads and writes) or the answers'
         in-memory indexes take in what it wrote (``taking_in``), and embed in
-        windows of FOLLOW_WINDOW_BATCHES batches, the most a run starting meanwhile waits
-        beside the model. On 2 cores the
-        model took one beside a watcher's refresh after a ``git checkout`` (issue 37: 1,127
+        windows of FOLLOW_WINDOW_BATCHES batches, a piece of a few texts at a time; such
+        work starting meanwhile ends the window after the piece under way
+        (:func:`embed_missing`'s ``yields``), the most it waits beside the model. On 2
+        cores the model took one beside a watcher's refresh after a ``git checkout`` (issue 37: 1,127
         of 2,893 samples of the owner in ONNX during the next answer), slowing the lexical
         answer's catch-up; the vectors can wait seconds. The figures (done, pending, rate,
         ETA) feed :meth:`status` and ``progress``."""
@@ -480,7 +490,8 @@ class Indexer:
                                      before_window=(lambda: self._wait_for_no_run(cancel))
                                      if runs_first else None,
                                      window_batches=FOLLOW_WINDOW_BATCHES if runs_first
-                                     else WINDOW_BATCHES)
+                                     else WINDOW_BATCHES,
+                                     yields=self._others_first if runs_first else None)
             figures.record(done, self.store.count_missing_embeddings(embedder.identity))
             if embedded >= EMBEDDING_RATE_MIN_TEXTS and figures.rate > 0:
                 self.store.set_meta(EMBEDDING_RATE_META_KEY, f"{figures.rate:.1f}")
@@ -493,6 +504,11 @@ class Indexer:
         if stage is not None:
             stage.wake()
         self.after_write()
+
+    def _others_first(self) -> bool:
+        """Whether the follower must let other work go first: a run holds the index, or
+        the answers' in-memory indexes are taking in what one wrote (``taking_in``)."""
+        return not self._no_run.is_set() or self.taking_in()
 
     def _wait_for_no_run(self, cancel: threading.Event | None) -> None:
         """Return once no run holds the index and the answers' in-memory indexes are not
@@ -671,7 +687,7 @@ class Indexer:
         plan = plan_changes(entries, states, force, rels)
         removed = self.store.delete_files(plan.removed) if plan.removed else 0
         report = self._run(plan.tasks, mode, progress, cancel, track_progress=False,
-                           total=len(states) + len(plan.tasks))
+                           total=len(states) + len(plan.tasks), reuse=not force)
         report.files_seen = plan.seen
         report.files_unchanged += plan.unchanged
         report.files_removed += removed
@@ -760,12 +776,34 @@ class Indexer:
         yield from outcomes(tasks[floor:], self.config, workers, cancel, prefix_store,
                             self.gives_way)
 
+    def _reusing(self, recent: RecentChunks, tasks: list[FileTask], workers: int,
+                 cancel: threading.Event, prefix_store: IndexStore | None,
+                 report: IndexReport) -> Iterator[Any]:
+        """The outcomes of ``tasks``: first those whose file's content ``recent`` holds,
+        taken back (counted in ``report.files_reused``), then the others read and chunked
+        (:meth:`_outcomes`), each kept in ``recent`` for a later switch back."""
+        rest = []
+        for task in tasks:
+            if cancel.is_set():
+                return
+            outcome = recent.take(task)
+            if outcome is None:
+                rest.append(task)
+            else:
+                report.files_reused += 1
+                yield outcome
+        with contextlib.closing(self._outcomes(rest, workers, cancel, prefix_store)) as read:
+            for outcome in read:
+                recent.keep(outcome)
+                yield outcome
+
     def _run(self, tasks: list[FileTask], mode: str, progress: Progress | None,
              cancel: threading.Event | None, track_progress: bool, total: int,
-             produce: Any = None) -> IndexReport:
+             produce: Any = None, reuse: bool = False) -> IndexReport:
         """Process ``tasks`` with the embedding stage running beside the writer; ``produce``
         (given the contextualizer's store) yields the outcomes instead of reading the
-        files."""
+        files; ``reuse`` (a refresh): files whose content a recent refresh of this process
+        chunked take those chunks back (:meth:`_reusing`)."""
         report = IndexReport(mode=mode)
         progress = progress or NullProgress()
         cancel = cancel or threading.Event()
@@ -811,9 +849,13 @@ class Indexer:
             # (Ctrl-C inside a DuckDB statement) it would otherwise shut its worker pool down
             # only when collected, and a process leaving with os._exit would orphan workers.
             workers = self.workers() if self._pool_allowed else 0
+            recent = self.recent if reuse else None
             with contextlib.ExitStack() as stack:
                 produced = produce(prefix_store) if produce is not None else stack.enter_context(
-                    contextlib.closing(self._outcomes(tasks, workers, cancel, prefix_store)))
+                    contextlib.closing(
+                        self._outcomes(tasks, workers, cancel, prefix_store) if recent is None
+                        else self._reusing(recent, tasks, workers, cancel, prefix_store,
+                                           report)))
                 for outcome in produced:
                     writer.add(outcome)
             writer.flush()

@@ -17,6 +17,8 @@ import logging
 import threading
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from contextd.store.base import IndexStore
 
 log = logging.getLogger(__name__)
@@ -24,6 +26,11 @@ log = logging.getLogger(__name__)
 # Texts fetched and embedded per round, in batches: enough for sorting by length to leave
 # little padding, few enough that a cancel or a kill loses seconds of work.
 WINDOW_BATCHES = 8
+# Texts a yielding caller (the owner's follower) embeds between two looks at ``yields``: the
+# most a run waits beside the model. A window looked only before it started, and at load 10
+# its 128 texts took 20-40 s: after a ``git checkout`` the model held a core for half of
+# the owner's refresh of 739 files (issue 37: 1,069 of 4,524 samples in ONNX Runtime).
+PIECE_TEXTS = 8
 
 
 def embed_missing(store: IndexStore, embedder: Any, batch_size: int,
@@ -31,7 +38,8 @@ def embed_missing(store: IndexStore, embedder: Any, batch_size: int,
                   on_batch: Callable[[int], None] | None = None,
                   paths: Sequence[str] | None = None,
                   before_window: Callable[[], None] | None = None,
-                  window_batches: int = WINDOW_BATCHES) -> int:
+                  window_batches: int = WINDOW_BATCHES,
+                  yields: Callable[[], bool] | None = None) -> int:
     """Embed stored chunks lacking a vector until none is left (or ``cancel`` is set);
     returns how many texts were embedded. Each round fetches a window of texts and hands it
     to the embedder whole: it tokenizes the window in one parallel call and sorts it by token
@@ -40,7 +48,10 @@ def embed_missing(store: IndexStore, embedder: Any, batch_size: int,
     two callers from embedding the same texts; ``paths`` limits the work to the chunks of
     those stored files; ``before_window()`` runs before each window, outside the lock (it
     may wait: the owner's follower lets a run reading files go first) and
-    ``window_batches`` sets the window (batches of ``batch_size``)."""
+    ``window_batches`` sets the window (batches of ``batch_size``). ``yields()`` (the
+    owner's follower): a window is embedded PIECE_TEXTS at a time, shortest texts first,
+    and ends early, storing what it computed, as soon as ``yields()`` says other work must
+    go first (``before_window`` then waits for it)."""
     lock = lock or threading.Lock()
     done = 0
     while not (cancel and cancel.is_set()):
@@ -53,12 +64,28 @@ def embed_missing(store: IndexStore, embedder: Any, batch_size: int,
                                             paths)
             if not rows:
                 return done
-            vectors = embedder.embed([text for _, text in rows])
+            if yields is None:
+                vectors = embedder.embed([text for _, text in rows])
+            else:
+                rows, vectors = _embed_in_pieces(embedder, rows, yields)
             store.put_embeddings(embedder.identity, [h for h, _ in rows], vectors)
             done += len(rows)
             if on_batch:
                 on_batch(len(rows))
     return done
+
+
+def _embed_in_pieces(embedder: Any, rows: Sequence[tuple[str, str]],
+                     yields: Callable[[], bool]) -> tuple[list[tuple[str, str]], np.ndarray]:
+    """The (hash, text) rows embedded before ``yields()`` said to stop, with their vectors:
+    PIECE_TEXTS at a time in order of length (so a piece pads little), at least one piece."""
+    ordered = sorted(rows, key=lambda row: len(row[1]))
+    parts = []
+    end = 0
+    while end < len(ordered) and not (end and yields()):
+        parts.append(embedder.embed([text for _, text in ordered[end:end + PIECE_TEXTS]]))
+        end += PIECE_TEXTS
+    return ordered[:end], np.concatenate(parts)
 
 
 class EmbeddingStage:

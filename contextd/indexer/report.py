@@ -34,6 +34,8 @@ class IndexReport:
     :data:`VANISHED_NAMED`; ``files_vanished`` counts them all): they are not in the index.
     ``files_left`` counts the files a cancelled run had no time to read (a bootstrap's stay
     pending and are resumed by the next run; a catch-up's are found again by the next walk).
+    ``files_reused`` counts the files indexed from the chunks a recent refresh of the same
+    process cut for the same content (a branch switched back: :mod:`contextd.indexer.reuse`).
     """
 
     mode: str = "refresh"
@@ -58,6 +60,7 @@ class IndexReport:
     files_vanished: int = 0
     vanished: list[str] = field(default_factory=list)
     files_left: int = 0
+    files_reused: int = 0
 
     def note_vanished(self, paths: list[str]) -> None:
         """Count and name files that were deleted while this run read them."""
@@ -75,6 +78,8 @@ class IndexReport:
             shown = "; ".join(self.errors[:FAILURES_IN_SUMMARY])
             more = " ..." if self.files_failed > FAILURES_IN_SUMMARY else ""
             text += f" (failed: {shown}{more}; not retried until they change)"
+        if self.files_reused:
+            text += f" ({self.files_reused:,} of them from chunks cut lately)"
         if self.cancelled:
             text += " (cancelled)"
         if self.embedding.get("requests"):

@@ -35,7 +35,9 @@ def log_to_owner_file(path: Path) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s pid %(process)d %(message)s",
                                            "%Y-%m-%d %H:%M:%S"))
-    for name in (log.name, "contextd.runtime.background"):
+    # The watcher's batches too: after a ``git checkout`` its one line says what the owner
+    # re-read, how long it took, and how much came from chunks cut lately.
+    for name in (log.name, "contextd.runtime.background", "contextd.runtime.watcher"):
         logger = logging.getLogger(name)
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
