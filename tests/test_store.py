@@ -126,6 +126,27 @@ def test_write_replaces_file_rows_and_tracks_changes(make_store):
     assert {r.label for r in store.chunks_for_files()} == {"gamma"}
 
 
+def test_file_stats_of_unchanged_files_are_updated_together(make_store):
+    """After a git checkout, files whose bytes did not change get their new size and
+    modification time in one statement (DuckDB ran an executemany row by row: seconds for
+    a few hundred files); the others and every content hash stay as they were."""
+    store = make_store()
+    paths = [f"m{i}.py" for i in range(300)]
+    store.write_files([record(p, make_chunk(f"v{i} = {i}", f"v{i}"), digest=f"h{i}")
+                       for i, p in enumerate(paths)])
+    before = store.file_states()
+    store.update_file_stats([(p, 1000 + i, 5000 + i) for i, p in enumerate(paths[:200])])
+    after = store.file_states()
+    for i, p in enumerate(paths):
+        state = after[p]
+        assert (state.file_id, state.content_hash) == (before[p].file_id, f"h{i}")
+        if i < 200:
+            assert (state.size_bytes, state.mtime_ns) == (1000 + i, 5000 + i)
+        else:
+            assert (state.size_bytes, state.mtime_ns) == (before[p].size_bytes,
+                                                          before[p].mtime_ns)
+
+
 def test_missing_embeddings_of_some_files_only(make_store):
     """A knowledge add embeds its own documents' chunks, not a bootstrap's backlog (issue
     26): ``paths`` limits the texts to those of the named stored files."""

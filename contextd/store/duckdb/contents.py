@@ -59,16 +59,22 @@ class ContentsMixin:
             if rows:
                 gen = self._bump_generation(cur)
                 self._delete_rows(cur, [r[0] for r in rows])
-                cur.executemany("INSERT INTO removed_files VALUES (?, ?, ?)",
-                                [(fid, path, gen) for fid, path in rows])
+                insert_columns(cur, "removed_files", {
+                    "file_id": [fid for fid, _ in rows], "path": [path for _, path in rows],
+                    "generation": [gen] * len(rows)})
         return len(rows)
 
     def update_file_stats(self, rows: Sequence[tuple[str, int, int]]) -> None:
         if not rows:
             return
+        # One statement over the rows unnested: DuckDB runs an executemany row by row, and
+        # after a git checkout the hundreds of files whose bytes did not change cost seconds.
+        paths, sizes, mtimes = (list(column) for column in zip(*rows))
         with self._transaction() as cur:
-            cur.executemany("UPDATE file_state SET size_bytes = ?, mtime_ns = ? WHERE path = ?",
-                            [(size, mtime, path) for path, size, mtime in rows])
+            cur.execute("UPDATE file_state SET size_bytes = n.size_bytes, mtime_ns = n.mtime_ns "
+                        "FROM (SELECT unnest(?) AS path, unnest(?) AS size_bytes, "
+                        "unnest(?) AS mtime_ns) AS n WHERE file_state.path = n.path",
+                        [paths, sizes, mtimes])
 
     def file_states(self, prefix: str | None = None) -> dict[str, FileState]:
         sql = "SELECT file_id, path, size_bytes, mtime_ns, content_hash FROM file_state"

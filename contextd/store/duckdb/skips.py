@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-
 from contextd.store.base import SkippedFile
+from contextd.store.duckdb.sql import insert_columns
 
 
 class SkipsMixin:
-    """Files the boundary skipped, with the reason for each. of :class:`contextd.store.duckdb.store.DuckDBStore`."""
+    """Files the boundary skipped, with the reason for each, of
+    :class:`contextd.store.duckdb.store.DuckDBStore`."""
 
     def replace_skips(self, skips: Sequence[SkippedFile], reasons: Sequence[str],
                       prefixes: Sequence[str] | None = None) -> None:
@@ -22,10 +23,11 @@ class SkipsMixin:
                     params += [prefix, prefix.rstrip("/") + "/"]
             cur.execute(f"DELETE FROM skipped_files WHERE {where}", params)
             if skips:
-                cur.executemany("INSERT INTO skipped_files (path, reason, detail, size_bytes, "
-                                "mtime_ns) VALUES (?, ?, ?, ?, ?)",
-                                [(s.path, s.reason, s.detail, s.size_bytes, s.mtime_ns)
-                                 for s in skips])
+                insert_columns(cur, "skipped_files", {
+                    "path": [s.path for s in skips], "reason": [s.reason for s in skips],
+                    "detail": [s.detail for s in skips],
+                    "size_bytes": [s.size_bytes for s in skips],
+                    "mtime_ns": [s.mtime_ns for s in skips]})
 
     def list_skips(self, path: str | None = None, limit: int = 100) -> list[SkippedFile]:
         sql = "SELECT path, reason, detail, size_bytes, mtime_ns FROM skipped_files"
