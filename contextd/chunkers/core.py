@@ -166,6 +166,10 @@ class Source:
         return self.line_starts[line] - 1 if line < len(self.line_starts) else len(self.data)
 
     def slice(self, start: int, end: int) -> str:
+        """The text of bytes ``[start, end)``: in an ASCII file bytes are characters, so the
+        text is sliced where decoding a copy of the bytes cost every chunk twice (issue 37)."""
+        if self.ascii:
+            return self.text[start:end]
         return self.data[start:end].decode("utf-8")
 
     def chunk(self, start: int, end: int, kind: ChunkKind, label: str, *,
