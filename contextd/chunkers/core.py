@@ -96,8 +96,8 @@ class Source:
     Offsets are byte offsets into ``data`` (tree-sitter's unit); lines are 1-based.
     """
 
-    __slots__ = ("text", "path", "language", "data", "line_starts", "ascii", "_prefix",
-                 "_counts")
+    __slots__ = ("text", "path", "language", "data", "line_starts", "line_bounds", "ascii",
+                 "_prefix", "_counts")
 
     def __init__(self, text: str, path: str, language: str):
         self.text = text
@@ -107,6 +107,11 @@ class Source:
         newlines = np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) == 10)
         # One entry per element of text.split("\n"): a final newline opens an empty line.
         self.line_starts: list[int] = [0, *(newlines + 1).tolist()]
+        # line_starts as an array made once per file, closed by the start a line after the
+        # last would have: an oversize unit's line costs are then two slices, where
+        # converting its part of line_starts for every unit took a third of split_span's
+        # own time on long Go files (issue 37).
+        self.line_bounds = np.concatenate(([0], newlines + 1, [len(self.data) + 1]))
         self.ascii = text.isascii()
         self._prefix: np.ndarray | None = None
         self._counts: tuple[np.ndarray, np.ndarray] | None = None
@@ -161,6 +166,10 @@ class Source:
         return self.line_starts[line] - 1 if line < len(self.line_starts) else len(self.data)
 
     def slice(self, start: int, end: int) -> str:
+        """The text of bytes ``[start, end)``: in an ASCII file bytes are characters, so the
+        text is sliced where decoding a copy of the bytes cost every chunk twice (issue 37)."""
+        if self.ascii:
+            return self.text[start:end]
         return self.data[start:end].decode("utf-8")
 
     def chunk(self, start: int, end: int, kind: ChunkKind, label: str, *,
@@ -207,6 +216,7 @@ def split_span(src: Source, start: int, end: int, cap: int, boundaries: dict[int
     if first == last:
         return _char_windows(src, start, end, cap)
     bounds = boundaries or {}
+    bound_lines = sorted(bounds)
     spans: list[tuple[int, int]] = []
     line_start, line_end = src.line_start, src.line_end
     # totals[k]: cost of lines first..first+k-1; every line costs at least 1, so the longest
@@ -219,7 +229,7 @@ def split_span(src: Source, start: int, end: int, cap: int, boundaries: dict[int
             spans.extend(_char_windows(src, max(start, line_start(i)), min(end, line_end(i)), cap))
             i += 1
             continue
-        cut = j if j > last else _best_cut(i, j, bounds, covered)
+        cut = j if j > last else _best_cut(i, j, bounds, bound_lines, covered)
         spans.append((max(start, line_start(i)), min(end, line_end(cut - 1))))
         if cut > last:
             break
@@ -233,27 +243,26 @@ def _line_totals(src: Source, start: int, end: int, first: int, last: int) -> li
     """Running totals of the byte-table token cost of lines ``first..last`` clipped to
     ``[start, end)``, starting at 0 (one entry more than there are lines)."""
     prefix = src.cost_prefix()
-    starts = np.maximum(start, np.asarray(src.line_starts[first - 1:last], dtype=np.int64))
-    nexts = src.line_starts[first:last + 1]
-    ends = np.asarray(nexts + [len(src.data) + 1] * (last - first + 1 - len(nexts)),
-                      dtype=np.int64) - 1
-    ends = np.minimum(end, ends)
+    starts = np.maximum(start, src.line_bounds[first - 1:last])
+    ends = np.minimum(end, src.line_bounds[first:last + 1] - 1)
     costs = (prefix[ends] - prefix[starts]).astype(np.int64) + 1
     return [0, *np.cumsum(costs).tolist()]
 
 
-def _best_cut(i: int, j: int, bounds: dict[int, int], covered: int) -> int:
+def _best_cut(i: int, j: int, bounds: dict[int, int], lines: list[int], covered: int) -> int:
     """The line that starts the next piece, for a piece spanning lines ``i .. j-1`` whose
-    lines before ``covered`` the previous piece already holds (the overlap).
+    lines before ``covered`` the previous piece already holds (the overlap); ``lines`` are
+    the keys of ``bounds`` in order, so only the preferred lines in the window are looked at,
+    not every line of it (issue 37).
 
     ``j`` itself is a candidate: when the first line that does not fit opens a paragraph or
     statement, the whole window fits and cutting earlier would only make pieces smaller. A
     cut at or before ``covered`` would make a piece of overlap alone, so none is taken."""
     half = max(i + max(1, (j - i) // 2), covered + 1)
-    candidates = [(bounds[n], -n) for n in range(half, j + 1) if n in bounds]
-    if not candidates:
-        candidates = [(bounds[n], -n) for n in range(max(i, covered) + 1, j) if n in bounds]
-    return -min(candidates)[1] if candidates else j
+    inside = lines[bisect_left(lines, half):bisect_right(lines, j)]
+    if not inside:
+        inside = lines[bisect_left(lines, max(i, covered) + 1):bisect_left(lines, j)]
+    return -min((bounds[n], -n) for n in inside)[1] if inside else j
 
 
 def _overlap_start(i: int, cut: int, totals: list[int], overlap_tokens: int) -> int:
