@@ -258,4 +258,3 @@ def secret_file_reason(name: str) -> str | None:
     if suffix in PRIVATE_SUFFIXES:
         return f"named {suffix}: kept out by naming convention"
     return None
-
