@@ -5,19 +5,15 @@ two of the message's words, and an exact lookup, keep their place."""
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 
-from contextd import ContextModule
 from contextd.providers.symbol import (
     PLAIN_WORD_FACTOR, Candidate, extract_candidates, query_stems, vote_trust,
 )
 from contextd.query.fusion import VOTE_TRUST, fuse
 from contextd.query.records import QueryRequest
 from contextd.records import ContextSnippet
-from golden import open_indexed
+from golden import indexed_module, write_files
 
 COMMAND = '''
     """Management command: {what}."""
@@ -96,17 +92,8 @@ FILES = {
 @pytest.fixture(scope="module")
 def module(tmp_path_factory):
     """A ContextModule over the project's lexical and symbol index (no vectors)."""
-    root: Path = tmp_path_factory.mktemp("docs_app")
-    for rel, text in FILES.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip())
-    project, store = open_indexed(root)
-    module = ContextModule(project, store)
-    module.pipeline.warm_up(wait=True)
-    yield module
-    module.shutdown()
-    store.close()
+    with indexed_module(write_files(tmp_path_factory.mktemp("docs_app"), FILES)) as module:
+        yield module
 
 
 def files_of(module, text: str, k: int = 5) -> list[str]:
