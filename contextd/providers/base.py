@@ -36,11 +36,13 @@ DEFAULT_CANDIDATES = 50
 
 @dataclass
 class QueryCounters:
-    """What the providers of one query add up while answering it, for its usage_metrics row:
-    query embeddings looked up in the query-vector cache, and how many were found there."""
+    """What the providers of one query add up while answering it: for its usage_metrics row,
+    query embeddings looked up in the query-vector cache and how many were found there; for
+    its notes, the chunk texts the vector index it searched held no vector for yet."""
 
     cache_lookups: int = 0
     cache_hits: int = 0
+    texts_without_vectors: int = 0
 
 
 @dataclass(frozen=True)

@@ -367,7 +367,9 @@ class StoreVectorSearch:
     process answering many workspaces does not load their vectors; each query is one SQL
     round trip, and results follow the store's committed state (never stale)."""
 
+    # What the store has not embedded yet the indexer's own count says (never a lag here).
     files_missing_vectors: frozenset[int] = frozenset()
+    waiting: frozenset[str] = frozenset()
 
     def __init__(self, catalog: ChunkCatalog, model: str):
         self.catalog = catalog
@@ -525,6 +527,7 @@ class SemanticProvider(ContextProvider):
         depth = query.limit * TRANSLATION_DEPTH if groups.member else query.limit
         scope_filter = ScopeFilter(scope)
         with index.lock:
+            query.counters.texts_without_vectors += len(index.waiting)
             hits = index.search(vector, depth, scope_filter, query.min_score)
             if isinstance(index, VectorIndex) and scope_filter.only_documents is None:
                 rows = catalog.rows

@@ -13,6 +13,13 @@ LEFT_OUT_NOTE = "provider {} left out: {}"
 # Every note meaning "the index is incomplete, retry" starts so (the MCP text then leaves out
 # its "Nothing matched" advice).
 STILL_INDEXING = "still indexing: "
+# Every note meaning "the vectors are incomplete" starts so.
+SEMANTIC_PENDING = "semantic results are still being computed"
+# The vector index an answer searched held no vector yet for some chunks: the store had none
+# yet, or it had just written them and the index had not taken them in (the answer is then
+# partial although nothing is being embedded any more).
+VECTORS_MISSING_NOTE = (SEMANTIC_PENDING + ": {:,} chunk texts had no vector yet when this "
+                        "answer searched; retry in a few seconds")
 # Files indexed but not taken into the in-memory indexes yet (contextd.query.catch_up).
 CATCHING_UP_NOTE = (STILL_INDEXING + "{:,} files just indexed are not searchable yet (they "
                     "are being taken in); retry in a few seconds")

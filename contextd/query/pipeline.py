@@ -51,6 +51,7 @@ from contextd.query.evidence import ExactQuery, matched_lines, words
 from contextd.query.fusion import FusionStrategy, deduplicate, fuse, mmr_select
 from contextd.query.generated_files import GeneratedFiles, step_back_generated
 from contextd.query.intent import QueryIntent
+from contextd.query.left_out import VECTORS_MISSING_NOTE
 from contextd.query.literals import lift_rare_literals, query_literals
 from contextd.query.on_disk import DiskCheck, as_on_disk
 from contextd.query.path_words import PathWords
@@ -250,6 +251,9 @@ class QueryPipeline:
         catching_up = self.catch_up.note()
         if catching_up:
             notes.append(catching_up)
+        if provider_query.counters.texts_without_vectors:
+            notes.append(VECTORS_MISSING_NOTE.format(
+                provider_query.counters.texts_without_vectors))
         paths = self.catalog.file_paths(generation)
         literals = query_literals(query, understood.quoted, understood.symbols) \
             if understood else ()

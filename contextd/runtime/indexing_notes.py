@@ -13,12 +13,10 @@ import dataclasses
 import time
 from typing import Any, Callable, Sequence
 
-from contextd.query.left_out import STILL_INDEXING, left_out_providers
+from contextd.query.left_out import SEMANTIC_PENDING, STILL_INDEXING, left_out_providers
 
 from contextd.indexer.progress import format_duration
 
-# Every note meaning "the vectors are incomplete" starts so.
-SEMANTIC_PENDING = "semantic results are still being computed"
 # An empty index that nothing will fill by itself.
 BOOTSTRAP_OFF_NOTE = ("the index is empty and bootstrap.enabled = false: index the project "
                       "with `contextd refresh` (MCP: refresh_context with ['.'])")
@@ -63,7 +61,10 @@ def answer_while_indexing(indexer: Any, run: Callable[[], Any],
         note = embedding_note(indexer, response.notes)
     if note is None:
         return response
-    return dataclasses.replace(response, notes=tuple(response.notes) + (note,))
+    notes = tuple(response.notes)
+    if note.startswith(SEMANTIC_PENDING):  # its figures replace the answer's own count
+        notes = tuple(n for n in notes if not n.startswith(SEMANTIC_PENDING))
+    return dataclasses.replace(response, notes=notes + (note,))
 
 
 def _incomplete(indexer: Any) -> bool:
