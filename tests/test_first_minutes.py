@@ -344,6 +344,34 @@ def test_the_background_owner_takes_the_reading_over_even_when_the_answer_fails(
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow  # ~10 s; tests/test_owner.py holds the hand-over in the default suite
+def test_two_commands_started_together_read_the_project_once(repo, runtime):
+    """Issue 37, one reader at a time: two first queries started together on a fresh
+    project. The product's lock makes one of them the owner, which reads files in-line and
+    hands the index to a background owner; the other asks an owner (the first command while
+    it runs, then the background owner, which holds the lock from the moment it is started)
+    and never owns the index to read files itself, however slow the background owner is to
+    start."""
+    (repo / "context.toml").write_text("[owner]\nanswer_within_seconds = 0\n"
+                                       "idle_exit_seconds = 600\n")
+    env = {**server_env(runtime), "CONTEXTD_LOAD_PLUGINS": ""}
+    env.pop("CONTEXTD_RAISE_ERRORS", None)
+    commands = [subprocess.Popen([sys.executable, "-m", "contextd", "-v", "--json", "query",
+                                  "invoice_total"], cwd=repo, env=env, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                for _ in range(2)]
+    outputs = [command.communicate(timeout=120) for command in commands]
+    try:
+        for command, (out, err) in zip(commands, outputs):
+            assert command.returncode == 0, err
+            assert json.loads(out)["hits"][0]["file_path"] == "src/billing/invoice.py"
+        owned = [f"owner: pid {command.pid} owns" in err
+                 for command, (_, err) in zip(commands, outputs)]
+        assert owned.count(True) == 1, [err for _, err in outputs]
+    finally:
+        run(repo, runtime, "stop")
+
+
 @pytest.mark.slow
 def test_a_first_query_on_a_large_project_reads_source_first_and_answers_in_time(repo,
                                                                                  runtime):

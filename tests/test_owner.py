@@ -387,6 +387,41 @@ def test_a_command_waits_for_a_starting_background_owner_instead_of_owning(engin
         _stop(pid, project)
 
 
+def test_a_command_hands_the_lock_to_its_background_owner_with_no_gap(engines, project):
+    """Issue 37, one reader at a time: the command that starts a background owner hands it
+    the lock itself, so the lock is never free between them, however long the new owner's
+    imports take; a command arriving meanwhile, even one that would not wait a moment for a
+    starting owner (``starting_wait_s=0``), waits for the owner's hello and asks it."""
+    from contextd.runtime.background import start_background_owner
+    from contextd.runtime.starting_owner import marker_path
+
+    first = engines()
+    assert first.is_owner
+    pid = start_background_owner(project, first)
+    try:
+        first.close()
+        marker_path(project.db_path).unlink(missing_ok=True)  # the lock alone must do it
+        assert not _lock_free(project)  # held by the new owner, wherever its start is
+        command = engines(starting_wait_s=0)
+        assert not command.is_owner
+        assert command.owner_pid == pid
+        assert command.stats().owner["pid"] == pid
+    finally:
+        _stop(pid, project)
+
+
+def test_a_descriptor_that_is_not_the_lock_file_is_not_taken_for_it(project, tmp_path):
+    """A background owner started by hand with a wrong ``--lock-fd`` elects as usual."""
+    other = os.open(tmp_path / "other", os.O_RDWR | os.O_CREAT)
+    lock = OwnerLock(lock_path(project.db_path), inherited_fd=other)
+    try:
+        assert lock.try_acquire()
+        assert lock.handed_on() not in (None, other)
+    finally:
+        lock.release()
+        os.close(other)
+
+
 def _marker(project, pid: int, age_s: float = 0.0) -> None:
     from contextd.runtime.starting_owner import marker_path
 

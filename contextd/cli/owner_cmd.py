@@ -8,14 +8,16 @@ from contextd.cli.common import CliState, pass_state
 
 
 @click.command("owner", hidden=True)
+@click.option("--lock-fd", type=click.IntRange(min=0), default=None,
+              help="The owner lock's descriptor, handed on by the command that started this.")
 @pass_state
-def owner_command(state: CliState) -> None:
+def owner_command(state: CliState, lock_fd: int | None) -> None:
     """Own this project's index in the background: finish embedding, watch the files, serve
     other contextd processes warm, exit when idle ([owner] idle_exit_seconds). Started by
     commands (see contextd.runtime.background); there is no need to run it by hand."""
     from contextd.runtime.background import run_background_owner
 
-    run_background_owner(state.project())
+    run_background_owner(state.project(), lock_fd=lock_fd)
 
 
 @click.command("stop")

@@ -212,7 +212,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
             # imports, ~1 s of CPU) overlaps the search, and it takes the index over the
             # moment this command lets go, so the next command asks it instead of reading
             # files in-line as a second owner (issue 37: 6.4 s for the second answer).
-            start_background_owner(project)
+            start_background_owner(project, engine)
         if handoff.handed_off:
             # Answer from what is ready, without loading the model in this process.
             request = dataclasses.replace(request, wait_for_model=False,
@@ -223,7 +223,7 @@ def query_command(state: CliState, text: str, k: int | None, providers: tuple[st
         if note:
             response = dataclasses.replace(response, notes=response.notes + (note,))
         if not read_only and not handoff.start_owner and keeps_warm(engine, project, response):
-            start_background_owner(project)
+            start_background_owner(project, engine)
     finally:
         engine.close()
     response = dataclasses.replace(response, timings_ms={**response.timings_ms,
@@ -258,7 +258,7 @@ def _ab_command(state: CliState, text: str, k: int | None, expect: tuple[str, ..
         expect = tuple(root_relative(p, state.project().root) for p in expect)
         data = engine.contextual_search(text, limit=k or 10, ab=True, expect=expect)
         if handoff.start_owner:  # files or vectors left: the background reads and embeds them
-            start_background_owner(state.project())
+            start_background_owner(state.project(), engine)
     finally:
         engine.close()
     emit(state, data, _print_ab)

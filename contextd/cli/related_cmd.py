@@ -68,7 +68,7 @@ def related_command(state: CliState, location: str, k: int) -> None:
         result = engine.related(relative.replace(os.sep, "/"), line, k,
                                 wait_for_model=not handoff.handed_off)
         if handoff.start_owner:  # the vectors left: a background owner computes them
-            start_background_owner(project)
+            start_background_owner(project, engine)
     finally:
         engine.close()
     emit(state, result, _human)

@@ -110,7 +110,7 @@ class EngineHandle:
         if not engine.reading_unfinished or not engine.project.config.owner.background:
             return
         try:
-            start_background_owner(engine.project)
+            start_background_owner(engine.project, engine)
         except OSError as exc:  # the work waits for the next session instead
             log.warning("contextd serve: cannot hand the indexing on: %s", exc)
 

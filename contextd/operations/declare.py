@@ -3,8 +3,10 @@
 An operation is one handler function, ``handler(engine, **request) -> result``, decorated with
 :func:`operation`. From that one declaration come:
 
-* its **request record**: a dataclass of the handler's parameters (their names, types and
-  defaults), which the owner socket decodes a call's parameters by;
+* its **request**: the handler's parameters (their names, types and defaults), which the
+  owner socket decodes a call's parameters by. Read from the handler's signature when first
+  needed: a dataclass made per operation at import (45 of them) cost every command, a thin
+  client of the owner included, ~0.05 s of CPU (issue 37, the first answers);
 * its **result record**: the handler's return annotation, which a client rebuilds the
   owner's answer with;
 * a **method** of that name on the Engine (run here) and on the SharedEngine (run here when
@@ -34,14 +36,13 @@ PROGRESS = "progress"
 
 @dataclasses.dataclass(frozen=True)
 class Operation:
-    """One operation of the engine: its handler, request and result records, and where it is
-    exposed. ``prepare`` rewrites a call's parameters where a call may leave this process
+    """One operation of the engine: its handler, its request's fields and result record, and
+    where it is exposed. ``prepare`` rewrites a call's parameters where a call may leave this process
     (:meth:`contextd.runtime.owner.SharedEngine.call`): paths made absolute, since the owner
     runs in another working directory."""
 
     name: str
     handler: Callable[..., Any]
-    request: type
     takes_progress: bool
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     mcp: tuple[str, ...] = ()
@@ -57,8 +58,10 @@ class Operation:
 
     @functools.cached_property
     def field_types(self) -> dict[str, Any]:
-        """Each request field's type, resolved in the handler's module."""
-        return typing.get_type_hints(self.request)
+        """Each request field's type (a parameter without an annotation: ``Any``), resolved
+        in the handler's module."""
+        hints = typing.get_type_hints(self.handler)
+        return {name: hints.get(name, Any) for name in self.signature.parameters}
 
     @functools.cached_property
     def result(self) -> Any:
@@ -134,17 +137,8 @@ def operation(*, mcp: tuple[str, ...] = (), http: tuple[str, ...] = (),
         if name in OPERATIONS:
             raise ValueError(f"operation {name!r} is declared twice")
         params = list(inspect.signature(handler).parameters.values())[1:]
-        fields = [(p.name, p.annotation if p.annotation is not p.empty else Any,
-                   dataclasses.field(default=p.default) if p.default is not p.empty
-                   else dataclasses.field())
-                  for p in params if p.name != PROGRESS]
-        request = dataclasses.make_dataclass(
-            "".join(part.title() for part in name.split("_")) + "Request", fields,
-            frozen=True)
-        request.__module__ = handler.__module__  # where its field types resolve
-        OPERATIONS[name] = Operation(name, handler, request,
-                                     any(p.name == PROGRESS for p in params), prepare,
-                                     mcp, http, cli, api)
+        OPERATIONS[name] = Operation(name, handler, any(p.name == PROGRESS for p in params),
+                                     prepare, mcp, http, cli, api)
         return handler
 
     return declare

@@ -131,7 +131,10 @@ def index_for_command(engine: Any, project: Project, progress: Any,
                                    within_s=reading_window(owner.index_within_seconds, started))
     files_left = report.files_left if report.cancelled else 0
     catching_up = report.mode == BUSY  # the owner's own catch-up holds the index
-    pending = engine.embeddings_pending()
+    # The vectors count only once every file is read: with files left, or an owner still
+    # catching up, the answer's note says so and the owner embeds after reading. Not asked
+    # then: a count over the chunks, in an owner busy reading (0.08-0.18 s a call at load 10).
+    pending = 0 if files_left or catching_up else engine.embeddings_pending()
     if not pending and not files_left and not catching_up:
         return Handoff()
     seconds_left = owner.answer_within_seconds - (time.perf_counter() - began)
@@ -187,34 +190,43 @@ def contextd_command(root: Any, config_path: Any = None) -> list[str]:
     return command + (["--config", str(config_path)] if config_path else [])
 
 
-def start_background_owner(project: Project) -> int:
+def start_background_owner(project: Project, engine: Any = None) -> int:
     """Start ``contextd owner`` for ``project``, detached (own session: a Ctrl-C in the
-    terminal does not reach it), logging to ``<db dir>/owner.log``; returns its pid. Marked as
-    starting (:mod:`contextd.runtime.starting_owner`) until it serves, so that a command run
-    meanwhile waits for it instead of becoming a second owner."""
+    terminal does not reach it), logging to ``<db dir>/owner.log``; returns its pid.
+    ``engine``: this process's, when it owns the index: the owner lock is handed on to the
+    new process (:class:`contextd.runtime.election.OwnerLock`), so that the lock is never
+    free while it starts and a command run meanwhile waits for its hello instead of becoming
+    a second owner. Also marked as starting (:mod:`contextd.runtime.starting_owner`) until
+    it serves, for an index whose lock nobody held (PostgreSQL)."""
     from contextd.runtime import starting_owner
 
+    hand_on = getattr(engine, "lock_to_hand_on", None)
+    lock_fd = hand_on() if hand_on is not None else None
     command = contextd_command(project.root, project.config.source) + ["owner"]
+    if lock_fd is not None:
+        command += ["--lock-fd", str(lock_fd)]
     # Beside the database, or in the private folder of a decrypted one; made if missing (a
     # PostgreSQL project has no database file, so nothing has made the folder yet).
     log_path = side_file(project, OWNER_LOG)
     with open(log_path, "ab") as log_file:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=log_file, start_new_session=True, close_fds=True,
+                                 pass_fds=() if lock_fd is None else (lock_fd,),
                                  cwd=str(project.root))
     starting_owner.mark(project.db_path, child.pid)
     log.info("background owner started (pid %d), logging to %s", child.pid, log_path)
     return child.pid
 
 
-def run_background_owner(project: Project) -> None:
+def run_background_owner(project: Project, lock_fd: int | None = None) -> None:
     """The body of ``contextd owner``: take the index over (the command that started this
     process still holds it for a moment), let the owner duties finish the embedding and
     watch, and leave after ``idle_exit_seconds`` without calls once nothing is running, or
     as soon as the project's folder is deleted (a removed checkout or temporary project
     would otherwise keep its owner, and its memory, for up to 15 minutes). Leaves at once
     when another long-running process (an MCP server) owns the index: that one does the
-    work."""
+    work. ``lock_fd``: the owner lock, handed on by the command that started this process
+    (:func:`start_background_owner`)."""
     from contextd.runtime import starting_owner
     from contextd.runtime.job_log import log_to_owner_file
     from contextd.runtime.owner import connect
@@ -224,7 +236,8 @@ def run_background_owner(project: Project) -> None:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, lambda *_: stop.set())
-    engine = connect(project, duties=True, wait_s=TAKEOVER_WAIT_S, serve=True)
+    engine = connect(project, duties=True, wait_s=TAKEOVER_WAIT_S, serve=True,
+                     lock_fd=lock_fd)
     try:
         waited = 0.0
         while not engine.is_owner and waited < TAKEOVER_WAIT_S and not stop.is_set():

@@ -47,17 +47,46 @@ def lock_path(db_path: Path) -> Path:
 
 
 class OwnerLock:
-    """The exclusive, non-blocking ``flock`` that makes a process the owner."""
+    """The exclusive, non-blocking ``flock`` that makes a process the owner.
 
-    def __init__(self, path: Path):
+    A ``flock`` belongs to the open file description, not to the process: a child that
+    inherits the holder's descriptor holds the lock too, and keeps it when the holder exits.
+    That is how a command hands the index to the background owner it starts with no moment
+    where the lock is free (:meth:`handed_on`, ``inherited_fd``): another command arriving
+    while the owner is still importing finds the lock held and waits for its hello, instead
+    of owning the index and reading files in-line beside it (issue 37, one reader at a time).
+    """
+
+    def __init__(self, path: Path, inherited_fd: int | None = None):
         self.path = path
         self._fd: int | None = None
+        self._inherited = inherited_fd
         self.held = False
 
+    def handed_on(self) -> int | None:
+        """The descriptor to pass to a child process that takes the ownership over (None
+        when this process does not hold the lock)."""
+        return self._fd if self.held else None
+
+    def _adopt_inherited(self) -> None:
+        """Use the descriptor a parent passed on, when it is this lock file: the lock it
+        holds is then ours already. Any other descriptor is left alone (ignored)."""
+        fd, self._inherited = self._inherited, None
+        try:
+            passed, here = os.fstat(fd), os.stat(self.path)
+        except OSError:
+            return
+        if (passed.st_dev, passed.st_ino) == (here.st_dev, here.st_ino):
+            os.set_inheritable(fd, False)  # this process's own children do not hold it
+            self._fd = fd
+
     def try_acquire(self) -> bool:
-        """Take the lock if nobody holds it; record our pid in the file for diagnostics."""
+        """Take the lock if nobody holds it (or a parent handed it on); record our pid in
+        the file for diagnostics."""
         if self.held:
             return True
+        if self._fd is None and self._inherited is not None:
+            self._adopt_inherited()
         if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)

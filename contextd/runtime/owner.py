@@ -17,10 +17,13 @@ session), a watcher and a person's CLI all work on one project at once. So:
   and serves its socket, so that at most one embeds per machine and the commands run meanwhile
   (``stats`` above all) ask it, the process that knows how far the embedding is, and get
   answers from its warm model; with no such owner they open the Engine themselves.
-* **A starting owner** — a command that starts a background owner writes a marker beside
-  the database (:mod:`contextd.runtime.starting_owner`); a process that finds the lock free
-  while that owner is still starting waits for it (a second or two) rather than take the
-  lock and read files in-line as a second owner.
+* **A starting owner** — a command that starts a background owner hands it the lock's
+  descriptor (:class:`contextd.runtime.election.OwnerLock`): the lock is never free between
+  the command and its successor, so a process arriving while that owner still imports waits
+  for its hello and asks it, rather than take the lock and read files in-line as a second
+  owner. Where the lock was not handed on (a PostgreSQL index) a marker beside the database
+  (:mod:`contextd.runtime.starting_owner`) makes a process that finds the lock free wait for
+  the starting owner a second or two.
 * **Takeover** — a client whose call breaks (the owner died or is shutting down) runs the
   election again: the winner opens the Engine, the others reconnect, and the call is retried,
   so a refresh in flight is not lost. A long-running process that should keep the index
@@ -70,7 +73,8 @@ class SharedEngine:
     def __init__(self, project: Project, *, duties: bool = False,
                  wait_s: float = DEFAULT_WAIT_S, serve: bool = False,
                  context_type: type | None = None,
-                 starting_wait_s: float = starting_owner.WAIT_S):
+                 starting_wait_s: float = starting_owner.WAIT_S,
+                 lock_fd: int | None = None):
         self.project = project
         self._context_type = context_type
         self.duties = duties
@@ -81,7 +85,9 @@ class SharedEngine:
         self._awaiting_since: float | None = None
         self._db = str(Path(project.db_path).resolve())
         self._socket = socket_path(project.db_path)
-        self._lock = OwnerLock(lock_path(project.db_path))
+        # lock_fd: the owner lock's descriptor, handed on by the command that started this
+        # process (a background owner), which holds the lock already (OwnerLock).
+        self._lock = OwnerLock(lock_path(project.db_path), inherited_fd=lock_fd)
         # A PostgreSQL store takes any number of writing processes (advisory locks guard its
         # rebuilds and file replaces): a process opens it itself unless the local background
         # owner (the one that takes the lock and serves: ``serve``) is running.
@@ -104,6 +110,11 @@ class SharedEngine:
     def engine(self) -> Any:
         """The Engine, while this process owns the index (else None)."""
         return self._engine
+
+    def lock_to_hand_on(self) -> int | None:
+        """The owner lock's descriptor, for a background owner this process starts to take
+        the index over without a moment where the lock is free (None: not the owner)."""
+        return self._lock.handed_on()
 
     def try_own(self) -> bool:
         """Open the Engine here if nobody owns the index (no waiting, no connection to an
@@ -215,7 +226,7 @@ class SharedEngine:
                     f"the owner of {self._db} (pid {self._lock.holder_pid()}) is not answering "
                     f"on {self._socket}; if it is hung, stop it and retry")
             time.sleep(delay)
-            delay = min(delay * 2, 0.25)
+            delay = min(delay * 2, 0.1)  # a starting owner's hello is awaited closely
 
     def _may_own(self) -> bool:
         """Whether this process opens the Engine now: it won the election (a DuckDB index;
@@ -333,11 +344,12 @@ expose(SharedEngine)
 
 
 def connect(project: Project, *, duties: bool = False, wait_s: float = DEFAULT_WAIT_S,
-            serve: bool = False,
-            starting_wait_s: float = starting_owner.WAIT_S) -> SharedEngine:
+            serve: bool = False, starting_wait_s: float = starting_owner.WAIT_S,
+            lock_fd: int | None = None) -> SharedEngine:
     """The project's Engine, shared: become the owner if nobody is, else a client of the
     owner. ``duties`` (long-running processes: the MCP server, the watcher) also keeps the
     index current while owning, and takes over as soon as the owner goes. ``serve`` (the
-    background owner) takes the lock and serves other processes on a PostgreSQL index too."""
+    background owner) takes the lock and serves other processes on a PostgreSQL index too;
+    ``lock_fd``: the lock as the command that started the background owner handed it on."""
     return SharedEngine(project, duties=duties, wait_s=wait_s, serve=serve,
-                        starting_wait_s=starting_wait_s).start()
+                        starting_wait_s=starting_wait_s, lock_fd=lock_fd).start()

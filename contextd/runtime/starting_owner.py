@@ -7,7 +7,10 @@ command started in that gap found the lock free, became the owner itself and rea
 in-line for its whole reading window, while the background owner, which had come to do
 exactly that, waited behind it (issue 37: "one reader at a time").
 
-So the command that starts the background owner writes ``owner.starting`` beside the
+A command that owns the index now hands the lock itself to the background owner it starts
+(:class:`contextd.runtime.election.OwnerLock`), so that gap is gone where a lock was held;
+this marker covers the starts where none was (a PostgreSQL index, whose commands take no
+lock). The command that starts the background owner writes ``owner.starting`` beside the
 database: the new process's pid and the time it was started. Another process that finds the
 lock free while the marker is live waits for that owner (at most :data:`WAIT_S`) instead of
 taking the lock, and then talks to it. The background owner removes the marker once it
