@@ -446,3 +446,38 @@ def test_the_vectors_wait_while_the_answers_indexes_take_in_a_checkout(project):
         assert not engine.module.pipeline.catalog.waiting
     finally:
         engine.close()
+
+
+def test_once_the_writing_has_stopped_the_rest_is_taken_in_one_step(project, monkeypatch):
+    """While files are being indexed the background takes written files in a short slice at
+    a time; once the writing has stopped it takes the rest in one step, so BM25 and the
+    vectors follow once rather than once per slice (issue 37: 0.1 s slices after fastapi's
+    checkout were 4-12 s of the wait for a current answer)."""
+    # A slice of one read while writing, so the old behaviour would take several steps.
+    monkeypatch.setattr(catch_up_module, "BACKGROUND_SLICE_S", 0.0)
+    monkeypatch.setattr(catch_up_module, "TAIL_SLICE_S", 600.0)
+    project, store = project
+    module = ContextModule(project, store)
+    writing = threading.Event()
+    catch_up = module.pipeline.catch_up
+    catch_up.writing = writing.is_set
+    catalog = module.pipeline.catalog
+    full_text = module.pipeline.provider("full_text").memory_index
+    try:
+        ask = _asker(module)
+        ask(0)
+        _large_write(project, store)
+        assert WRITTEN + 1 > 2 * FILES_PER_STEP
+        version = catalog.version
+        with catch_up.answering(store.generation()):  # leaves them all waiting
+            assert len(catalog.waiting) == WRITTEN + 1
+        deadline = time.monotonic() + 120
+        while not _followed(full_text, store.generation()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _followed(full_text, store.generation())
+        with catalog.lock:
+            changes = catalog.changes_after(version)
+        assert [len(c.loaded) for c in changes if c.loaded] == [WRITTEN + 1]
+        assert not _catching_up(ask(FIRST + WRITTEN - 1))
+    finally:
+        module.shutdown()

@@ -12,9 +12,10 @@ chunks of re-written ones, so nothing it shows is stale; it searches the text of
 left waiting as it does the files not indexed yet (:mod:`contextd.query.unread_scan`) and
 says how many there were. Taking in even one read of new files (200 files, then BM25
 tokenising their chunks) was 0.7-1 s of a fastapi first answer. A background thread follows
-the store meanwhile, a step of :data:`BACKGROUND_SLICE_S` at a time, starting no step while
-an answer of the process searches, and the indexes built from the catalog follow each step,
-so an answer arriving between steps takes in one step at most.
+the store meanwhile, a step of :data:`BACKGROUND_SLICE_S` at a time while files are being
+indexed and of :data:`TAIL_SLICE_S` (the rest, in practice) once the writing has stopped,
+starting no step while an answer of the process searches, and the indexes built from the
+catalog follow each step, so an answer arriving between steps takes in one step at most.
 """
 
 from __future__ import annotations
@@ -30,10 +31,17 @@ from contextd.query.left_out import CATCHING_UP_NOTE
 
 log = logging.getLogger(__name__)
 
-# How long one step of the background thread loads written files into the catalog (the
-# indexes built from it then take the same files in, about twice as long again); it stops
-# between reads (contextd.providers.catalog.FILES_PER_STEP) when an answer comes.
+# How long one step of the background thread loads written files into the catalog while
+# files are being indexed (the indexes built from it then take the same files in, about
+# twice as long again); it stops between reads (contextd.providers.catalog.FILES_PER_STEP)
+# when an answer comes.
 BACKGROUND_SLICE_S = 0.1
+# The same once the writing has stopped: the rest of a ``git checkout``'s files in a step or
+# two. Each step has its indexes follow (the vector index's store read, BM25's tokenising
+# and index update), and 0.1 s steps after fastapi's checkout (739 files, 30k chunks) were
+# 20-40 of them and 4-12 s of the wait for a current answer (issue 37). Nothing else waits
+# for the CPU then; an answer that comes stops the catalog's loading between reads.
+TAIL_SLICE_S = 2.0
 # The background thread's pause between steps while files are being indexed: the indexer's
 # own threads get the GIL (none once the writing has stopped: the answers still come first).
 PAUSE_S = 0.2
@@ -147,7 +155,8 @@ class CatchUp:
                 wait_until_no_answer(self._stopped)
                 writing = self.writing()
                 before = len(self.catalog.waiting)
-                self.catalog.catch_up(None, BACKGROUND_SLICE_S, give_way=answering_now)
+                self.catalog.catch_up(None, BACKGROUND_SLICE_S if writing else TAIL_SLICE_S,
+                                      give_way=answering_now)
                 taken += before - len(self.catalog.waiting)
                 for provider in self._providers():
                     wait_until_no_answer(self._stopped)
