@@ -360,6 +360,28 @@ def test_the_chunks_to_take_in_are_tokenised_outside_the_index_lock(project):
     assert index.bm25.df("version8") == FIRST and index.bm25.df("version7") == 0
 
 
+def test_prepared_tokens_are_taken_without_reading_the_texts_again(project, monkeypatch):
+    """BM25 takes in the chunks it tokenised ahead of its lock by their catalog entries,
+    without reading their texts from the spool a second time (after fastapi's checkout each
+    of 30k texts was read twice, issue 37); the index ends as a fresh build of the store."""
+    project, store = project
+    index = FullTextIndex(ChunkCatalog(store, spool_folder(project)))
+    index.sync(store.generation())
+    _rewrite(project, store, 13)
+    index.catalog.sync(store.generation())
+    index._prepare()
+    assert len(index._ready) == FIRST
+    spool, reads = index.catalog.spool, []
+    read = spool.read
+    monkeypatch.setattr(spool, "read", lambda at, size: reads.append(at) or read(at, size))
+    index.sync(store.generation())
+    assert reads == [] and not index._ready
+    fresh = FullTextIndex(ChunkCatalog(store, spool_folder(project)))
+    fresh.sync(store.generation())
+    for word in ("version13", _word(3), "handler"):
+        assert index.bm25.scores(code_tokens(word)) == fresh.bm25.scores(code_tokens(word))
+
+
 def _followed(index: FullTextIndex, generation: int) -> bool:
     """Whether the catalog holds every file written up to ``generation`` and BM25 follows
     it (read under the locks: a background step sets the catalog's generation first)."""

@@ -549,12 +549,19 @@ class ChunkCatalog:
         """Stored chunks of the given files (None: every chunk), texts included, in path and
         ordinal order, one at a time: a caller that reads every text (an index build) holds
         one at a time, not all. The entries are those of the moment of the call."""
-        entries = self.entries_for_files(file_ids, generation)
+        for _, row in self.iter_read(self.entries_for_files(file_ids, generation)):
+            yield row
+
+    def iter_read(self, entries: Sequence[ChunkEntry]) -> Iterator[tuple[ChunkEntry, ChunkRow]]:
+        """The chunks of ``entries`` as the catalog holds them now, each with the entry it
+        was read from (one a file re-read since replaces; one dropped since is left out),
+        FILES_PER_READ entries' texts at a time. An index that keeps what it computed from
+        a text by its entry knows the text is still the same while the entry is."""
         for start in range(0, len(entries), FILES_PER_READ):
             with self.lock:  # a compaction (under the lock) moves the texts
                 current = [self.rows.get(e.chunk_id) for e in entries[start:start + FILES_PER_READ]]
-                rows = [self._row(e) for e in current if e is not None]
-            yield from rows
+                read = [(e, self._row(e)) for e in current if e is not None]
+            yield from read
 
     def find_symbols(self, names_lower: Sequence[str], prefixes_lower: Sequence[str] = (),
                      generation: int | None = None) -> list[SymbolHit]:
