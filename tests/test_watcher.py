@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import threading
 import time
 
 import pytest
@@ -324,3 +325,29 @@ def test_the_vectors_wait_while_the_watcher_holds_changes(tmp_path):
     finally:
         engine.watcher = None
         engine.close()
+
+
+def test_a_batch_waits_for_the_answer_searching_now(tmp_path):
+    """A batch due while an answer of the process searches (the indexer's ``gives_way``,
+    which the engine sets to it) starts once the answer is done: started 0.1 s after a
+    checkout, the refresh beside the next answer made its search 4x slower (issue 37)."""
+    root = small_repo(tmp_path)
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    answering = threading.Event()
+    indexer.gives_way = answering.is_set
+    batches: list[list[str]] = []
+    watcher = Watcher(indexer.project, indexer, on_batch=lambda p, r: batches.append(p),
+                      debounce_ms=150).start()
+    try:
+        answering.set()
+        (root / "src/first.py").write_text(FUNC.format(name="first", doc="First.", n=1))
+        eventually(lambda: "src/first.py" in watcher._pending)
+        eventually(lambda: time.monotonic() > watcher._last_event + 4 * watcher.debounce)
+        assert not batches and watcher.holds_changes
+        answering.clear()
+        eventually(lambda: "src/first.py" in stored(indexer), 60)
+        assert batches == [["src/first.py"]]
+    finally:
+        watcher.stop()
+        indexer.store.close()

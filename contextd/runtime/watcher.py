@@ -14,7 +14,8 @@ continuous events) the set becomes one batch for :meth:`Indexer.refresh`, and an
 (``.git/index.lock``, from before it writes the first file to after the last) no batch is
 taken, and once the burst is large its quiet period is :data:`BURST_QUIET_S`, so the refresh
 starts the moment git is done (issue 37: fastapi's checkout came as 706 + 36 paths, its
-refresh began ~2 s after the checkout). A deleted or moved directory is refreshed
+refresh began ~2 s after the checkout), or once an answer searching then is done
+(:data:`ANSWER_WAIT_S`). A deleted or moved directory is refreshed
 as a prefix: its stored files are removed, and at its destination the boundary walks it.
 A change to .gitignore, .contextignore or context.toml reloads the configuration and the
 boundary and re-evaluates every file: newly included files are indexed, newly excluded ones
@@ -50,6 +51,11 @@ BURST_QUIET_S = 0.1
 # file older than this is a crashed git's, and waited for no more), and how often it looks.
 GIT_LOCK_WAIT_S = 30.0
 GIT_LOCK_POLL_S = 0.05
+# How long past its quiet period a batch waits for the answers of this process searching now
+# (the indexer's ``gives_way``): answers first, as for all background work here. Started
+# 0.1 s after a checkout, the refresh ran beside the next answer and made its search 4x
+# slower at load 8 (issue 37).
+ANSWER_WAIT_S = 3.0
 # The most changed paths a command's windowed flush reads itself (an editor's saves);
 # a larger batch (a ``git checkout``) is left to the watcher's own batch (Watcher.flush).
 FLUSH_MAX_PATHS = 64
@@ -272,8 +278,9 @@ class Watcher:
                     now = time.monotonic()
                     due = min(self._last_event + quiet_period(self.debounce, len(self._pending)),
                               self._first_event + MAX_DELAY_SECONDS)
-                    if now >= due and self._git_writing(now):
-                        self._cond.wait(GIT_LOCK_POLL_S)  # its events wake nothing: look again
+                    if now >= due and (self._git_writing(now) or (
+                            now < due + ANSWER_WAIT_S and self.indexer.gives_way())):
+                        self._cond.wait(GIT_LOCK_POLL_S)  # neither wakes us: look again
                         continue
                     if now >= due:
                         taken = sorted(self._pending), self._reload, self._rescan
