@@ -503,3 +503,31 @@ def test_once_the_writing_has_stopped_the_rest_is_taken_in_one_step(project, mon
         assert not _catching_up(ask(FIRST + WRITTEN - 1))
     finally:
         module.shutdown()
+
+
+def test_the_background_is_busy_until_the_indexes_have_followed(project):
+    """The background catch-up counts as busy (the owner's vector follower waits) until
+    the indexes built from the catalog have followed its last step, not only until the
+    catalog has loaded the files: the model took a core while BM25 still took in a
+    checkout's files (issue 37)."""
+    project, store = project
+    module = ContextModule(project, store)
+    catch_up = module.pipeline.catch_up
+    catalog = module.pipeline.catalog
+    full_text = module.pipeline.provider("full_text").memory_index
+    try:
+        _asker(module)(0)
+        _rewrite(project, store, 14)  # more files than an answer loads itself
+        with full_text.lock:  # an answer searching BM25: it cannot follow yet
+            catch_up.follow()
+            deadline = time.monotonic() + 60
+            while (catalog.waiting or catalog.generation != store.generation()) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not catalog.waiting and catch_up.busy
+        deadline = time.monotonic() + 60
+        while catch_up.busy and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not catch_up.busy and _followed(full_text, store.generation())
+    finally:
+        module.shutdown()

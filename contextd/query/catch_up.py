@@ -129,9 +129,12 @@ class CatchUp:
 
     @property
     def busy(self) -> bool:
-        """Whether the background thread is taking in files left waiting."""
+        """Whether the background thread is taking in written files: until the indexes
+        built from the catalog have followed its last step too (the owner's vector follower
+        waits meanwhile; once the catalog had loaded a checkout's files, the model took a
+        core while BM25 and the vector index still took them in, issue 37)."""
         thread = self._thread
-        return thread is not None and thread.is_alive() and bool(self.catalog.waiting)
+        return thread is not None and thread.is_alive()
 
     def note(self) -> str | None:
         """What an answer must say while files are left waiting (None: nothing)."""
