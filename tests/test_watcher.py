@@ -294,11 +294,16 @@ def test_the_git_index_lock_of_a_linked_worktree_is_found(tmp_path):
     linked = tmp_path / "linked"
     subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(linked)], check=True)
     assert git_index_lock(main) == str(main / ".git" / "index.lock")
+    (main / "sub").mkdir()
+    assert git_index_lock(main / "sub") == str(main / ".git" / "index.lock")  # a project in it
     found = git_index_lock(linked)
     assert found is not None and os.path.dirname(found) == subprocess.run(
         ["git", "-C", str(linked), "rev-parse", "--absolute-git-dir"], check=True,
         capture_output=True, text=True).stdout.strip()
-    assert git_index_lock(tmp_path) is None
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert git_index_lock(outside) is None or not git_index_lock(outside).startswith(
+        str(tmp_path))  # nothing of its own (a folder above tmp may be a repository)
 
 
 def test_the_vectors_wait_while_the_watcher_holds_changes(tmp_path):

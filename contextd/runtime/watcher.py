@@ -69,9 +69,15 @@ _SKIPPED_DIRS = (".git", INDEX_DIRNAME)
 
 
 def git_index_lock(root: os.PathLike | str) -> str | None:
-    """The path of the git index lock of the working tree at ``root`` (``.git/index.lock``,
-    or in the git directory a ``.git`` file names: a linked worktree); None outside git."""
-    dot_git = os.path.join(root, ".git")
+    """The path of the git index lock of the working tree holding ``root`` (the project may
+    be a folder of it): ``.git/index.lock``, or in the git directory a ``.git`` file names
+    (a linked worktree); None outside git."""
+    folder = os.path.abspath(root)
+    while not os.path.lexists(os.path.join(folder, ".git")):
+        if os.path.dirname(folder) == folder:
+            return None
+        folder = os.path.dirname(folder)
+    dot_git = os.path.join(folder, ".git")
     if os.path.isdir(dot_git):
         return os.path.join(dot_git, "index.lock")
     try:
@@ -81,7 +87,7 @@ def git_index_lock(root: os.PathLike | str) -> str | None:
         return None
     if not first.startswith("gitdir:"):
         return None
-    return os.path.join(root, first[len("gitdir:"):].strip(), "index.lock")
+    return os.path.join(folder, first[len("gitdir:"):].strip(), "index.lock")
 
 
 def quiet_period(debounce: float, pending: int) -> float:
