@@ -23,6 +23,7 @@ from contextd import ContextModule
 from contextd.indexer import Indexer
 from contextd.providers.catalog import FILES_PER_STEP, ChunkCatalog
 from contextd.providers.fulltext import FullTextIndex, code_tokens
+from contextd.providers import fulltext as fulltext_module
 from contextd.providers.spool import spool_folder
 from contextd.query import catch_up as catch_up_module
 from contextd.query.left_out import CATCHING_UP_NOTE
@@ -358,6 +359,22 @@ def test_the_chunks_to_take_in_are_tokenised_outside_the_index_lock(project):
     for word in ("version8", "version7", _word(3), "handler"):
         assert index.bm25.scores(code_tokens(word)) == fresh.bm25.scores(code_tokens(word))
     assert index.bm25.df("version8") == FIRST and index.bm25.df("version7") == 0
+
+
+def test_a_step_loads_no_further_read_past_its_chunks(project):
+    """A background step after the writing has stopped loads no further read of files once
+    it holds TAIL_STEP_CHUNKS new chunks, so BM25 can tokenise them all before taking its
+    lock (issue 37: fastapi's checkout, 28-30k chunks, past BM25's 16,384)."""
+    project, store = project
+    catalog = ChunkCatalog(store, spool_folder(project))
+    catalog.sync(store.generation())
+    _large_write(project, store)
+    catalog.catch_up(store.generation(), within_s=600.0, chunks_at_most=1)
+    assert len(catalog.waiting) == WRITTEN + 1 - FILES_PER_STEP  # one read, not more
+    catalog.catch_up(store.generation(), within_s=600.0, chunks_at_most=10_000)
+    assert not catalog.waiting
+    assert catch_up_module.TAIL_STEP_CHUNKS + 2 * FILES_PER_STEP * 40 \
+        <= fulltext_module.PREPARE_MAX_CHUNKS  # a read past the limit still fits
 
 
 def test_prepared_tokens_are_taken_without_reading_the_texts_again(project, monkeypatch):

@@ -42,6 +42,10 @@ BACKGROUND_SLICE_S = 0.1
 # 20-40 of them and 4-12 s of the wait for a current answer (issue 37). Nothing else waits
 # for the CPU then; an answer that comes stops the catalog's loading between reads.
 TAIL_SLICE_S = 2.0
+# ... and loads no further read past this many chunks: BM25 tokenises a step's chunks before
+# taking its lock up to its PREPARE_MAX_CHUNKS (contextd.providers.fulltext, 16,384) and the
+# rest under it, where an answer would wait (fastapi's checkout: 28-30k chunks).
+TAIL_STEP_CHUNKS = 12_000
 # The background thread's pause between steps while files are being indexed: the indexer's
 # own threads get the GIL (none once the writing has stopped: the answers still come first).
 PAUSE_S = 0.2
@@ -159,7 +163,7 @@ class CatchUp:
                 writing = self.writing()
                 before = len(self.catalog.waiting)
                 self.catalog.catch_up(None, BACKGROUND_SLICE_S if writing else TAIL_SLICE_S,
-                                      give_way=answering_now)
+                                      give_way=answering_now, chunks_at_most=TAIL_STEP_CHUNKS)
                 taken += before - len(self.catalog.waiting)
                 for provider in self._providers():
                     wait_until_no_answer(self._stopped)
