@@ -119,7 +119,10 @@ texts again; the vector follower waits while the watcher holds changes and until
 indexes have followed; fastapi, --questions 2 --checkouts 4, alone under the benchmark
 lock): at load 3.5-4.1, next answer 1.36 / 1.11 / 1.04 / 0.87 s, current after 17.0 / 20.0 /
 10.9 / 10.3 s, the owner seen reading the changes from 1.4-1.5 s (the first look after the
-next answer) for 14.4 / 15.0 / 5.5 / 8.1 s, no stale line, owner peak 485 MB. The code
+next answer) for 14.4 / 15.0 / 5.5 / 8.1 s, no stale line, owner peak 485 MB; again at load
+3.7-4.8: next answer 1.06 / 1.04 / 1.91 / 0.83 s, current after 20.6 / 28.9 / 12.7 / 10.2 s,
+reading for 17.9 / 23.2 / 6.3 / 5.4 s, peak 512 MB. wagtail --checkouts 2 (100 paths each,
+load 3.2-3.4): next answer 1.49 / 1.59 s, current after 7.6 / 9.2 s, peak 466 MB. The code
 before (9c13ec9) right before it, load 4.7-5.8: next answer 1.73 / 1.12 / 0.84 / 1.21 s,
 current after 20.9 / 20.2 / 13.9 / 12.7 s, seen reading from 2.0-2.3 s, peak 526 MB. One
 checkout came as one batch of 742 paths in both. Under more load both took longer: the code
