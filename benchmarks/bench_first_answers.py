@@ -111,6 +111,23 @@ the first two switches); no stale line; owner peak 516 MB. Before (92ed49b, this
 load 7.3-10): next answer 1.0 / 1.2 / 2.6 / 1.5 s, current after 28.9 / 55.2 / 45.4 /
 42.7 s, the owner reading the changes for 21-45 s; peak 541 MB. The same code polled
 with ``contextd stats`` (load 9.5-11.4): current after 47.6-55.9 s.
+Issue 37's tenth pass (the watcher takes a checkout as one batch once git lets go of
+.git/index.lock, a burst of 64+ paths after a 0.1 s quiet period, and lets an answer
+searching then finish first; the catch-up takes the rest in one step, 12,000 chunks at
+most, once the writing has stopped; BM25 takes in its prepared tokens without reading the
+texts again; the vector follower waits while the watcher holds changes and until the
+indexes have followed; fastapi, --questions 2 --checkouts 4, alone under the benchmark
+lock): at load 3.5-4.1, next answer 1.36 / 1.11 / 1.04 / 0.87 s, current after 17.0 / 20.0 /
+10.9 / 10.3 s, the owner seen reading the changes from 1.4-1.5 s (the first look after the
+next answer) for 14.4 / 15.0 / 5.5 / 8.1 s, no stale line, owner peak 485 MB; again at load
+3.7-4.8: next answer 1.06 / 1.04 / 1.91 / 0.83 s, current after 20.6 / 28.9 / 12.7 / 10.2 s,
+reading for 17.9 / 23.2 / 6.3 / 5.4 s, peak 512 MB. wagtail --checkouts 2 (100 paths each,
+load 3.2-3.4): next answer 1.49 / 1.59 s, current after 7.6 / 9.2 s, peak 466 MB. The code
+before (9c13ec9) right before it, load 4.7-5.8: next answer 1.73 / 1.12 / 0.84 / 1.21 s,
+current after 20.9 / 20.2 / 13.9 / 12.7 s, seen reading from 2.0-2.3 s, peak 526 MB. One
+checkout came as one batch of 742 paths in both. Under more load both took longer: the code
+before, current after 20.0 / 34.8 / 24.4 / 34.0 s (load 6.5-7.0); this code, 37.7 / 54.9 /
+22.8 / 31.1 s (load 7.0-7.8, with this helper's own tests running beside it).
 
     .venv/bin/python benchmarks/bench_first_answers.py /work/corpora/r/fastapi \\
         /work/corpora/r/wagtail [--questions 8] [--runs 2] [--complete] [--checkouts 2] \\

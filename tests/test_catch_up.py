@@ -23,6 +23,7 @@ from contextd import ContextModule
 from contextd.indexer import Indexer
 from contextd.providers.catalog import FILES_PER_STEP, ChunkCatalog
 from contextd.providers.fulltext import FullTextIndex, code_tokens
+from contextd.providers import fulltext as fulltext_module
 from contextd.providers.spool import spool_folder
 from contextd.query import catch_up as catch_up_module
 from contextd.query.left_out import CATCHING_UP_NOTE
@@ -360,6 +361,44 @@ def test_the_chunks_to_take_in_are_tokenised_outside_the_index_lock(project):
     assert index.bm25.df("version8") == FIRST and index.bm25.df("version7") == 0
 
 
+def test_a_step_loads_no_further_read_past_its_chunks(project):
+    """A background step after the writing has stopped loads no further read of files once
+    it holds TAIL_STEP_CHUNKS new chunks, so BM25 can tokenise them all before taking its
+    lock (issue 37: fastapi's checkout, 28-30k chunks, past BM25's 16,384)."""
+    project, store = project
+    catalog = ChunkCatalog(store, spool_folder(project))
+    catalog.sync(store.generation())
+    _large_write(project, store)
+    catalog.catch_up(store.generation(), within_s=600.0, chunks_at_most=1)
+    assert len(catalog.waiting) == WRITTEN + 1 - FILES_PER_STEP  # one read, not more
+    catalog.catch_up(store.generation(), within_s=600.0, chunks_at_most=10_000)
+    assert not catalog.waiting
+    assert catch_up_module.TAIL_STEP_CHUNKS + 2 * FILES_PER_STEP * 40 \
+        <= fulltext_module.PREPARE_MAX_CHUNKS  # a read past the limit still fits
+
+
+def test_prepared_tokens_are_taken_without_reading_the_texts_again(project, monkeypatch):
+    """BM25 takes in the chunks it tokenised ahead of its lock by their catalog entries,
+    without reading their texts from the spool a second time (after fastapi's checkout each
+    of 30k texts was read twice, issue 37); the index ends as a fresh build of the store."""
+    project, store = project
+    index = FullTextIndex(ChunkCatalog(store, spool_folder(project)))
+    index.sync(store.generation())
+    _rewrite(project, store, 13)
+    index.catalog.sync(store.generation())
+    index._prepare()
+    assert len(index._ready) == FIRST
+    spool, reads = index.catalog.spool, []
+    read = spool.read
+    monkeypatch.setattr(spool, "read", lambda at, size: reads.append(at) or read(at, size))
+    index.sync(store.generation())
+    assert reads == [] and not index._ready
+    fresh = FullTextIndex(ChunkCatalog(store, spool_folder(project)))
+    fresh.sync(store.generation())
+    for word in ("version13", _word(3), "handler"):
+        assert index.bm25.scores(code_tokens(word)) == fresh.bm25.scores(code_tokens(word))
+
+
 def _followed(index: FullTextIndex, generation: int) -> bool:
     """Whether the catalog holds every file written up to ``generation`` and BM25 follows
     it (read under the locks: a background step sets the catalog's generation first)."""
@@ -446,3 +485,66 @@ def test_the_vectors_wait_while_the_answers_indexes_take_in_a_checkout(project):
         assert not engine.module.pipeline.catalog.waiting
     finally:
         engine.close()
+
+
+def test_once_the_writing_has_stopped_the_rest_is_taken_in_one_step(project, monkeypatch):
+    """While files are being indexed the background takes written files in a short slice at
+    a time; once the writing has stopped it takes the rest in one step, so BM25 and the
+    vectors follow once rather than once per slice (issue 37: 0.1 s slices after fastapi's
+    checkout were 4-12 s of the wait for a current answer)."""
+    # A slice of one read while writing, so the old behaviour would take several steps.
+    monkeypatch.setattr(catch_up_module, "BACKGROUND_SLICE_S", 0.0)
+    monkeypatch.setattr(catch_up_module, "TAIL_SLICE_S", 600.0)
+    project, store = project
+    module = ContextModule(project, store)
+    writing = threading.Event()
+    catch_up = module.pipeline.catch_up
+    catch_up.writing = writing.is_set
+    catalog = module.pipeline.catalog
+    full_text = module.pipeline.provider("full_text").memory_index
+    try:
+        ask = _asker(module)
+        ask(0)
+        _large_write(project, store)
+        assert WRITTEN + 1 > 2 * FILES_PER_STEP
+        version = catalog.version
+        with catch_up.answering(store.generation()):  # leaves them all waiting
+            assert len(catalog.waiting) == WRITTEN + 1
+        deadline = time.monotonic() + 120
+        while not _followed(full_text, store.generation()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _followed(full_text, store.generation())
+        with catalog.lock:
+            changes = catalog.changes_after(version)
+        assert [len(c.loaded) for c in changes if c.loaded] == [WRITTEN + 1]
+        assert not _catching_up(ask(FIRST + WRITTEN - 1))
+    finally:
+        module.shutdown()
+
+
+def test_the_background_is_busy_until_the_indexes_have_followed(project):
+    """The background catch-up counts as busy (the owner's vector follower waits) until
+    the indexes built from the catalog have followed its last step, not only until the
+    catalog has loaded the files: the model took a core while BM25 still took in a
+    checkout's files (issue 37)."""
+    project, store = project
+    module = ContextModule(project, store)
+    catch_up = module.pipeline.catch_up
+    catalog = module.pipeline.catalog
+    full_text = module.pipeline.provider("full_text").memory_index
+    try:
+        _asker(module)(0)
+        _rewrite(project, store, 14)  # more files than an answer loads itself
+        with full_text.lock:  # an answer searching BM25: it cannot follow yet
+            catch_up.follow()
+            deadline = time.monotonic() + 60
+            while (catalog.waiting or catalog.generation != store.generation()) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not catalog.waiting and catch_up.busy
+        deadline = time.monotonic() + 60
+        while catch_up.busy and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not catch_up.busy and _followed(full_text, store.generation())
+    finally:
+        module.shutdown()

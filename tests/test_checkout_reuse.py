@@ -13,7 +13,7 @@ from test_mcp_server import make_repo
 from contextd.config.project import Project
 from contextd.indexer import Indexer
 from contextd.indexer.plan import FileTask
-from contextd.indexer.reuse import RecentChunks
+from contextd.indexer.reuse import ROOM_CHECK_FILES, RecentChunks
 from contextd.indexer.worker import process_file
 from contextd.store.duckdb import DuckDBStore
 
@@ -146,3 +146,22 @@ def test_nothing_is_kept_near_the_memory_budget(tmp_path):
     tight.keep(outcome)
     roomy.keep(outcome)
     assert (len(tight), tight.bytes) == (0, 0) and len(roomy) == 1
+
+
+def test_the_memory_budget_is_looked_at_again_within_a_few_files(tmp_path):
+    """The resident size is read once per ROOM_CHECK_FILES files kept, not per file (a read
+    of /proc each was ~6% of a checkout's refresh thread, issue 37): a process that comes
+    near its budget stops keeping within that many files."""
+    config = Project.open(make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})).config
+    outcomes = []
+    for n in range(2 * ROOM_CHECK_FILES):
+        path = tmp_path / f"m{n}.py"
+        path.write_text(_module(f"step{n}", "Step"))
+        outcomes.append(process_file(FileTask(path.name, str(path), path.stat().st_size,
+                                              path.stat().st_mtime_ns), config))
+    recent = RecentChunks(limit_mb=1 << 20)
+    recent.keep(outcomes[0])
+    recent.limit_mb = 1  # this test process is over a 1 MB budget from now on
+    for outcome in outcomes[1:]:
+        recent.keep(outcome)
+    assert 1 <= len(recent) <= ROOM_CHECK_FILES

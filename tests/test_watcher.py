@@ -6,13 +6,15 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import threading
 import time
 
 import pytest
 from test_indexer import FUNC, open_indexer, small_repo, stored
 
 from contextd.indexer.report import BUSY
-from contextd.runtime.watcher import FLUSH_MAX_PATHS, Watcher
+from contextd.runtime.watcher import (BURST_QUIET_S, FLUSH_MAX_PATHS, Watcher,
+                                      git_index_lock, quiet_period)
 
 
 def eventually(predicate, timeout: float = 8.0) -> None:
@@ -244,4 +246,113 @@ def test_a_command_flushes_an_editors_changes_and_leaves_a_checkouts_to_the_batc
         report = watcher.flush()  # unwindowed (wait=True): the batch's own way, all read
         assert report.files_indexed == FLUSH_MAX_PATHS + 1
     finally:
+        indexer.store.close()
+
+
+def test_changes_made_while_git_holds_its_index_lock_are_one_batch(tmp_path):
+    """A ``git checkout`` writes the tree while it holds ``.git/index.lock``: its paths are
+    one batch taken once git lets go, however long a pause between its writes (fastapi's
+    checkout came as 706 + 36 paths, two refreshes; issue 37)."""
+    root = small_repo(tmp_path)
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    batches: list[list[str]] = []
+    lock = root / ".git" / "index.lock"
+    lock.parent.mkdir(exist_ok=True)
+    lock.write_text("")
+    watcher = Watcher(indexer.project, indexer, on_batch=lambda p, r: batches.append(p),
+                      debounce_ms=150).start()
+    try:
+        (root / "src/first.py").write_text(FUNC.format(name="first", doc="First.", n=1))
+        eventually(lambda: "src/first.py" in watcher._pending)
+        # Past the debounce: without the lock this would have been a batch of its own.
+        eventually(lambda: time.monotonic() > watcher._last_event + 4 * watcher.debounce)
+        (root / "src/second.py").write_text(FUNC.format(name="second", doc="Second.", n=2))
+        eventually(lambda: "src/second.py" in watcher._pending)
+        assert not batches
+        lock.unlink()
+        eventually(lambda: {"src/first.py", "src/second.py"} <= set(stored(indexer)), 60)
+        assert batches == [["src/first.py", "src/second.py"]]
+    finally:
+        watcher.stop()
+        indexer.store.close()
+
+
+def test_a_large_burst_waits_a_shorter_quiet_period():
+    assert quiet_period(0.5, FLUSH_MAX_PATHS) == 0.5
+    assert quiet_period(0.5, FLUSH_MAX_PATHS + 1) == BURST_QUIET_S < 0.5
+    assert quiet_period(0.05, FLUSH_MAX_PATHS + 1) == 0.05  # never longer than the debounce
+
+
+def test_the_git_index_lock_of_a_linked_worktree_is_found(tmp_path):
+    main = tmp_path / "main"
+    subprocess.run(["git", "init", "-q", str(main)], check=True)
+    (main / "a.py").write_text("A = 1\n")
+    subprocess.run(["git", "-C", str(main), "add", "."], check=True)
+    subprocess.run(["git", "-C", str(main), "-c", "user.name=t", "-c", "user.email=t@t",
+                    "commit", "-qm", "a"], check=True)
+    linked = tmp_path / "linked"
+    subprocess.run(["git", "-C", str(main), "worktree", "add", "-q", str(linked)], check=True)
+    assert git_index_lock(main) == str(main / ".git" / "index.lock")
+    (main / "sub").mkdir()
+    assert git_index_lock(main / "sub") == str(main / ".git" / "index.lock")  # a project in it
+    found = git_index_lock(linked)
+    assert found is not None and os.path.dirname(found) == subprocess.run(
+        ["git", "-C", str(linked), "rev-parse", "--absolute-git-dir"], check=True,
+        capture_output=True, text=True).stdout.strip()
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert git_index_lock(outside) is None or not git_index_lock(outside).startswith(
+        str(tmp_path))  # nothing of its own (a folder above tmp may be a repository)
+
+
+def test_the_vectors_wait_while_the_watcher_holds_changes(tmp_path):
+    """The owner's vector follower lets a batch the watcher is gathering go first, as it
+    does a run: during a ``git checkout`` the model took a core while the watcher waited
+    for the burst to end (issue 37)."""
+    from contextd.runtime.engine import Engine
+
+    from contextd.config.project import Project
+
+    root = small_repo(tmp_path)
+    engine = Engine(Project.open(root))
+    try:
+        engine.indexer.embed = False  # the lexical index is enough here
+        engine.indexer.ensure_indexed()
+        watcher = Watcher(engine.project, engine.indexer)  # not started: no batch of its own
+        engine.watcher = watcher
+        assert not engine.indexer.taking_in()
+        (root / "src/app.py").write_text(FUNC.format(name="switched", doc="Switched.", n=1))
+        watcher.note(str(root / "src/app.py"), False)
+        assert watcher.holds_changes and engine.indexer.taking_in()
+        watcher.flush()
+        assert not watcher.holds_changes and not engine.indexer.taking_in()
+    finally:
+        engine.watcher = None
+        engine.close()
+
+
+def test_a_batch_waits_for_the_answer_searching_now(tmp_path):
+    """A batch due while an answer of the process searches (the indexer's ``gives_way``,
+    which the engine sets to it) starts once the answer is done: started 0.1 s after a
+    checkout, the refresh beside the next answer made its search 4x slower (issue 37)."""
+    root = small_repo(tmp_path)
+    indexer = open_indexer(root)
+    indexer.ensure_indexed()
+    answering = threading.Event()
+    indexer.gives_way = answering.is_set
+    batches: list[list[str]] = []
+    watcher = Watcher(indexer.project, indexer, on_batch=lambda p, r: batches.append(p),
+                      debounce_ms=150).start()
+    try:
+        answering.set()
+        (root / "src/first.py").write_text(FUNC.format(name="first", doc="First.", n=1))
+        eventually(lambda: "src/first.py" in watcher._pending)
+        eventually(lambda: time.monotonic() > watcher._last_event + 4 * watcher.debounce)
+        assert not batches and watcher.holds_changes
+        answering.clear()
+        eventually(lambda: "src/first.py" in stored(indexer), 60)
+        assert batches == [["src/first.py"]]
+    finally:
+        watcher.stop()
         indexer.store.close()

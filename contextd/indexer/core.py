@@ -160,8 +160,9 @@ class Indexer:
         # files not taken in yet, and the answers of a checkout right after it searched them
         # as text (issue 37).
         self.after_write: Callable[[], None] = lambda: None
-        # Whether the answers' in-memory indexes are taking in written files (the engine
-        # sets it): the vector follower waits for that too between windows, as for a run.
+        # Whether the answers' in-memory indexes are taking in written files, or the
+        # watcher holds changes for its next batch (the engine sets it): the vector
+        # follower waits for that too between windows, as for a run.
         # After a checkout the model took a core beside that catch-up, and the answers
         # are current only once it is done; the vectors can wait seconds.
         self.taking_in: Callable[[], bool] = lambda: False

@@ -37,6 +37,10 @@ COMPRESSION_LEVEL = 1
 # owner's transients come on top (a BM25 fold ~+31 MB, an embedding batch), and wagtail's
 # owner peaked 6-26 MB under its 600 MB.
 HEADROOM_MB = 64
+# The resident size is read again after this many files kept, not for each: reading
+# /proc per file was ~6% of the refresh thread's samples after fastapi's checkout (739 files,
+# owner profile at load 10, issue 37); a few dozen files more are a few hundred KB.
+ROOM_CHECK_FILES = 32
 
 
 class RecentChunks:
@@ -49,6 +53,8 @@ class RecentChunks:
         self._kept: collections.OrderedDict[tuple[str, str], bytes] = \
             collections.OrderedDict()
         self.bytes = 0
+        self._has_room = True
+        self._unchecked = 0  # files still kept before the resident size is read again
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -97,11 +103,16 @@ class RecentChunks:
         self.bytes = 0
 
     def _room(self) -> bool:
-        """Whether the process's resident size leaves room to keep more."""
+        """Whether the process's resident size leaves room to keep more (read once per
+        ROOM_CHECK_FILES calls)."""
         if self.limit_mb is None:
             return True
-        resident = resident_mb()
-        return resident is None or resident < self.limit_mb - HEADROOM_MB
+        if self._unchecked <= 0:
+            resident = resident_mb()
+            self._has_room = resident is None or resident < self.limit_mb - HEADROOM_MB
+            self._unchecked = ROOM_CHECK_FILES
+        self._unchecked -= 1
+        return self._has_room
 
     def _drop(self, key: tuple[str, str]) -> None:
         blob = self._kept.pop(key, None)

@@ -201,14 +201,14 @@ class ChunkCatalog:
 
     def catch_up(self, generation: int | None = None, within_s: float | None = None,
                  defer: bool = True, give_way: Callable[[], bool] = lambda: False,
-                 load_at_most: int | None = None) -> None:
+                 load_at_most: int | None = None, chunks_at_most: int | None = None) -> None:
         """Take in what was written. Removed files are dropped at once. ``defer`` (an
         answer's catch-up or the background's): a re-written file's old chunks are dropped
         at once too and it waits with the new files, so the catalog never holds a chunk that
         is not the store's; then the waiting files are loaded, none of them when more than
         ``load_at_most`` wait (None: any number), for at most ``within_s`` (None: all) and
-        until ``give_way()`` says to stop. ``defer=False``: every written file at once,
-        waiting ones left."""
+        until ``give_way()`` says to stop, and no further read once ``chunks_at_most``
+        chunks are loaded. ``defer=False``: every written file at once, waiting ones left."""
         with self.lock:
             current = self.store.generation() if generation is None else generation
             # A reader at a generation the background catch-up has already passed finds
@@ -243,7 +243,7 @@ class ChunkCatalog:
                     loaded.extend(changed)
                 self.generation = changes.generation
             if defer and (load_at_most is None or len(self.waiting) <= load_at_most):
-                loaded.extend(self._take_waiting(within_s, give_way))
+                loaded.extend(self._take_waiting(within_s, give_way, chunks_at_most))
             self._log(tuple(loaded), tuple(removed), moved)
 
     def waiting_paths(self) -> list[str]:
@@ -343,15 +343,20 @@ class ChunkCatalog:
         return file_id in self._file_chunks or file_id in self._file_symbols \
             or file_id in self._file_links
 
-    def _take_waiting(self, within_s: float | None, give_way: Callable[[], bool]) -> list[int]:
+    def _take_waiting(self, within_s: float | None, give_way: Callable[[], bool],
+                      chunks_at_most: int | None = None) -> list[int]:
         """Load waiting files, FILES_PER_STEP at a time (at least once unless ``give_way()``),
-        for at most ``within_s``; None: all in one update (one read of the file list, and
-        the heap handed back after it)."""
+        for at most ``within_s`` and until ``chunks_at_most`` chunks are loaded; within_s
+        None: all in one update (one read of the file list, and the heap handed back after
+        it)."""
         taken: list[int] = []
         deadline = None if within_s is None else time.monotonic() + within_s
         step = FILES_PER_STEP if deadline is not None else len(self.waiting)
+        chunks_before = len(self.rows)
         while self.waiting and not give_way() \
-                and (not taken or deadline is None or time.monotonic() < deadline):
+                and (not taken or deadline is None or time.monotonic() < deadline) \
+                and (not taken or chunks_at_most is None
+                     or len(self.rows) - chunks_before < chunks_at_most):
             files = list(itertools.islice(self.waiting, step))
             self.apply(files, (), paths_known=True)
             # Waiting until loaded: an answer reads the waiting paths without the lock.
@@ -549,12 +554,19 @@ class ChunkCatalog:
         """Stored chunks of the given files (None: every chunk), texts included, in path and
         ordinal order, one at a time: a caller that reads every text (an index build) holds
         one at a time, not all. The entries are those of the moment of the call."""
-        entries = self.entries_for_files(file_ids, generation)
+        for _, row in self.iter_read(self.entries_for_files(file_ids, generation)):
+            yield row
+
+    def iter_read(self, entries: Sequence[ChunkEntry]) -> Iterator[tuple[ChunkEntry, ChunkRow]]:
+        """The chunks of ``entries`` as the catalog holds them now, each with the entry it
+        was read from (one a file re-read since replaces; one dropped since is left out),
+        FILES_PER_READ entries' texts at a time. An index that keeps what it computed from
+        a text by its entry knows the text is still the same while the entry is."""
         for start in range(0, len(entries), FILES_PER_READ):
             with self.lock:  # a compaction (under the lock) moves the texts
                 current = [self.rows.get(e.chunk_id) for e in entries[start:start + FILES_PER_READ]]
-                rows = [self._row(e) for e in current if e is not None]
-            yield from rows
+                read = [(e, self._row(e)) for e in current if e is not None]
+            yield from read
 
     def find_symbols(self, names_lower: Sequence[str], prefixes_lower: Sequence[str] = (),
                      generation: int | None = None) -> list[SymbolHit]:

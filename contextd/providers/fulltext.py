@@ -39,7 +39,8 @@ from contextd.embedders.scratch_memory import large_transient, transient
 from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
-from contextd.providers.catalog import CatalogFollower, ChunkCatalog
+from contextd.providers.catalog import (FILES_PER_READ, CatalogFollower, ChunkCatalog,
+                                        ChunkEntry)
 from contextd.providers.saved_pair import snapshot_folder
 from contextd.providers.source_share import is_source, with_source_share
 from contextd.query.catch_up import wait_until_no_answer
@@ -668,10 +669,12 @@ class FullTextIndex(CatalogFollower):
         self._unsaved = False
         self._saved_at = -RESAVE_INTERVAL_S
         self._saver: threading.Thread | None = None
-        # Tokens computed ahead of the lock: chunk id → (hash of its document text, tokens),
-        # for the files the catalog had taken in up to catalog version ``_ready_version``.
+        # Tokens computed ahead of the lock: chunk id → (the catalog entry whose text they
+        # are, tokens), for the files the catalog had taken in up to catalog version
+        # ``_ready_version``. The catalog replaces a re-read chunk's entry, so while the
+        # entry is the same its text is (and held here, the entry is not reused).
         self._preparing = threading.Lock()
-        self._ready: dict[str, tuple[int, list[str]]] = {}
+        self._ready: dict[str, tuple[ChunkEntry, list[str]]] = {}
         self._ready_version = -1
 
     def sync(self, generation: int | None = None) -> None:
@@ -708,20 +711,36 @@ class FullTextIndex(CatalogFollower):
             if changes is None or any(change.loaded is None for change in changes):
                 return  # a whole build: BM25Index.build tokenises as it goes
             files = list(dict.fromkeys(f for change in changes for f in change.loaded or ()))
-            ready: dict[str, tuple[int, list[str]]] = {}
-            for row in self.catalog.iter_chunks(files):
-                text = document_text(row)
-                ready[row.chunk_id] = (hash(text), code_tokens(text))
+            ready: dict[str, tuple[ChunkEntry, list[str]]] = {}
+            catalog = self.catalog
+            for entry, row in catalog.iter_read(catalog.entries_for_files(files)):
+                ready[row.chunk_id] = (entry, code_tokens(document_text(row)))
                 if len(ready) >= PREPARE_MAX_CHUNKS:
                     break
             self._ready, self._ready_version = ready, version
 
-    def _tokens(self, row: ChunkRow) -> list[str]:
-        """The tokens of ``row``'s document: those :meth:`_prepare` computed, if its text has
-        not changed since."""
-        text = document_text(row)
-        ready = self._ready.pop(row.chunk_id, None)
-        return ready[1] if ready is not None and ready[0] == hash(text) else code_tokens(text)
+    def _add_files(self, file_ids: Sequence[int]) -> None:
+        """Add the chunks the catalog holds for ``file_ids``: with the tokens
+        :meth:`_prepare` made from the same entry, without reading the text again (after
+        fastapi's checkout each of 30k texts was read from the spool twice, issue 37);
+        the others read and tokenised now. Added in the catalog's order either way."""
+        entries = self.catalog.entries_for_files(file_ids)
+        ready = self._ready
+        for start in range(0, len(entries), FILES_PER_READ):
+            part = entries[start:start + FILES_PER_READ]
+            unread = [e for e in part if ready.get(e.chunk_id, (None,))[0] is not e]
+            read = {entry.chunk_id: (entry, code_tokens(document_text(row)))
+                    for entry, row in self.catalog.iter_read(unread)}
+            for entry in part:
+                if ready.get(entry.chunk_id, (None,))[0] is entry:
+                    taken = ready.pop(entry.chunk_id)
+                else:
+                    taken = read.get(entry.chunk_id)
+                if taken is None:  # dropped since: its file's next update says so
+                    continue
+                entry = taken[0]
+                self.bm25.add(entry.chunk_id, taken[1])
+                self.file_chunks.setdefault(entry.file_id, []).append(entry.chunk_id)
 
     def _save_due(self) -> bool:
         grown = self.bm25.delta_count > max(RESAVE_MIN_DOCS, RESAVE_SHARE * self.bm25.frozen_count)
@@ -764,9 +783,7 @@ class FullTextIndex(CatalogFollower):
         for file_id in list(removed) + list(changed):
             for chunk_id in self.file_chunks.pop(file_id, ()):
                 self.bm25.remove(chunk_id)
-        for row in self.catalog.iter_chunks(changed):
-            self.bm25.add(row.chunk_id, self._tokens(row))
-            self.file_chunks.setdefault(row.file_id, []).append(row.chunk_id)
+        self._add_files(changed)
 
     def _load_saved(self, generation: int | None) -> None:
         """Start from the saved index brought up to the catalog (the files written since it

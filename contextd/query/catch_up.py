@@ -12,9 +12,10 @@ chunks of re-written ones, so nothing it shows is stale; it searches the text of
 left waiting as it does the files not indexed yet (:mod:`contextd.query.unread_scan`) and
 says how many there were. Taking in even one read of new files (200 files, then BM25
 tokenising their chunks) was 0.7-1 s of a fastapi first answer. A background thread follows
-the store meanwhile, a step of :data:`BACKGROUND_SLICE_S` at a time, starting no step while
-an answer of the process searches, and the indexes built from the catalog follow each step,
-so an answer arriving between steps takes in one step at most.
+the store meanwhile, a step of :data:`BACKGROUND_SLICE_S` at a time while files are being
+indexed and of :data:`TAIL_SLICE_S` (the rest, in practice) once the writing has stopped,
+starting no step while an answer of the process searches, and the indexes built from the
+catalog follow each step, so an answer arriving between steps takes in one step at most.
 """
 
 from __future__ import annotations
@@ -30,10 +31,21 @@ from contextd.query.left_out import CATCHING_UP_NOTE
 
 log = logging.getLogger(__name__)
 
-# How long one step of the background thread loads written files into the catalog (the
-# indexes built from it then take the same files in, about twice as long again); it stops
-# between reads (contextd.providers.catalog.FILES_PER_STEP) when an answer comes.
+# How long one step of the background thread loads written files into the catalog while
+# files are being indexed (the indexes built from it then take the same files in, about
+# twice as long again); it stops between reads (contextd.providers.catalog.FILES_PER_STEP)
+# when an answer comes.
 BACKGROUND_SLICE_S = 0.1
+# The same once the writing has stopped: the rest of a ``git checkout``'s files in a step or
+# two. Each step has its indexes follow (the vector index's store read, BM25's tokenising
+# and index update), and 0.1 s steps after fastapi's checkout (739 files, 30k chunks) were
+# 20-40 of them and 4-12 s of the wait for a current answer (issue 37). Nothing else waits
+# for the CPU then; an answer that comes stops the catalog's loading between reads.
+TAIL_SLICE_S = 2.0
+# ... and loads no further read past this many chunks: BM25 tokenises a step's chunks before
+# taking its lock up to its PREPARE_MAX_CHUNKS (contextd.providers.fulltext, 16,384) and the
+# rest under it, where an answer would wait (fastapi's checkout: 28-30k chunks).
+TAIL_STEP_CHUNKS = 12_000
 # The background thread's pause between steps while files are being indexed: the indexer's
 # own threads get the GIL (none once the writing has stopped: the answers still come first).
 PAUSE_S = 0.2
@@ -121,9 +133,12 @@ class CatchUp:
 
     @property
     def busy(self) -> bool:
-        """Whether the background thread is taking in files left waiting."""
+        """Whether the background thread is taking in written files: until the indexes
+        built from the catalog have followed its last step too (the owner's vector follower
+        waits meanwhile; once the catalog had loaded a checkout's files, the model took a
+        core while BM25 and the vector index still took them in, issue 37)."""
         thread = self._thread
-        return thread is not None and thread.is_alive() and bool(self.catalog.waiting)
+        return thread is not None and thread.is_alive()
 
     def note(self) -> str | None:
         """What an answer must say while files are left waiting (None: nothing)."""
@@ -147,7 +162,8 @@ class CatchUp:
                 wait_until_no_answer(self._stopped)
                 writing = self.writing()
                 before = len(self.catalog.waiting)
-                self.catalog.catch_up(None, BACKGROUND_SLICE_S, give_way=answering_now)
+                self.catalog.catch_up(None, BACKGROUND_SLICE_S if writing else TAIL_SLICE_S,
+                                      give_way=answering_now, chunks_at_most=TAIL_STEP_CHUNKS)
                 taken += before - len(self.catalog.waiting)
                 for provider in self._providers():
                     wait_until_no_answer(self._stopped)

@@ -89,11 +89,15 @@ class Engine:
             module.pipeline.catch_up.follow()
 
     def _taking_in(self) -> bool:
-        """Whether the in-memory indexes are taking in written files in the background
-        (the vector follower waits meanwhile). Read without the engine's lock, as
+        """Whether the in-memory indexes are taking in written files in the background, or
+        the watcher holds changes its next batch refreshes (the vector follower waits
+        meanwhile: during a ``git checkout`` the model took a core while the watcher
+        gathered its paths, issue 37). Read without the engine's lock, as
         :meth:`take_in_written`."""
         module = self._module
-        return module is not None and module.pipeline.catch_up.busy
+        watcher = self.watcher
+        return (module is not None and module.pipeline.catch_up.busy) \
+            or (watcher is not None and watcher.holds_changes)
 
     def _writing(self) -> bool:
         """Whether this process's indexer is writing files (answers then take in a large

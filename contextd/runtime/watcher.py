@@ -8,9 +8,14 @@ elsewhere a watchdog observer reports file-system events under the watch roots. 
 the boundary *before* any work: names the rules exclude (ignored patterns, .gitignore,
 extensions, the index's own directory) are dropped in the observer thread. The rest gather in
 a pending set; after ``watcher.debounce_ms`` without a new event (or ``MAX_DELAY_SECONDS`` of
-continuous events) the set becomes one batch for :meth:`Indexer.refresh`, so a ``git
-checkout`` of another branch is one batch, and an editor's "write a temp file, rename it over
-the original" is simply a change of the original. A deleted or moved directory is refreshed
+continuous events) the set becomes one batch for :meth:`Indexer.refresh`, and an editor's
+"write a temp file, rename it over the original" is simply a change of the original. A
+``git checkout`` of another branch is one batch: while git holds the index lock
+(``.git/index.lock``, from before it writes the first file to after the last) no batch is
+taken, and once the burst is large its quiet period is :data:`BURST_QUIET_S`, so the refresh
+starts the moment git is done (issue 37: fastapi's checkout came as 706 + 36 paths, its
+refresh began ~2 s after the checkout), or once an answer searching then is done
+(:data:`ANSWER_WAIT_S`). A deleted or moved directory is refreshed
 as a prefix: its stored files are removed, and at its destination the boundary walks it.
 A change to .gitignore, .contextignore or context.toml reloads the configuration and the
 boundary and re-evaluates every file: newly included files are indexed, newly excluded ones
@@ -38,6 +43,19 @@ from contextd.runtime import watch_set
 log = logging.getLogger(__name__)
 
 MAX_DELAY_SECONDS = 5.0  # a never-ending burst still gets indexed this often
+# The quiet period of a burst of more than FLUSH_MAX_PATHS paths (a checkout, a generator's
+# output), if shorter than the debounce: such a burst's writes come back to back, and once
+# they pause the batch is read at once (should more come, they are a second, small batch).
+BURST_QUIET_S = 0.1
+# How long, from the first event, a batch waits for git to let go of its index lock (a lock
+# file older than this is a crashed git's, and waited for no more), and how often it looks.
+GIT_LOCK_WAIT_S = 30.0
+GIT_LOCK_POLL_S = 0.05
+# How long past its quiet period a batch waits for the answers of this process searching now
+# (the indexer's ``gives_way``): answers first, as for all background work here. Started
+# 0.1 s after a checkout, the refresh ran beside the next answer and made its search 4x
+# slower at load 8 (issue 37).
+ANSWER_WAIT_S = 3.0
 # The most changed paths a command's windowed flush reads itself (an editor's saves);
 # a larger batch (a ``git checkout``) is left to the watcher's own batch (Watcher.flush).
 FLUSH_MAX_PATHS = 64
@@ -48,6 +66,34 @@ _NAME_REJECTIONS = frozenset({
     RejectReason.DOCKERIGNORE,
     RejectReason.EXTENSION_NOT_ALLOWED, RejectReason.EXTENSION_BLOCKED})
 _SKIPPED_DIRS = (".git", INDEX_DIRNAME)
+
+
+def git_index_lock(root: os.PathLike | str) -> str | None:
+    """The path of the git index lock of the working tree holding ``root`` (the project may
+    be a folder of it): ``.git/index.lock``, or in the git directory a ``.git`` file names
+    (a linked worktree); None outside git."""
+    folder = os.path.abspath(root)
+    while not os.path.lexists(os.path.join(folder, ".git")):
+        if os.path.dirname(folder) == folder:
+            return None
+        folder = os.path.dirname(folder)
+    dot_git = os.path.join(folder, ".git")
+    if os.path.isdir(dot_git):
+        return os.path.join(dot_git, "index.lock")
+    try:
+        with open(dot_git, encoding="utf-8") as file:
+            first = file.readline().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    return os.path.join(folder, first[len("gitdir:"):].strip(), "index.lock")
+
+
+def quiet_period(debounce: float, pending: int) -> float:
+    """The quiet period after which ``pending`` changed paths are taken as one batch: the
+    debounce, shorter for a large burst (BURST_QUIET_S)."""
+    return min(debounce, BURST_QUIET_S) if pending > FLUSH_MAX_PATHS else debounce
 
 
 class _Handler(FileSystemEventHandler):
@@ -88,6 +134,7 @@ class Watcher:
         self._watch_set: watch_set.InotifyWatchSet | None = None
         self._rescan = False
         self._thread: threading.Thread | None = None
+        self._git_lock = git_index_lock(self.root)
         self.batches = 0
 
     def start(self) -> "Watcher":
@@ -182,6 +229,12 @@ class Watcher:
             self._cond.notify_all()
 
     @property
+    def holds_changes(self) -> bool:
+        """Whether changes are noted that no batch has taken yet (read without the lock:
+        the owner's vector follower asks between pieces of its work)."""
+        return bool(self._pending) or self._reload or self._rescan
+
+    @property
     def running(self) -> bool:
         """Whether the watcher is started and not stopping."""
         return self._thread is not None and self._thread.is_alive() and not self._stopping
@@ -229,8 +282,12 @@ class Watcher:
                     return None
                 if self._pending or self._reload or self._rescan:
                     now = time.monotonic()
-                    due = min(self._last_event + self.debounce,
+                    due = min(self._last_event + quiet_period(self.debounce, len(self._pending)),
                               self._first_event + MAX_DELAY_SECONDS)
+                    if now >= due and (self._git_writing(now) or (
+                            now < due + ANSWER_WAIT_S and self.indexer.gives_way())):
+                        self._cond.wait(GIT_LOCK_POLL_S)  # neither wakes us: look again
+                        continue
                     if now >= due:
                         taken = sorted(self._pending), self._reload, self._rescan
                         self._pending, self._reload, self._rescan = set(), False, False
@@ -238,6 +295,17 @@ class Watcher:
                     self._cond.wait(due - now)
                 else:
                     self._cond.wait()
+
+    def _git_writing(self, now: float) -> bool:
+        """Whether git holds the index lock (a checkout, reset or merge writing the tree), for
+        at most GIT_LOCK_WAIT_S from the batch's first event, a lock that old not at all."""
+        if self._git_lock is None or now - self._first_event >= GIT_LOCK_WAIT_S:
+            return False
+        try:
+            written = os.stat(self._git_lock).st_mtime
+        except OSError:
+            return False
+        return time.time() - written < GIT_LOCK_WAIT_S
 
     def _loop(self) -> None:
         while True:
