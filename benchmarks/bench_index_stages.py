@@ -53,6 +53,18 @@ cut prometheus's chunk + symbols stage from 8.71 to 7.10 CPU s (load 0.2 / 3.8) 
 8.90 to 7.66 (load 2.5-4.9), its tree-sitter parse unchanged (2.8-3.4 / 2.3-2.7); on
 typeorm, whose units are rarely over the cap, the change is within the noise.
 
+The pass after that (before = 9c13ec9, after = code_tokens finding identifier runs by one
+bytes.translate and split, their tokens kept in a plain dict, and every file indexed with the
+garbage collector paused; index output byte-identical): the BM25 build's CPU s fell from
+2.86 / 2.56 to 1.93 / 1.96 on typeorm, 4.30 / 5.00 to 3.18 / 3.40 on prometheus and 2.52 /
+2.89 to 1.81 / 2.15 on ansible (two runs each, load 2.7-7.7). The serial stages never
+pause the collector, so that change can show only in the bootstrap, whose CPU s stayed
+within the noise: typeorm 15.4 / 16.6 -> 14.8 / 14.9, prometheus 18.2 / 20.7 -> 18.4 / 19.9,
+ansible 18.6 / 17.6 -> 17.1 / 16.8. At load 1.9-3.0 the bootstrap reached 429 files/s
+(40.7k lines/s) on typeorm, 140 (48.6k) on prometheus and 412 (36.5k) on ansible, with
+both cores busy (1.70-1.81); at load 4 and more the niced pool worker got less than half
+a core and the walls were twice as long.
+
     .venv/bin/python benchmarks/bench_index_stages.py /path/to/ansible /path/to/prometheus \\
         /path/to/typeorm [--runs 1]
 """

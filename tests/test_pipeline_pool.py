@@ -93,3 +93,26 @@ def test_a_batch_is_unpickled_with_the_collector_paused_and_restored(tmp_path):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_files_indexed_in_this_process_leave_the_collector_as_they_found_it(tmp_path):
+    """A run too small for the pool indexes its files here, each with the garbage collector
+    paused (issue 37); whoever reads an outcome finds it on again, and a collector that was
+    off stays off."""
+    tasks = []
+    for n in range(3):
+        path = tmp_path / f"module_{n}.py"
+        path.write_text(f"class Handler{n}:\n    def run(self, value):\n        return value\n")
+        stat = path.stat()
+        tasks.append(FileTask(path.name, str(path), stat.st_size, stat.st_mtime_ns))
+    config = Project.open(tmp_path).config
+    seen = []
+    for outcome in outcomes(tasks, config, workers=1, cancel=threading.Event()):
+        seen.append((outcome.status, gc.isenabled()))
+    assert seen == [(INDEXED, True)] * 3
+    gc.disable()
+    try:
+        produced = list(outcomes(tasks, config, workers=1, cancel=threading.Event()))
+        assert [o.status for o in produced] == [INDEXED] * 3 and not gc.isenabled()
+    finally:
+        gc.enable()

@@ -12,6 +12,7 @@ threads that a fork would copy mid-flight.
 from __future__ import annotations
 
 import collections
+import contextlib
 import multiprocessing
 import os
 import threading
@@ -23,8 +24,9 @@ from contextd.config.sections import ContextConfig
 from contextd.errors import ContextdError
 from contextd.indexer.plan import FileTask
 from contextd.indexer.report import IndexReport
-from contextd.indexer.worker import (FAILED, INDEXED, SAME, VANISHED, Outcome, init_worker,
-                                     load_outcomes, process_batch, process_file)
+from contextd.indexer.worker import (FAILED, INDEXED, SAME, VANISHED, Outcome,
+                                     collector_paused, init_worker, load_outcomes,
+                                     process_batch, process_file)
 from contextd.indexer.progress import Progress
 from contextd.store.base import FileRecord, IndexStore
 
@@ -117,11 +119,16 @@ def outcomes(tasks: Sequence[FileTask], config: ContextConfig, workers: int,
 
 def _inline(tasks: Sequence[FileTask], config: ContextConfig, cancel: threading.Event,
             store: IndexStore | None = None) -> Iterator[Outcome]:
-    """Process ``tasks`` in this process, one by one, until ``cancel`` is set."""
+    """Process ``tasks`` in this process, one by one, until ``cancel`` is set; each file
+    with the garbage collector paused, as a pool worker does (:func:`collector_paused`),
+    unless a contextualizer caching its prefixes in ``store`` may wait on its endpoint for
+    seconds meanwhile."""
     for task in tasks:
         if cancel.is_set():
             return
-        yield process_file(task, config, store)
+        with collector_paused() if store is None else contextlib.nullcontext():
+            outcome = process_file(task, config, store)
+        yield outcome
 
 
 def _without_chunks(task: FileTask) -> FileRecord:
