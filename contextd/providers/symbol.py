@@ -9,6 +9,18 @@ identifiers are written ("rate limiter" → ``ratelimiter``, ``rate_limiter``, a
 matched exactly, case-insensitively and (for identifiers) by prefix; definitions come first,
 then the chunks that reference them (callers, importers, subclasses) through the links table.
 Both tables are read from the module's in-memory catalog, not from the database.
+
+A definition found only through a plain prose word is a guess: in a change request ("handle
+iterators in partial document forms") the word ``handle`` finds every ``Command.handle`` of a
+project and ``document`` every ``class Document``. Such a match already scores half, but
+reciprocal rank fusion reads only the rank, so the guess got the full first-rank vote of a name
+written as code and outvoted the file the message is about: 5 of the 17 lost change-request
+cases traced in benchmarks/scale/results_issue36.md (category A). Such a hit now carries a
+trust below 1 (``vote_trust`` in its metadata, :data:`~contextd.query.fusion.VOTE_TRUST`) that
+scales its vote in the fusion, not its rank here. A guess whose qualified name spells two or
+more of the message's words (``RelationLoader.load`` for "eager load relation strategy") is
+corroborated and keeps full trust, as do names written as code, joined word pairs, references
+and one-word queries.
 """
 
 from __future__ import annotations
@@ -21,6 +33,8 @@ from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.fulltext import STOPWORDS
+from contextd.query.fusion import VOTE_TRUST
+from contextd.query.understanding import split_identifier
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 from contextd.text.stemming import light_stem
 
@@ -37,6 +51,8 @@ REFERENCE_FACTOR = 0.5
 # Only names written as identifiers (not plain words) lead on to their references.
 STRONG_NAME_WEIGHT = DOTTED_TAIL_FACTOR
 MIN_PREFIX_LENGTH = 4
+# How many of the query's words a plain-word guess's qualified name must spell to be trusted.
+CORROBORATING_WORDS = 2
 MIN_PLAIN_WORD_LENGTH = 4
 FILE_CHUNKS_PER_MATCH = 3
 
@@ -118,6 +134,27 @@ def _match_score(candidate: Candidate, name: str) -> float:
     return 0.0
 
 
+def query_stems(query: str) -> frozenset[str] | None:
+    """The stemmed words of a query a plain-word guess is checked against; None for a
+    one-word query, whose single word is meant as a name and is trusted in full."""
+    words = _WORD_RE.findall(query)
+    if len(words) <= 1:
+        return None
+    return frozenset(light_stem(word.lower()) for word in words)
+
+
+def vote_trust(candidate: Candidate, name: str, stems: frozenset[str] | None) -> float:
+    """How far a definition named ``name``, matched by ``candidate``, is believed in the fusion.
+
+    Only a plain prose word is doubted (its weight, :data:`PLAIN_WORD_FACTOR`), unless the
+    name's parts spell :data:`CORROBORATING_WORDS` or more of the query's words.
+    """
+    if stems is None or candidate.weight > PLAIN_WORD_FACTOR:
+        return 1.0
+    parts = {light_stem(part) for part in split_identifier(name)}
+    return 1.0 if len(parts & stems) >= CORROBORATING_WORDS else candidate.weight
+
+
 class SymbolProvider(ContextProvider):
     """Definitions and references of the names a query mentions."""
 
@@ -149,7 +186,7 @@ class SymbolProvider(ContextProvider):
         candidates, files = extract_candidates(query.text, extensions,
                                                config.ranking.max_symbol_candidates)
         scored: dict[str, tuple[int, float, dict[str, Any]]] = {}
-        self._definitions(candidates, scored, query.generation)
+        self._definitions(candidates, query_stems(query.text), scored, query.generation)
         self._files(files, scored, query.generation)
         if not scored:
             return []
@@ -160,11 +197,11 @@ class SymbolProvider(ContextProvider):
         return [snippet_from_row(rows[cid], scored[cid][1], self.id, scored[cid][2])
                 for cid in ranked if scored[cid][1] >= query.min_score][:query.limit]
 
-    def _definitions(self, candidates: list[Candidate],
+    def _definitions(self, candidates: list[Candidate], stems: frozenset[str] | None,
                      scored: dict[str, tuple[int, float, dict[str, Any]]],
                      generation: int | None) -> None:
-        """Definitions (tier 0), then chunks referencing names written as identifiers
-        (tier 2)."""
+        """Definitions (tier 0), each with the trust of the candidate that matched it
+        (:func:`vote_trust`), then chunks referencing names written as identifiers (tier 2)."""
         if not candidates:
             return
         catalog = self.context.catalog
@@ -172,10 +209,14 @@ class SymbolProvider(ContextProvider):
         prefixes = [c.lower for c in candidates if c.prefix]
         found_names: dict[str, float] = {}
         for chunk_id, name, kind, _line in catalog.find_symbols(exact, prefixes, generation):
-            score = max(_match_score(c, name) for c in candidates)
+            best = max(candidates, key=lambda c: _match_score(c, name))
+            score = _match_score(best, name)
             if score > 0 and score > scored.get(chunk_id, (0, 0.0))[1]:
-                scored[chunk_id] = (0, score, {"symbol": name, "symbol_kind": kind,
-                                               "symbol_score": round(score, 4)})
+                facts = {"symbol": name, "symbol_kind": kind, "symbol_score": round(score, 4)}
+                trust = vote_trust(best, name, stems)
+                if trust < 1.0:
+                    facts[VOTE_TRUST] = trust
+                scored[chunk_id] = (0, score, facts)
             if any(c.weight >= STRONG_NAME_WEIGHT and _match_score(c, name) for c in candidates):
                 short = name.rsplit(".", 1)[-1].lower()
                 found_names[short] = max(found_names.get(short, 0.0), score)

@@ -1,0 +1,160 @@
+"""A symbol hit found only through a plain prose word votes with half trust in the fusion
+(issue 36, category A): a change request whose word equals a method name defined in several
+files no longer puts those guesses above the file it is about, while a guess whose name spells
+two of the message's words, and an exact lookup, keep their place."""
+
+from __future__ import annotations
+
+import pytest
+
+from contextd.providers.symbol import (
+    PLAIN_WORD_FACTOR, Candidate, extract_candidates, query_stems, vote_trust,
+)
+from contextd.query.fusion import VOTE_TRUST, fuse
+from contextd.query.records import QueryRequest
+from contextd.records import ContextSnippet
+from golden import indexed_module, write_files
+
+COMMAND = '''
+    """Management command: {what}."""
+    from django.core.management.base import BaseCommand
+
+
+    class Command(BaseCommand):
+        help = "{what}"
+
+        def handle(self, *args, **options):
+            for item in self.{source}():
+                self.stdout.write(str(item))
+'''
+
+FILES = {
+    "app/management/commands/rebuild_index.py": COMMAND.format(what="rebuild the search index",
+                                                                 source="pages"),
+    "app/management/commands/clear_cache.py": COMMAND.format(what="clear the page cache",
+                                                               source="caches"),
+    "app/management/commands/send_reports.py": COMMAND.format(what="send the weekly reports",
+                                                                source="reports"),
+    "app/management/commands/import_users.py": COMMAND.format(what="import users from a file",
+                                                                source="users"),
+    "documents/editing.py": '''
+        """Forms that edit documents, in full or in part."""
+
+
+        class BaseDocumentForm:
+            """A form over a document's fields; a partial form shows only some of them."""
+
+            def __init__(self, document, fields=None):
+                self.document = document
+                # fields may be any iterable (a generator, a tuple): read it once, into a
+                # list, so that a partial form can walk it more than once.
+                self.fields = list(fields) if fields is not None else None
+
+            def visible_fields(self):
+                """The fields a partial form shows, in the order they were given."""
+                if self.fields is None:
+                    return list(self.document.fields)
+                return [f for f in self.document.fields if f.name in self.fields]
+    ''',
+    "orm/relation_loader.py": '''
+        """Loading a model's relations."""
+
+
+        class RelationLoader:
+            """Loads the related rows of a relation, lazily or eagerly."""
+
+            def load(self, relation, rows, eager=False):
+                """Rows of ``relation`` for ``rows``: one query per row, or one join when
+                eager."""
+                if eager:
+                    return self.join(relation, rows)
+                return [self.fetch(relation, row) for row in rows]
+    ''',
+    "orm/options.py": '''
+        """Options of a query."""
+
+
+        def eager_load(*relations):
+            """An option that joins the given relations into the query."""
+            return {"eager": True, "relations": relations}
+    ''',
+    "orm/strategy.py": '''
+        """How a query is planned."""
+
+
+        def pick_strategy(options):
+            """The plan a query uses: eager joins when the options ask for them."""
+            return "join" if options.get("eager") else "select"
+    ''',
+}
+
+
+@pytest.fixture(scope="module")
+def module(tmp_path_factory):
+    """A ContextModule over the project's lexical and symbol index (no vectors)."""
+    with indexed_module(write_files(tmp_path_factory.mktemp("docs_app"), FILES)) as module:
+        yield module
+
+
+def files_of(module, text: str, k: int = 5) -> list[str]:
+    return [f.file_path for f in module.query(QueryRequest(text, k=k, by_file=True)).files]
+
+
+def test_a_prose_word_equal_to_a_method_name_does_not_outrank_the_file_the_request_is_about(
+        module):
+    """"handle" is the name of three ``Command.handle``; the message is about the forms."""
+    query = "Handle iterators in partial document forms"
+    assert module.query(QueryRequest(query, k=5)).hits[0].file_path == "documents/editing.py"
+    assert files_of(module, query)[0] == "documents/editing.py"
+
+
+def test_a_plain_word_guess_whose_name_spells_two_of_the_words_keeps_its_place(module):
+    """"load" and "relation" both spell a part of ``RelationLoader.load``: its hit keeps full
+    trust (no ``vote_trust``), unlike the module ``strategy`` that only the word "strategy"
+    names, and its file stays first."""
+    query = "eager load relation strategy"
+    assert files_of(module, query)[0] == "orm/relation_loader.py"
+    hits = {h.label: h for h in module.query(QueryRequest(query, k=8)).hits}
+    assert VOTE_TRUST not in hits["RelationLoader"].metadata
+    assert hits["strategy"].metadata[VOTE_TRUST] == PLAIN_WORD_FACTOR
+
+
+def test_an_exact_symbol_lookup_still_ranks_its_definition_first(module):
+    for name, defined_in in (("RelationLoader.load", "orm/relation_loader.py"),
+                             ("BaseDocumentForm", "documents/editing.py"),
+                             ("pick_strategy", "orm/strategy.py")):
+        hits = module.query(QueryRequest(name, k=5)).hits
+        assert hits[0].file_path == defined_in
+        assert files_of(module, name)[0] == defined_in
+
+
+def trust_of(query: str, name: str) -> float:
+    candidates, _files = extract_candidates(query, frozenset({".py"}), 32)
+    short = name.rsplit(".", 1)[-1].lower()
+    best = max(candidates, key=lambda c: c.lower in (name.lower(), short))
+    return vote_trust(best, name, query_stems(query))
+
+
+def test_only_an_uncorroborated_plain_word_is_doubted():
+    assert trust_of("Handle iterators in partial document forms",
+                    "Command.handle") == PLAIN_WORD_FACTOR
+    assert trust_of("eager load relation strategy", "RelationLoader.load") == 1.0
+    assert trust_of("handle", "Command.handle") == 1.0  # a one-word query is a lookup
+    assert trust_of("fix handle_iterators in forms", "handle_iterators") == 1.0  # code
+    assert vote_trust(Candidate("handle", 0.8), "Command.handle",
+                      query_stems("a handle b")) == 1.0
+
+
+def test_the_fusion_scales_a_doubted_vote_and_keeps_the_full_trust_scale():
+    def hit(cid: str, **meta) -> ContextSnippet:
+        return ContextSnippet(chunk_id=cid, score=1.0, file_path=f"{cid}.py", label=cid,
+                              kind="CODE", text=cid, language="python", start_line=1,
+                              end_line=2, tokens=5, metadata=meta)
+
+    ranked = {"symbol": [hit("guess", **{VOTE_TRUST: 0.5}), hit("named")],
+              "fulltext": [hit("named"), hit("guess")]}
+    fused = {s.chunk_id: s.score for s in fuse(ranked, {})}
+    best = 2 / 61
+    assert fused["guess"] == pytest.approx((0.5 / 61 + 1 / 62) / best)
+    assert fused["named"] == pytest.approx((1 / 62 + 1 / 61) / best)
+    assert [s.chunk_id for s in fuse(ranked, {})] == ["named", "guess"]
