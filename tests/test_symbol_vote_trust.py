@@ -1,14 +1,17 @@
 """A symbol hit found only through a plain prose word votes with half trust in the fusion
 (issue 36, category A): a change request whose word equals a method name defined in several
-files no longer puts those guesses above the file it is about, while a guess whose name spells
-two of the message's words, and an exact lookup, keep their place."""
+files no longer puts those guesses above the file it is about, while a guess that is
+corroborated keeps its place: its name spells two of the message's words, or its name and kind
+do (the table ``orders``), or another definition of its file does (``cancel_order`` beside
+``class Order``); and an exact lookup keeps its place."""
 
 from __future__ import annotations
 
 import pytest
 
 from contextd.providers.symbol import (
-    PLAIN_WORD_FACTOR, Candidate, extract_candidates, query_stems, vote_trust,
+    PLAIN_WORD_FACTOR, Candidate, corroborated_by_neighbours, extract_candidates, query_stems,
+    vote_trust,
 )
 from contextd.query.fusion import VOTE_TRUST, fuse
 from contextd.query.records import QueryRequest
@@ -86,6 +89,44 @@ FILES = {
             """The plan a query uses: eager joins when the options ask for them."""
             return "join" if options.get("eager") else "select"
     ''',
+    "migrations/001_orders.sql": '''
+        -- Orders and their line items.
+        CREATE TABLE orders (
+            order_id UUID PRIMARY KEY,
+            status TEXT NOT NULL DEFAULT 'pending'
+        );
+    ''',
+    "shop/orders.py": '''
+        """The order lifecycle: placing orders and cancelling them."""
+        from shop.payments import PaymentGateway
+
+
+        class Order:
+            """An order of a customer, with the payment that paid it."""
+
+            def __init__(self, order_id, payment_id=None):
+                self.order_id = order_id
+                self.payment_id = payment_id
+                self.status = "placed"
+
+
+        def cancel_order(order, gateway):
+            """Cancel an order that has not shipped and give its payment back."""
+            if order.status == "shipped":
+                raise ValueError("shipped orders cannot be cancelled")
+            order.status = "cancelled"
+    ''',
+    "shop/payments.py": '''
+        """The card payment provider's client."""
+
+
+        class PaymentGateway:
+            """Charges cards and refunds payments."""
+
+            def refund(self, payment_id):
+                """Refund a payment in full."""
+                return {"refunded": payment_id}
+    ''',
 }
 
 
@@ -128,11 +169,31 @@ def test_an_exact_symbol_lookup_still_ranks_its_definition_first(module):
         assert files_of(module, name)[0] == defined_in
 
 
-def trust_of(query: str, name: str) -> float:
+def test_a_table_found_by_a_plain_word_that_the_query_calls_a_table_keeps_its_place(module):
+    """"orders" alone names the table ``orders`` and the module ``shop/orders.py``; the table's
+    kind spells "table" too, so only the module's hit is doubted and the migration is the
+    first file (at half trust, as doubted as the module, it came second)."""
+    query = "orders table schema"
+    assert files_of(module, query)[0] == "migrations/001_orders.sql"
+    by_path = {h.file_path: h for h in module.query(QueryRequest(query, k=8)).hits}
+    assert VOTE_TRUST not in by_path["migrations/001_orders.sql"].metadata
+
+
+def test_a_plain_word_guess_beside_a_definition_spelling_the_message_keeps_full_trust(module):
+    """"order" alone names ``class Order``; its file also defines ``cancel_order``, which
+    spells "cancelling" and "order": the file is about the message and comes before the
+    payments file, whose ``PaymentGateway.refund`` spells "payment" and "refund"."""
+    query = "Fix: cancelling an order does not refund the payment"
+    assert files_of(module, query)[0] == "shop/orders.py"
+    hits = {h.label: h for h in module.query(QueryRequest(query, k=8)).hits}
+    assert VOTE_TRUST not in hits["Order"].metadata
+
+
+def trust_of(query: str, name: str, kind: str = "method") -> float:
     candidates, _files = extract_candidates(query, frozenset({".py"}), 32)
     short = name.rsplit(".", 1)[-1].lower()
     best = max(candidates, key=lambda c: c.lower in (name.lower(), short))
-    return vote_trust(best, name, query_stems(query))
+    return vote_trust(best, name, kind, query_stems(query))
 
 
 def test_only_an_uncorroborated_plain_word_is_doubted():
@@ -141,8 +202,18 @@ def test_only_an_uncorroborated_plain_word_is_doubted():
     assert trust_of("eager load relation strategy", "RelationLoader.load") == 1.0
     assert trust_of("handle", "Command.handle") == 1.0  # a one-word query is a lookup
     assert trust_of("fix handle_iterators in forms", "handle_iterators") == 1.0  # code
-    assert vote_trust(Candidate("handle", 0.8), "Command.handle",
+    assert vote_trust(Candidate("handle", 0.8), "Command.handle", "method",
                       query_stems("a handle b")) == 1.0
+    assert trust_of("orders table schema", "orders", "table") == 1.0  # the kind is a word
+    assert trust_of("orders table schema", "orders", "module") == PLAIN_WORD_FACTOR
+
+
+def test_a_neighbour_corroborates_when_it_spells_two_of_the_words_by_itself():
+    stems = query_stems("Fix: cancelling an order does not refund the payment")
+    assert corroborated_by_neighbours(["Order", "cancel_order"], stems)  # cancell ~ cancel
+    assert not corroborated_by_neighbours(["Order", "OrderLine", "refund"], stems)
+    assert not corroborated_by_neighbours(["Command", "Command.handle"],
+                                          query_stems("Handle iterators in partial forms"))
 
 
 def test_the_fusion_scales_a_doubted_vote_and_keeps_the_full_trust_scale():

@@ -17,15 +17,22 @@ reciprocal rank fusion reads only the rank, so the guess got the full first-rank
 written as code and outvoted the file the message is about: 5 of the 17 lost change-request
 cases traced in benchmarks/scale/results_issue36.md (category A). Such a hit now carries a
 trust below 1 (``vote_trust`` in its metadata, :data:`~contextd.query.fusion.VOTE_TRUST`) that
-scales its vote in the fusion, not its rank here. A guess whose qualified name spells two or
-more of the message's words (``RelationLoader.load`` for "eager load relation strategy") is
-corroborated and keeps full trust, as do names written as code, joined word pairs, references
-and one-word queries.
+scales its vote in the fusion, not its rank here. Names written as code, joined word pairs,
+references and one-word queries keep full trust, and so does a corroborated guess, because
+some prose guesses are right (scaling every guess down lost them on held-out windows):
+- its qualified name and its kind spell two or more of the message's words
+  (``RelationLoader.load`` for "eager load relation strategy"; the ``table`` named ``orders``
+  for "orders table schema": the kind is how a message names what it wants);
+- or another definition of its file spells two of them by itself (``cancel_order`` beside
+  ``class Order`` for "cancelling an order does not refund the payment": the file is about
+  the message, the guess is its entry point). Read from the catalog's definitions of the
+  file, not from a second look at the query.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +60,8 @@ STRONG_NAME_WEIGHT = DOTTED_TAIL_FACTOR
 MIN_PREFIX_LENGTH = 4
 # How many of the query's words a plain-word guess's qualified name must spell to be trusted.
 CORROBORATING_WORDS = 2
+# A name's part and a query's word shorter than this spell each other only when equal.
+MIN_SHARED_STEM = 5
 MIN_PLAIN_WORD_LENGTH = 4
 FILE_CHUNKS_PER_MATCH = 3
 
@@ -143,16 +152,41 @@ def query_stems(query: str) -> frozenset[str] | None:
     return frozenset(light_stem(word.lower()) for word in words)
 
 
-def vote_trust(candidate: Candidate, name: str, stems: frozenset[str] | None) -> float:
+def spelled(parts: Iterable[str], stems: frozenset[str]) -> int:
+    """How many of the query's stemmed words the parts of a name spell: equal stems, or one
+    the start of the other from :data:`MIN_SHARED_STEM` letters on ("cancelling" is stemmed
+    ``cancell``, the part of ``cancel_order`` ``cancel``)."""
+    count = 0
+    part_stems = {light_stem(part.lower()) for part in parts}
+    for stem in stems:
+        if stem in part_stems or any(
+                min(len(stem), len(part)) >= MIN_SHARED_STEM
+                and (stem.startswith(part) or part.startswith(stem)) for part in part_stems):
+            count += 1
+    return count
+
+
+def vote_trust(candidate: Candidate, name: str, kind: str, stems: frozenset[str] | None
+               ) -> float:
     """How far a definition named ``name``, matched by ``candidate``, is believed in the fusion.
 
     Only a plain prose word is doubted (its weight, :data:`PLAIN_WORD_FACTOR`), unless the
-    name's parts spell :data:`CORROBORATING_WORDS` or more of the query's words.
+    name's parts and its kind spell :data:`CORROBORATING_WORDS` or more of the query's words
+    (the table ``orders`` for "orders table schema"). :meth:`SymbolProvider._corroborate`
+    may still lift the doubt from what the file's other definitions spell.
     """
     if stems is None or candidate.weight > PLAIN_WORD_FACTOR:
         return 1.0
-    parts = {light_stem(part) for part in split_identifier(name)}
-    return 1.0 if len(parts & stems) >= CORROBORATING_WORDS else candidate.weight
+    parts = [*split_identifier(name), kind]
+    return 1.0 if spelled(parts, stems) >= CORROBORATING_WORDS else candidate.weight
+
+
+def corroborated_by_neighbours(neighbours: Iterable[str], stems: frozenset[str]) -> bool:
+    """Whether another definition of a guess's file spells :data:`CORROBORATING_WORDS` of
+    the query's words by itself (``OrderService.cancel_order`` beside ``class Order`` for
+    "cancelling an order does not refund the payment"): the file is about the message."""
+    return any(spelled(split_identifier(name), stems) >= CORROBORATING_WORDS
+               for name in neighbours)
 
 
 class SymbolProvider(ContextProvider):
@@ -213,13 +247,15 @@ class SymbolProvider(ContextProvider):
             score = _match_score(best, name)
             if score > 0 and score > scored.get(chunk_id, (0, 0.0))[1]:
                 facts = {"symbol": name, "symbol_kind": kind, "symbol_score": round(score, 4)}
-                trust = vote_trust(best, name, stems)
+                trust = vote_trust(best, name, kind, stems)
                 if trust < 1.0:
                     facts[VOTE_TRUST] = trust
                 scored[chunk_id] = (0, score, facts)
             if any(c.weight >= STRONG_NAME_WEIGHT and _match_score(c, name) for c in candidates):
                 short = name.rsplit(".", 1)[-1].lower()
                 found_names[short] = max(found_names.get(short, 0.0), score)
+        if stems is not None:
+            self._corroborate(scored, stems, generation)
         for chunk_id, target in catalog.find_references(list(found_names), generation):
             if chunk_id in scored:
                 continue
@@ -228,6 +264,22 @@ class SymbolProvider(ContextProvider):
             scored[chunk_id] = (2, score * REFERENCE_FACTOR,
                                 {"references": target,
                                  "symbol_score": round(score * REFERENCE_FACTOR, 4)})
+
+    def _corroborate(self, scored: dict[str, tuple[int, float, dict[str, Any]]],
+                     stems: frozenset[str], generation: int | None) -> None:
+        """Full trust back to each doubted definition whose file holds another definition
+        that spells the message (:func:`corroborated_by_neighbours`)."""
+        doubted = [cid for cid, (_tier, _score, facts) in scored.items() if VOTE_TRUST in facts]
+        if not doubted:
+            return
+        neighbours = self.context.catalog.neighbour_definitions(doubted, generation)
+        verdicts: dict[tuple[str, ...], bool] = {}  # one per file: its chunks share the list
+        for chunk_id, names in neighbours.items():
+            key = tuple(names)
+            if key not in verdicts:
+                verdicts[key] = corroborated_by_neighbours(names, stems)
+            if verdicts[key]:
+                del scored[chunk_id][2][VOTE_TRUST]
 
     def _files(self, names: list[str], scored: dict[str, tuple[int, float, dict[str, Any]]],
                generation: int | None) -> None:
