@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import textwrap
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator, Mapping
 
 GOLDEN_REPO = Path(__file__).parent / "fixtures" / "golden_repo"
 GIT_ENV = {"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.com",
@@ -48,3 +51,28 @@ def open_indexed(root: Path):
     store = open_store(project)
     Indexer(project, store, embed=False).ensure_indexed()
     return project, store
+
+
+def write_files(root: Path, files: Mapping[str, str]) -> Path:
+    """A small project at ``root``: each relative path with its (dedented) text."""
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return root
+
+
+@contextmanager
+def indexed_module(root: Path) -> Iterator:
+    """A warm ContextModule over the project at ``root`` (lexical and symbol index, no
+    vectors), shut down with its store afterwards."""
+    from contextd import ContextModule
+
+    project, store = open_indexed(root)
+    module = ContextModule(project, store)
+    module.pipeline.warm_up(wait=True)
+    try:
+        yield module
+    finally:
+        module.shutdown()
+        store.close()

@@ -21,7 +21,7 @@ from contextd.query.records import QueryRequest
 from contextd.query.semantic_adds import keep_lexical_floor
 from contextd.query.understanding import apply_boosts, understand
 from contextd.records import ContextSnippet
-from golden import open_indexed
+from golden import indexed_module, open_indexed, write_files
 
 FILES = {
     "shop/retry.py": '''
@@ -133,22 +133,14 @@ FILES = {
 
 
 def write_project(root: Path) -> Path:
-    for rel, text in FILES.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip())
-    return root
+    return write_files(root, FILES)
 
 
 @pytest.fixture(scope="module")
 def lexical(tmp_path_factory):
     """A ContextModule over the project's lexical and symbol index (no vectors)."""
-    project, store = open_indexed(write_project(tmp_path_factory.mktemp("shop")))
-    module = ContextModule(project, store)
-    module.pipeline.warm_up(wait=True)
-    yield module
-    module.shutdown()
-    store.close()
+    with indexed_module(write_project(tmp_path_factory.mktemp("shop"))) as module:
+        yield module
 
 
 def files_of(module, text: str, k: int = 5) -> list[str]:

@@ -584,6 +584,20 @@ class ChunkCatalog:
                     found.update(dict.fromkeys(self._by_short.get(key)))
         return [(chunk_id, name, kind, line) for name, chunk_id, kind, line in sorted(found)]
 
+    def neighbour_definitions(self, chunk_ids: Iterable[str], generation: int | None = None
+                              ) -> dict[str, list[str]]:
+        """Per chunk: the qualified names of the definitions of the file that holds it (the
+        symbol provider reads a guess's neighbours as evidence of what its file is about)."""
+        with self.lock:
+            self.sync(generation)
+            out: dict[str, list[str]] = {}
+            for chunk_id in chunk_ids:
+                entry = self.rows.get(chunk_id)
+                if entry is not None:
+                    out[chunk_id] = [name for name, *_rest in
+                                     self._file_symbols.get(entry.file_id, ())]
+            return out
+
     def _keys_starting_with(self, prefix: str) -> list[str]:
         """Short names starting with ``prefix``, by binary search in the sorted names (sorted
         again only after a write)."""

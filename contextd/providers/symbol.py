@@ -9,11 +9,30 @@ identifiers are written ("rate limiter" → ``ratelimiter``, ``rate_limiter``, a
 matched exactly, case-insensitively and (for identifiers) by prefix; definitions come first,
 then the chunks that reference them (callers, importers, subclasses) through the links table.
 Both tables are read from the module's in-memory catalog, not from the database.
+
+A definition found only through a plain prose word is a guess: in a change request ("handle
+iterators in partial document forms") the word ``handle`` finds every ``Command.handle`` of a
+project and ``document`` every ``class Document``. Such a match already scores half, but
+reciprocal rank fusion reads only the rank, so the guess got the full first-rank vote of a name
+written as code and outvoted the file the message is about: 5 of the 17 lost change-request
+cases traced in benchmarks/scale/results_issue36.md (category A). Such a hit now carries a
+trust below 1 (``vote_trust`` in its metadata, :data:`~contextd.query.fusion.VOTE_TRUST`) that
+scales its vote in the fusion, not its rank here. Names written as code, joined word pairs,
+references and one-word queries keep full trust, and so does a corroborated guess, because
+some prose guesses are right (scaling every guess down lost them on held-out windows):
+- its qualified name and its kind spell two or more of the message's words
+  (``RelationLoader.load`` for "eager load relation strategy"; the ``table`` named ``orders``
+  for "orders table schema": the kind is how a message names what it wants);
+- or another definition of its file spells two of them by itself (``cancel_order`` beside
+  ``class Order`` for "cancelling an order does not refund the payment": the file is about
+  the message, the guess is its entry point). Read from the catalog's definitions of the
+  file, not from a second look at the query.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +40,8 @@ from contextd.providers.base import (
     ContextProvider, ProviderQuery, ScopeFilter, snippet_from_row,
 )
 from contextd.providers.fulltext import STOPWORDS
+from contextd.query.fusion import VOTE_TRUST
+from contextd.query.understanding import split_identifier
 from contextd.records import ContextScope, ContextSnippet, ProviderType, TokenBudget
 from contextd.text.stemming import light_stem
 
@@ -37,6 +58,10 @@ REFERENCE_FACTOR = 0.5
 # Only names written as identifiers (not plain words) lead on to their references.
 STRONG_NAME_WEIGHT = DOTTED_TAIL_FACTOR
 MIN_PREFIX_LENGTH = 4
+# How many of the query's words a plain-word guess's qualified name must spell to be trusted.
+CORROBORATING_WORDS = 2
+# A name's part and a query's word shorter than this spell each other only when equal.
+MIN_SHARED_STEM = 5
 MIN_PLAIN_WORD_LENGTH = 4
 FILE_CHUNKS_PER_MATCH = 3
 
@@ -118,6 +143,52 @@ def _match_score(candidate: Candidate, name: str) -> float:
     return 0.0
 
 
+def query_stems(query: str) -> frozenset[str] | None:
+    """The stemmed words of a query a plain-word guess is checked against; None for a
+    one-word query, whose single word is meant as a name and is trusted in full."""
+    words = _WORD_RE.findall(query)
+    if len(words) <= 1:
+        return None
+    return frozenset(light_stem(word.lower()) for word in words)
+
+
+def spelled(parts: Iterable[str], stems: frozenset[str]) -> int:
+    """How many of the query's stemmed words the parts of a name spell: equal stems, or one
+    the start of the other from :data:`MIN_SHARED_STEM` letters on ("cancelling" is stemmed
+    ``cancell``, the part of ``cancel_order`` ``cancel``)."""
+    count = 0
+    part_stems = {light_stem(part.lower()) for part in parts}
+    for stem in stems:
+        if stem in part_stems or any(
+                min(len(stem), len(part)) >= MIN_SHARED_STEM
+                and (stem.startswith(part) or part.startswith(stem)) for part in part_stems):
+            count += 1
+    return count
+
+
+def vote_trust(candidate: Candidate, name: str, kind: str, stems: frozenset[str] | None
+               ) -> float:
+    """How far a definition named ``name``, matched by ``candidate``, is believed in the fusion.
+
+    Only a plain prose word is doubted (its weight, :data:`PLAIN_WORD_FACTOR`), unless the
+    name's parts and its kind spell :data:`CORROBORATING_WORDS` or more of the query's words
+    (the table ``orders`` for "orders table schema"). :meth:`SymbolProvider._corroborate`
+    may still lift the doubt from what the file's other definitions spell.
+    """
+    if stems is None or candidate.weight > PLAIN_WORD_FACTOR:
+        return 1.0
+    parts = [*split_identifier(name), kind]
+    return 1.0 if spelled(parts, stems) >= CORROBORATING_WORDS else candidate.weight
+
+
+def corroborated_by_neighbours(neighbours: Iterable[str], stems: frozenset[str]) -> bool:
+    """Whether another definition of a guess's file spells :data:`CORROBORATING_WORDS` of
+    the query's words by itself (``OrderService.cancel_order`` beside ``class Order`` for
+    "cancelling an order does not refund the payment"): the file is about the message."""
+    return any(spelled(split_identifier(name), stems) >= CORROBORATING_WORDS
+               for name in neighbours)
+
+
 class SymbolProvider(ContextProvider):
     """Definitions and references of the names a query mentions."""
 
@@ -149,7 +220,7 @@ class SymbolProvider(ContextProvider):
         candidates, files = extract_candidates(query.text, extensions,
                                                config.ranking.max_symbol_candidates)
         scored: dict[str, tuple[int, float, dict[str, Any]]] = {}
-        self._definitions(candidates, scored, query.generation)
+        self._definitions(candidates, query_stems(query.text), scored, query.generation)
         self._files(files, scored, query.generation)
         if not scored:
             return []
@@ -160,11 +231,11 @@ class SymbolProvider(ContextProvider):
         return [snippet_from_row(rows[cid], scored[cid][1], self.id, scored[cid][2])
                 for cid in ranked if scored[cid][1] >= query.min_score][:query.limit]
 
-    def _definitions(self, candidates: list[Candidate],
+    def _definitions(self, candidates: list[Candidate], stems: frozenset[str] | None,
                      scored: dict[str, tuple[int, float, dict[str, Any]]],
                      generation: int | None) -> None:
-        """Definitions (tier 0), then chunks referencing names written as identifiers
-        (tier 2)."""
+        """Definitions (tier 0), each with the trust of the candidate that matched it
+        (:func:`vote_trust`), then chunks referencing names written as identifiers (tier 2)."""
         if not candidates:
             return
         catalog = self.context.catalog
@@ -172,13 +243,19 @@ class SymbolProvider(ContextProvider):
         prefixes = [c.lower for c in candidates if c.prefix]
         found_names: dict[str, float] = {}
         for chunk_id, name, kind, _line in catalog.find_symbols(exact, prefixes, generation):
-            score = max(_match_score(c, name) for c in candidates)
+            best = max(candidates, key=lambda c: _match_score(c, name))
+            score = _match_score(best, name)
             if score > 0 and score > scored.get(chunk_id, (0, 0.0))[1]:
-                scored[chunk_id] = (0, score, {"symbol": name, "symbol_kind": kind,
-                                               "symbol_score": round(score, 4)})
+                facts = {"symbol": name, "symbol_kind": kind, "symbol_score": round(score, 4)}
+                trust = vote_trust(best, name, kind, stems)
+                if trust < 1.0:
+                    facts[VOTE_TRUST] = trust
+                scored[chunk_id] = (0, score, facts)
             if any(c.weight >= STRONG_NAME_WEIGHT and _match_score(c, name) for c in candidates):
                 short = name.rsplit(".", 1)[-1].lower()
                 found_names[short] = max(found_names.get(short, 0.0), score)
+        if stems is not None:
+            self._corroborate(scored, stems, generation)
         for chunk_id, target in catalog.find_references(list(found_names), generation):
             if chunk_id in scored:
                 continue
@@ -187,6 +264,22 @@ class SymbolProvider(ContextProvider):
             scored[chunk_id] = (2, score * REFERENCE_FACTOR,
                                 {"references": target,
                                  "symbol_score": round(score * REFERENCE_FACTOR, 4)})
+
+    def _corroborate(self, scored: dict[str, tuple[int, float, dict[str, Any]]],
+                     stems: frozenset[str], generation: int | None) -> None:
+        """Full trust back to each doubted definition whose file holds another definition
+        that spells the message (:func:`corroborated_by_neighbours`)."""
+        doubted = [cid for cid, (_tier, _score, facts) in scored.items() if VOTE_TRUST in facts]
+        if not doubted:
+            return
+        neighbours = self.context.catalog.neighbour_definitions(doubted, generation)
+        verdicts: dict[tuple[str, ...], bool] = {}  # one per file: its chunks share the list
+        for chunk_id, names in neighbours.items():
+            key = tuple(names)
+            if key not in verdicts:
+                verdicts[key] = corroborated_by_neighbours(names, stems)
+            if verdicts[key]:
+                del scored[chunk_id][2][VOTE_TRUST]
 
     def _files(self, names: list[str], scored: dict[str, tuple[int, float, dict[str, Any]]],
                generation: int | None) -> None:

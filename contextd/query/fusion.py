@@ -28,6 +28,10 @@ MIN_TRIMMED_TOKENS = 40
 # and replace strong candidates, but must not promote ones that were never relevant.
 MMR_POOL_FACTOR = 2
 _WORD_RE = re.compile(r"[A-Za-z0-9_]+")
+# Metadata key of a hit whose provider doubts it (a factor in (0, 1]): its RRF vote is
+# multiplied by it. The symbol provider sets it on definitions found only through a plain
+# prose word (see contextd.providers.symbol); a hit without it votes in full.
+VOTE_TRUST = "vote_trust"
 
 
 class FusionStrategy(str, enum.Enum):
@@ -39,18 +43,30 @@ class FusionStrategy(str, enum.Enum):
 
 
 # ----- fusion ---------------------------------------------------------------------------
-def rrf_scores(rankings: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int
-               ) -> dict[str, float]:
-    """Weighted reciprocal rank fusion: ``score(c) = Σ_p w_p / (k + rank_p(c))``, ranks from 1.
+def rrf_scores(rankings: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int,
+               trust: Mapping[str, Sequence[float]] | None = None) -> dict[str, float]:
+    """Weighted reciprocal rank fusion: ``score(c) = Σ_p w_p · t_p(c) / (k + rank_p(c))``,
+    ranks from 1.
 
-    A provider missing from ``weights`` weighs 1.
+    A provider missing from ``weights`` weighs 1. ``trust`` holds, per provider and in the
+    order of its ranking, how far each of its hits is believed (:data:`VOTE_TRUST`); a
+    provider without it votes with full trust.
     """
     scores: dict[str, float] = {}
     for provider, ids in rankings.items():
         weight = weights.get(provider, 1.0)
+        factors = (trust or {}).get(provider)
         for rank, chunk_id in enumerate(ids, start=1):
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight / (k + rank)
+            vote = weight * (factors[rank - 1] if factors else 1.0)
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + vote / (k + rank)
     return scores
+
+
+def _vote_trust(ranked: Mapping[str, Sequence[ContextSnippet]]) -> dict[str, list[float]]:
+    """Per provider whose hits carry :data:`VOTE_TRUST`: each hit's trust, in rank order."""
+    return {provider: [s.metadata.get(VOTE_TRUST, 1.0) for s in items]
+            for provider, items in ranked.items()
+            if any(VOTE_TRUST in s.metadata for s in items)}
 
 
 def _weighted_average_scores(ranked: Mapping[str, Sequence[ContextSnippet]],
@@ -80,13 +96,15 @@ def fuse(ranked: Mapping[str, Sequence[ContextSnippet]], weights: Mapping[str, f
     """One ranked list from several providers' lists (each best first), at most ``limit``.
 
     Scores are rescaled into [0, 1] (RRF: divided by the score of a chunk ranked first by
-    every provider that answered). Each result names every provider that returned it and
+    every provider that answered, each vote times the hit's :data:`VOTE_TRUST`). Each result names every provider that returned it and
     keeps their ranks in ``metadata["provider_ranks"]``. Only the results kept are built
     (a query fuses a few hundred candidates and keeps ~50).
     """
     if strategy is FusionStrategy.RRF:
         rankings = {p: [s.chunk_id for s in items] for p, items in ranked.items()}
-        scores = rrf_scores(rankings, weights, rrf_k)
+        scores = rrf_scores(rankings, weights, rrf_k, _vote_trust(ranked))
+        # The scale stays that of full trust: a doubted hit ranked first everywhere is
+        # below 1, so its doubt survives into the final score.
         best = sum(weights.get(p, 1.0) / (rrf_k + 1) for p, items in ranked.items() if items)
         scores = {cid: s / best for cid, s in scores.items()} if best else scores
     elif strategy is FusionStrategy.WEIGHTED_AVERAGE:
