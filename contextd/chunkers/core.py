@@ -9,6 +9,7 @@ here guarantee the two invariants every chunker promises: each non-blank line la
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
@@ -60,6 +61,14 @@ _PAIR_WEIGHTS = (_BYTE_WEIGHTS[:, None]
 _ALNUM_RE = re.compile(r"[^\W_]")
 
 
+@functools.lru_cache(maxsize=1)
+def _bmp_alnum() -> np.ndarray:
+    """``str.isalnum`` of every code point of the Basic Multilingual Plane, made once per
+    process (a few milliseconds): a look-up per character, where a CJK file asked Python
+    about each of its thousand distinct characters again (issue 37)."""
+    return np.array([chr(c).isalnum() for c in range(0x10000)], dtype=bool)
+
+
 def _char_counts(text: str, data: bytes) -> tuple[np.ndarray, np.ndarray]:
     """What ``estimate_tokens`` counts, as running sums over a non-ASCII file's bytes, so any
     span's estimate is O(1) and equal to the estimator's: columns are characters, blanks, word
@@ -74,10 +83,12 @@ def _char_counts(text: str, data: bytes) -> tuple[np.ndarray, np.ndarray]:
     # an array built from those tuples were most of a non-ASCII file's estimate (issue 37).
     points = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
     others = points[points >= 128]
-    distinct, which = np.unique(others, return_inverse=True)
-    alnum = np.array([chr(c).isalnum() for c in distinct.tolist()], dtype=bool)
+    alnum = _bmp_alnum()[np.minimum(others, 0xFFFF)]
+    astral = others > 0xFFFF
+    if astral.any():  # an emoji, a historic script: asked one by one
+        alnum[astral] = [chr(c).isalnum() for c in others[astral].tolist()]
     word = _IS_WORD[b] & ~(b >= 128)
-    word[lead] = alnum[which.ravel()]
+    word[lead] = alnum
     wide = np.zeros(len(b), dtype=bool)
     wide[lead] = (others >= 0x2E80) & (others <= 0xFFFF)
     word = word[np.maximum.accumulate(np.where(first, np.arange(len(b)), 0))]
