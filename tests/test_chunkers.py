@@ -436,7 +436,7 @@ def test_estimate_tokens_is_conservative_on_code() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("ab_9 \n\t(é½²日本０😀") + ["\u2e80", "\uffff"]),
+@given(st.text(alphabet=st.sampled_from(list("ab_9 \n\t(é½²日本０😀𝐀") + ["\u2e80", "\uffff"]),
                min_size=1, max_size=60), st.data())
 def test_source_tokens_match_estimator_on_non_ascii_spans(text: str, data) -> None:
     """Source.tokens keeps running counts for non-ASCII files: any span at character

@@ -59,12 +59,13 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def check_path(root: Path, raw: str, known: Callable[[str], bool] | None = None
-               ) -> tuple[str | None, str | None]:
+def check_path(root: Path, raw: str, known: Callable[[str], bool] | None = None,
+               real_root: str | None = None) -> tuple[str | None, str | None]:
     """(the root-relative POSIX path, None) for a usable path, or (None, reason).
 
     A path that does not exist is usable only when ``known(rel)`` says the index holds
-    files there (a refresh then removes them); without ``known`` it is accepted as such."""
+    files there (a refresh then removes them); without ``known`` it is accepted as such.
+    ``real_root``: the root with its links resolved, when the caller already has it."""
     problem = text_problem(raw)
     if problem:
         return None, problem
@@ -78,7 +79,7 @@ def check_path(root: Path, raw: str, known: Callable[[str], bool] | None = None
         real = os.path.realpath(absolute)
     except (OSError, ValueError) as exc:
         return None, f"cannot be read: {exc.strerror if isinstance(exc, OSError) else exc}"
-    if exists and not _inside(real, os.path.realpath(root_text)):
+    if exists and not _inside(real, real_root or os.path.realpath(root_text)):
         return None, "is a symbolic link (or lies under one) leading outside the project root"
     if not exists and known is not None and not known(rel):
         return None, "does not exist (and nothing under it is indexed)"
@@ -87,11 +88,14 @@ def check_path(root: Path, raw: str, known: Callable[[str], bool] | None = None
 
 def check_paths(root: Path, paths: Sequence[str], known: Callable[[str], bool] | None = None
                 ) -> tuple[list[str], list[RefusedPath]]:
-    """The usable paths of ``paths`` (root-relative, "." for the root) and the refused ones."""
+    """The usable paths of ``paths`` (root-relative, "." for the root) and the refused ones.
+    The root's links are resolved once for the batch, not once per path: resolving them
+    (an lstat per component) was a fifth of checking a ``git checkout``'s 740 paths (issue 37)."""
     accepted: list[str] = []
     refused: list[RefusedPath] = []
+    real_root = os.path.realpath(str(root))
     for raw in paths:
-        rel, reason = check_path(root, raw, known)
+        rel, reason = check_path(root, raw, known, real_root)
         if reason is None:
             assert rel is not None  # check_path gives a path exactly when it gives no reason
             accepted.append(rel)

@@ -17,6 +17,10 @@ from contextd.text.languages import extensions_of
 
 _HEADING_RE = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*([^\s`{]*)")
+# What a line that opens a fence or is a heading starts with: every line either regex above
+# matches starts so. One scan of the file finds them, where matching both regexes on every
+# line was most of the chunker's own time on prose (issue 37).
+_MARK_RE = re.compile(r"^ {0,3}(?:`{3}|~{3}|#)", re.MULTILINE)
 
 
 def paragraph_starts(lines: list[str], first: int, last: int) -> dict[int, int]:
@@ -42,20 +46,22 @@ class MarkdownChunker:
                title: str) -> list[Unit]:
         units: list[Unit] = []
         path: list[tuple[int, str]] = []
-        section_start, n = 1, 0
+        section_start, after_fence = 1, 0
 
         def close(end_line: int, final: bool = False) -> bool:
             """Emit the section ending at ``end_line``; False when it holds only headings and
             so waits to join what follows."""
             if end_line >= section_start:
-                if not final and _only_headings(lines[section_start - 1:end_line]):
+                if not final and _only_headings(lines, section_start - 1, end_line):
                     return False
                 label = " > ".join(t for _, t in path) or title
                 self._add(src, units, lines, section_start, end_line,
                           ChunkKind.MARKDOWN_SECTION, label, " > ".join(t for _, t in path[:-1]))
             return True
 
-        while n < len(lines):
+        for n in _marked_lines(src.text):
+            if n < after_fence:
+                continue
             line = lines[n]
             fence = _FENCE_RE.match(line)
             if fence:
@@ -66,9 +72,9 @@ class MarkdownChunker:
                     self._add(src, units, lines, first, end + 1, ChunkKind.CODE_BLOCK,
                               f"{fence.group(2) or 'text'} code", heading)
                     section_start = end + 2
-                n = end + 1
+                after_fence = end + 1
                 continue
-            heading = _HEADING_RE.match(line) if line.lstrip().startswith("#") else None
+            heading = _HEADING_RE.match(line)
             if heading and settings.split_by_headings:
                 if close(n):
                     section_start = n + 1
@@ -76,7 +82,6 @@ class MarkdownChunker:
                 while path and path[-1][0] >= level:
                     path.pop()
                 path.append((level, (heading.group(2) or "").strip() or "#" * level))
-            n += 1
         close(len(lines), final=True)
         return units
 
@@ -85,15 +90,29 @@ class MarkdownChunker:
              kind: ChunkKind, label: str, parent: str) -> None:
         start, end = trim_span(src, src.line_start(first), src.line_end(min(last, len(lines))))
         if end > start:
-            bounds = paragraph_starts(lines, first, last)
+            # Paragraph starts are looked for only in a unit over the cap (emit_unit).
             units.append(Unit(start, end, kind, label, (), parent, parent,
-                              lambda: bounds, label))
+                              lambda: paragraph_starts(lines, first, last), label))
 
 
-def _only_headings(lines: list[str]) -> bool:
-    """Whether these lines hold ATX headings and blank lines only."""
-    return all(not line.strip() or (line.lstrip().startswith("#") and _HEADING_RE.match(line))
-               for line in lines)
+def _marked_lines(text: str) -> list[int]:
+    """Indexes (0-based, as in ``text.split("\n")``) of the lines that may open a fence or
+    be a heading, in order: the only lines where a section or code block can start."""
+    found: list[int] = []
+    line = pos = 0
+    for match in _MARK_RE.finditer(text):
+        line += text.count("\n", pos, match.start())
+        pos = match.start()
+        found.append(line)
+    return found
+
+
+def _only_headings(lines: list[str], first: int, end: int) -> bool:
+    """Whether ``lines[first:end]`` hold ATX headings and blank lines only (read in place:
+    copying a long section's lines to look at its first few cost a copy per section)."""
+    return all(not lines[n].strip()
+               or (lines[n].lstrip().startswith("#") and _HEADING_RE.match(lines[n]))
+               for n in range(first, end))
 
 
 def _fence_end(lines: list[str], open_line: int, marker: str) -> int:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import functools
 import os
+import stat as stat_mod
 import threading
 import time
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -46,6 +48,8 @@ from contextd.store.base import FileState, IndexStore, SkippedFile
 # index_meta keys: the measured indexing rate (for rebuild estimates) and the signature of
 # the chunking and contextualizer the stored chunks and index texts were built with.
 THROUGHPUT_META_KEY = "indexing_bytes_per_second"
+# What pathlib's exists() and is_dir() read as "no such file" (pathlib._ignore_error).
+_GONE_ERRNOS = frozenset((errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP))
 # The embedding rate measured by the last long embedding of pending vectors (texts/s).
 EMBEDDING_RATE_META_KEY = "embedding_texts_per_second"
 EMBEDDING_RATE_MIN_TEXTS = 200  # fewer measure the start, not the rate
@@ -733,10 +737,17 @@ class Indexer:
         entries, walk = [], []
         for rel in rels:
             path = self.project.root / rel
-            if path.is_dir():
-                walk.append(rel)
-            elif path.exists() and self.boundary.check(rel).indexable:
+            # One stat per path, where is_dir, exists and stat took three (issue 37); the
+            # errors that pathlib's is_dir and exists read as "not there" are read so here.
+            try:
                 st = path.stat()
+            except OSError as exc:
+                if exc.errno not in _GONE_ERRNOS:
+                    raise
+                continue
+            if stat_mod.S_ISDIR(st.st_mode):
+                walk.append(rel)
+            elif self.boundary.check(rel).indexable:
                 entries.append(FileEntry(rel, path, st.st_size, st.st_mtime_ns))
         if walk:
             entries += self._walk(walk)
