@@ -16,7 +16,18 @@ from pathlib import Path
 
 import pytest
 
+from contextd.embedders import scratch_memory
 from golden import make_golden_copy
+
+
+@pytest.fixture(autouse=True)
+def no_memory_budget_left_behind():
+    """An owner's vector follower started in the test process (``Indexer.follow_vectors``)
+    gives the whole process a memory budget (``scratch_memory.limit_to``); a later test's
+    embedding batches then shrank with the test process's own size (CI: a batching test
+    failed after test_checkout_reuse.py). Each test starts without one."""
+    yield
+    scratch_memory.limit_to(None)
 
 
 @pytest.fixture(scope="session")
