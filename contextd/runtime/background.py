@@ -200,8 +200,8 @@ def start_background_owner(project: Project, engine: Any = None) -> int:
     it serves, for an index whose lock nobody held (PostgreSQL)."""
     from contextd.runtime import starting_owner
 
-    hand_on = getattr(engine, "lock_to_hand_on", None)
-    lock_fd = hand_on() if hand_on is not None else None
+    owner_lock = getattr(engine, "owner_lock", None)
+    lock_fd = owner_lock.handed_on() if owner_lock is not None else None
     command = contextd_command(project.root, project.config.source) + ["owner"]
     if lock_fd is not None:
         command += ["--lock-fd", str(lock_fd)]

@@ -86,8 +86,9 @@ class SharedEngine:
         self._db = str(Path(project.db_path).resolve())
         self._socket = socket_path(project.db_path)
         # lock_fd: the owner lock's descriptor, handed on by the command that started this
-        # process (a background owner), which holds the lock already (OwnerLock).
-        self._lock = OwnerLock(lock_path(project.db_path), inherited_fd=lock_fd)
+        # process (a background owner), which holds the lock already (OwnerLock). Read by
+        # whoever starts a background owner, to hand it on in turn (OwnerLock.handed_on).
+        self.owner_lock = OwnerLock(lock_path(project.db_path), inherited_fd=lock_fd)
         # A PostgreSQL store takes any number of writing processes (advisory locks guard its
         # rebuilds and file replaces): a process opens it itself unless the local background
         # owner (the one that takes the lock and serves: ``serve``) is running.
@@ -110,11 +111,6 @@ class SharedEngine:
     def engine(self) -> Any:
         """The Engine, while this process owns the index (else None)."""
         return self._engine
-
-    def lock_to_hand_on(self) -> int | None:
-        """The owner lock's descriptor, for a background owner this process starts to take
-        the index over without a moment where the lock is free (None: not the owner)."""
-        return self._lock.handed_on()
 
     def try_own(self) -> bool:
         """Open the Engine here if nobody owns the index (no waiting, no connection to an
@@ -223,8 +219,8 @@ class SharedEngine:
                 pass  # the owner is starting or stopping; the lock tells us when it is gone
             if time.monotonic() > deadline:
                 raise ContextdError(
-                    f"the owner of {self._db} (pid {self._lock.holder_pid()}) is not answering "
-                    f"on {self._socket}; if it is hung, stop it and retry")
+                    f"the owner of {self._db} (pid {self.owner_lock.holder_pid()}) is not "
+                    f"answering on {self._socket}; if it is hung, stop it and retry")
             time.sleep(delay)
             delay = min(delay * 2, 0.1)  # a starting owner's hello is awaited closely
 
@@ -236,10 +232,10 @@ class SharedEngine:
         if self._awaits_starting_owner():
             return False
         if self._elects:
-            return self._lock.try_acquire()
-        if not self._lock.path.exists():
+            return self.owner_lock.try_acquire()
+        if not self.owner_lock.path.exists():
             return True
-        probe = OwnerLock(self._lock.path)
+        probe = OwnerLock(self.owner_lock.path)
         if probe.try_acquire():
             probe.release()
             return True
@@ -272,7 +268,7 @@ class SharedEngine:
         try:
             engine = self._open_engine(deadline)
         except BaseException:
-            self._lock.release()
+            self.owner_lock.release()
             raise
         # Duties before the server: their catch-up holds the run lock before any other
         # process's call can run a reading window of its own here (OwnerDuties.start).
@@ -286,7 +282,7 @@ class SharedEngine:
                 self._duties.stop()
                 self._duties = None
             engine.close()
-            self._lock.release()
+            self.owner_lock.release()
             raise
         self._engine = engine
         starting_owner.clear(self._db, os.getpid())  # announced as starting: it serves now
@@ -334,7 +330,7 @@ class SharedEngine:
             if self._engine is not None:
                 self._engine.close()
                 self._engine = None
-            self._lock.release()
+            self.owner_lock.release()
             for client in self._idle:
                 client.close()
             self._idle.clear()
